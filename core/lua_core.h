@@ -1,0 +1,25 @@
+/* lua_core.h -- the `arkbench.core` Lua module: one table filled by several
+ * glue files, one per concern.  Each ab_lua_register_* sets its functions on
+ * the table at the top of the stack.
+ *
+ * Lua error convention (as luv): a failure the caller should handle returns
+ * `nil, "ENAME: text", "ENAME"`; misuse (wrong argument types) raises with
+ * luaL_argerror.
+ */
+#ifndef AB_LUA_CORE_H
+#define AB_LUA_CORE_H
+
+#include <lua.h>
+
+int ab_luaopen_core(lua_State *L);
+
+void ab_lua_register_hist(lua_State *L);   /* lua_hist.c   */
+void ab_lua_register_sys(lua_State *L);    /* lua_sys.c    */
+void ab_lua_register_engine(lua_State *L); /* lua_engine.c */
+void ab_lua_register_proc(lua_State *L);   /* lua_proc.c   */
+void ab_lua_register_floor(lua_State *L);  /* lua_floor.c  */
+
+/* Pushes nil, "ENAME: text", "ENAME" for err and returns 3. */
+int ab_lua_fail(lua_State *L, int err);
+
+#endif
