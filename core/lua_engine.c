@@ -1,4 +1,194 @@
-/* lua_engine.c -- placeholder until the engine binding lands. */
-#include "lua_core.h"
+/* lua_engine.c -- core.run_case(case) from Lua.
+ *
+ *   core.run_case{ protocol="tcp", framing="length"|"raw",
+ *                  execution="callback", payload=, clients=, window=,
+ *                  topology="sharded:N"|"shared:N", work=, warmup=,
+ *                  duration=, timeout= }
+ *     -> result | nil, "ECONFIG: ...", "ECONFIG"
+ *
+ * result holds the measured fields of a run object (docs/run-object.md):
+ * ok, error, sent, completed, drained, timed_out, message_errors,
+ * unfinished, warmup_completed, measured_s, round_trips_per_s,
+ * payload_mib_per_s, rtt_us {min p50 p90 p95 p99 p999 max mean stdev count},
+ * rtt_histogram, connect_us, connect_histogram, cpu_percent, cpu_user_s,
+ * cpu_sys_s, cpu_machine_percent, rss_peak_bytes, rss_end_bytes,
+ * errors {NAME = count}, loops, workers, model, connections_per_loop,
+ * notes, logical_cpus, load_model.  Empty RTT stats are absent (nil).
+ * The call blocks for the length of the run; it makes no Lua call while
+ * the run is going.
+ */
+#include <stdlib.h>
+#include <string.h>
 
-void ab_lua_register_engine(lua_State *L) { (void)L; }
+#include <lauxlib.h>
+
+#include "ab_error.h"
+#include "engine.h"
+#include "lua_core.h"
+#include "procstat.h"
+
+static const char *opt_string(lua_State *L, const char *key, const char *def) {
+  lua_getfield(L, 1, key);
+  const char *s = lua_isnil(L, -1) ? def : lua_tostring(L, -1);
+  lua_pop(L, 1);
+  return s ? s : def;
+}
+
+static double opt_number(lua_State *L, const char *key, double def) {
+  lua_getfield(L, 1, key);
+  double v = lua_isnumber(L, -1) ? lua_tonumber(L, -1) : def;
+  lua_pop(L, 1);
+  return v;
+}
+
+static int config_error(lua_State *L, const char *msg) {
+  lua_pushnil(L);
+  lua_pushfstring(L, "ECONFIG: %s", msg);
+  lua_pushliteral(L, "ECONFIG");
+  return 3;
+}
+
+static void push_stats(lua_State *L, const ab_hist_t *h) {
+  lua_newtable(L);
+  lua_pushnumber(L, (double)h->count);
+  lua_setfield(L, -2, "count");
+  if (h->count == 0) return;
+  struct { const char *k; double p; } ps[] = {
+      {"p50", 50}, {"p90", 90}, {"p95", 95}, {"p99", 99}, {"p999", 99.9}};
+  lua_pushnumber(L, (double)h->min / 1000.0);
+  lua_setfield(L, -2, "min");
+  for (size_t i = 0; i < sizeof(ps) / sizeof(ps[0]); i++) {
+    lua_pushnumber(L, (double)ab_hist_percentile(h, ps[i].p) / 1000.0);
+    lua_setfield(L, -2, ps[i].k);
+  }
+  lua_pushnumber(L, (double)h->max / 1000.0);
+  lua_setfield(L, -2, "max");
+  lua_pushnumber(L, ab_hist_mean(h) / 1000.0);
+  lua_setfield(L, -2, "mean");
+  lua_pushnumber(L, ab_hist_stdev(h) / 1000.0);
+  lua_setfield(L, -2, "stdev");
+}
+
+static void push_encoded(lua_State *L, const ab_hist_t *h) {
+  size_t need = ab_hist_encode(h, NULL, 0);
+  char *buf = malloc(need + 1);
+  if (buf == NULL) {
+    lua_pushnil(L);
+    return;
+  }
+  ab_hist_encode(h, buf, need + 1);
+  lua_pushlstring(L, buf, need);
+  free(buf);
+}
+
+#define SETNUM(name, v) (lua_pushnumber(L, (double)(v)), lua_setfield(L, -2, name))
+
+static int l_run_case(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  ab_case_cfg_t cfg;
+  memset(&cfg, 0, sizeof(cfg));
+  const char *proto = opt_string(L, "protocol", "tcp");
+  const char *framing = opt_string(L, "framing", "length");
+  const char *exec = opt_string(L, "execution", "callback");
+  const char *topo = opt_string(L, "topology", "sharded:1");
+  if (strcmp(proto, "tcp") == 0) cfg.protocol = AB_PROTO_TCP;
+  else return config_error(L, lua_pushfstring(L, "protocol '%s' is not built into the engine yet", proto));
+  cfg.framing = strcmp(framing, "raw") == 0 ? AB_FRAMING_RAW
+                : strcmp(framing, "length") == 0 ? AB_FRAMING_LENGTH : 0;
+  if (strcmp(exec, "callback") == 0) cfg.execution = AB_EXEC_CALLBACK;
+  else return config_error(L, lua_pushfstring(L, "execution '%s' is not built into the engine yet", exec));
+  unsigned n = 0;
+  char model[16] = "";
+  if (sscanf(topo, "%15[a-z]:%u", model, &n) != 2)
+    return config_error(L, "topology must be sharded:N or shared:N");
+  cfg.model = strcmp(model, "sharded") == 0 ? AB_MODEL_SHARDED
+              : strcmp(model, "shared") == 0 ? AB_MODEL_SHARED : 0;
+  cfg.threads = n;
+  cfg.payload = (uint32_t)opt_number(L, "payload", 1024);
+  cfg.clients = (uint32_t)opt_number(L, "clients", 1);
+  cfg.window = (uint32_t)opt_number(L, "window", 1);
+  cfg.work = (uint64_t)opt_number(L, "work", 0);
+  cfg.warmup_s = opt_number(L, "warmup", 0.25);
+  cfg.duration_s = opt_number(L, "duration", 1);
+  cfg.timeout_s = opt_number(L, "timeout", 2);
+  char err[256];
+  if (ab_case_check(&cfg, err, sizeof(err)) != 0) return config_error(L, err);
+
+  ab_result_t *r = malloc(sizeof(*r));
+  if (r == NULL) return ab_lua_fail(L, AB_ENOMEM);
+  int rc = ab_run_case(&cfg, r);
+  if (rc < 0) {
+    lua_pushnil(L);
+    lua_pushfstring(L, "%s: %s", ab_err_name(rc), r->error);
+    lua_pushstring(L, ab_err_name(rc));
+    ab_result_free(r);
+    free(r);
+    return 3;
+  }
+  int ncpu = ab_logical_cpus();
+  lua_newtable(L);
+  lua_pushboolean(L, r->ok);
+  lua_setfield(L, -2, "ok");
+  if (r->error[0]) {
+    lua_pushstring(L, r->error);
+    lua_setfield(L, -2, "error");
+  }
+  SETNUM("sent", r->sent);
+  SETNUM("completed", r->completed);
+  SETNUM("drained", r->drained);
+  SETNUM("timed_out", r->timed_out);
+  SETNUM("message_errors", r->message_errors);
+  SETNUM("unfinished", r->unfinished);
+  SETNUM("warmup_completed", r->warmup_completed);
+  SETNUM("measured_s", r->measured_s);
+  SETNUM("round_trips_per_s", (double)r->completed / r->measured_s);
+  SETNUM("payload_mib_per_s",
+         (double)r->completed * cfg.payload / r->measured_s / 1048576.0);
+  push_stats(L, &r->rtt);
+  lua_setfield(L, -2, "rtt_us");
+  push_encoded(L, &r->rtt);
+  lua_setfield(L, -2, "rtt_histogram");
+  push_stats(L, &r->connect);
+  lua_setfield(L, -2, "connect_us");
+  push_encoded(L, &r->connect);
+  lua_setfield(L, -2, "connect_histogram");
+  double cpu = r->cpu_wall_s > 0 ? (r->cpu_user_s + r->cpu_sys_s) / r->cpu_wall_s * 100.0 : 0;
+  SETNUM("cpu_percent", cpu);
+  SETNUM("cpu_user_s", r->cpu_user_s);
+  SETNUM("cpu_sys_s", r->cpu_sys_s);
+  SETNUM("cpu_machine_percent", cpu / ncpu);
+  SETNUM("rss_peak_bytes", r->rss_peak_bytes);
+  SETNUM("rss_end_bytes", r->rss_end_bytes);
+  lua_newtable(L);
+  for (int i = 0; i < r->nerrors; i++) {
+    SETNUM(ab_err_name(r->errors[i].code), r->errors[i].count);
+  }
+  lua_setfield(L, -2, "errors");
+  SETNUM("loops", r->loops);
+  SETNUM("workers", r->workers);
+  lua_pushstring(L, cfg.model == AB_MODEL_SHARDED ? "sharded" : "shared");
+  lua_setfield(L, -2, "model");
+  lua_createtable(L, (int)r->loops, 0);
+  for (uint32_t i = 0; i < r->loops; i++) {
+    lua_pushnumber(L, r->conns_per_loop[i]);
+    lua_rawseti(L, -2, (int)i + 1);
+  }
+  lua_setfield(L, -2, "connections_per_loop");
+  lua_createtable(L, r->nnotes, 0);
+  for (int i = 0; i < r->nnotes; i++) {
+    lua_pushstring(L, r->notes[i]);
+    lua_rawseti(L, -2, i + 1);
+  }
+  lua_setfield(L, -2, "notes");
+  SETNUM("logical_cpus", ncpu);
+  lua_pushliteral(L, "closed");
+  lua_setfield(L, -2, "load_model");
+  ab_result_free(r);
+  free(r);
+  return 1;
+}
+
+void ab_lua_register_engine(lua_State *L) {
+  lua_pushcfunction(L, l_run_case);
+  lua_setfield(L, -2, "run_case");
+}

@@ -1,0 +1,84 @@
+/* engine.h -- runs one benchmark case in this process (DESIGN §5, §8).
+ *
+ * ab_run_case() builds the topology (loops on their own threads, a worker
+ * pool for shared:N), connects every client to this process's own echo
+ * server over loopback, runs warm-up, the measured interval and the drain,
+ * and fills an ab_result_t.  It blocks the calling thread for about
+ * warmup + duration (+ drain) seconds.  The calling thread only coordinates
+ * and samples CPU; all socket IO happens on the loop threads.
+ *
+ * Timing: RTT per message, CLOCK_MONOTONIC, from just before the message's
+ * first byte is handed to the socket to the read that completes its echo;
+ * one histogram per loop, merged at the end.  See docs/run-object.md for
+ * the accounting identity.
+ */
+#ifndef AB_ENGINE_H
+#define AB_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "histogram.h"
+
+enum { AB_PROTO_TCP = 1 };
+enum { AB_FRAMING_LENGTH = 1, AB_FRAMING_RAW = 2 };
+enum { AB_MODEL_SHARDED = 1, AB_MODEL_SHARED = 2 };
+enum { AB_EXEC_CALLBACK = 1 };
+
+typedef struct {
+  int protocol;      /* AB_PROTO_* */
+  int framing;       /* AB_FRAMING_* */
+  int execution;     /* AB_EXEC_* */
+  uint32_t payload;  /* bytes per message, 16 .. 16 MiB */
+  uint32_t clients;  /* connections, >= 1 */
+  uint32_t window;   /* messages in flight per connection, >= 1 */
+  int model;         /* AB_MODEL_* */
+  uint32_t threads;  /* N of sharded:N / shared:N */
+  uint64_t work;     /* xorshift iterations per echo, server side */
+  double warmup_s;   /* >= 0 */
+  double duration_s; /* > 0 */
+  double timeout_s;  /* per-message reply timeout, > 0 */
+} ab_case_cfg_t;
+
+#define AB_MAX_ERROR_CLASSES 32
+#define AB_MAX_NOTES 8
+
+typedef struct {
+  int code;        /* ab_error.h code or negated errno */
+  uint64_t count;
+} ab_error_count_t;
+
+typedef struct {
+  int ok;                 /* 1: measured as asked, no errors */
+  char error[512];        /* first error, with context; "" when none */
+  uint64_t sent, completed, drained, timed_out, message_errors, unfinished;
+  uint64_t warmup_completed;
+  double measured_s;      /* the measured interval (deadline - start) */
+  double cpu_wall_s;      /* wall time between the two CPU samples */
+  double cpu_user_s, cpu_sys_s;
+  uint64_t rss_peak_bytes, rss_end_bytes;
+  ab_hist_t rtt;          /* measure-phase RTTs (completed + drained), ns */
+  ab_hist_t connect;      /* per-connection connect time, ns */
+  ab_error_count_t errors[AB_MAX_ERROR_CLASSES];
+  int nerrors;
+  uint32_t loops, workers;
+  uint32_t *conns_per_loop;  /* loops entries, malloc'd; ab_result_free() */
+  char notes[AB_MAX_NOTES][160];
+  int nnotes;
+  uint64_t work_sink;     /* folded result of the server work */
+} ab_result_t;
+
+/* Checks cfg; returns 0 or AB_ECONFIG with a sentence in err[0..errlen). */
+int ab_case_check(const ab_case_cfg_t *cfg, char *err, size_t errlen);
+
+/* Runs the case.  Returns 0 when the run happened (even with counted
+ * errors: see out->ok), or a negative code when it could not start
+ * (out->error says why).  out must be freed with ab_result_free(). */
+int ab_run_case(const ab_case_cfg_t *cfg, ab_result_t *out);
+
+void ab_result_free(ab_result_t *r);
+
+/* Adds n to the count of error class `code` (shared by loops and merge). */
+void ab__errors_add(ab_error_count_t *tab, int *n, int code, uint64_t count);
+
+#endif

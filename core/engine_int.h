@@ -1,0 +1,165 @@
+/* engine_int.h -- shared internals of the engine (engine.c, tcp_client.c,
+ * tcp_server.c, pool.c).  Not a public header.
+ *
+ * Threads: each ab__loop_t runs one uv_loop_t on its own thread; the thread
+ * that called ab_run_case() is the coordinator.  The coordinator talks to a
+ * loop only through loop->ctl (uv_async) plus the command fields guarded by
+ * eng->mu; a loop reports progress by bumping eng->reached[stage] under
+ * eng->mu and signalling eng->cv.  Everything else a loop touches is its own:
+ * connections, buffers, histograms and counters, so the per-message path
+ * takes no lock (shared:N's hand-off to the work pool is the one exception,
+ * and it is the model being measured).
+ */
+#ifndef AB_ENGINE_INT_H
+#define AB_ENGINE_INT_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "engine.h"
+#include "histogram.h"
+#include "outbuf.h"
+
+typedef struct ab__engine_s ab__engine_t;
+typedef struct ab__loop_s ab__loop_t;
+typedef struct ab__pool_s ab__pool_t;
+
+/* Loop stages, in order; the coordinator waits for every loop to reach one. */
+enum {
+  AB__ST_LISTENING = 0, /* listener bound, port known */
+  AB__ST_CONNECTED,     /* every client's connect finished (ok or not) */
+  AB__ST_WARM_DONE,     /* warm-up over and its messages drained */
+  AB__ST_MEASURE_DONE,  /* measure over and drained (or drain timed out) */
+  AB__ST_COUNT
+};
+
+/* Commands, coordinator -> loop. */
+enum { AB__CMD_NONE = 0, AB__CMD_CONNECT, AB__CMD_WARMUP, AB__CMD_MEASURE,
+       AB__CMD_STOP };
+
+/* What a loop is doing with its clients. */
+enum {
+  AB__PH_IDLE = 0,
+  AB__PH_WARMUP,   /* sending warm-up messages until warm_deadline */
+  AB__PH_WARM_DRAIN,
+  AB__PH_MEASURE,  /* sending measure messages until deadline */
+  AB__PH_DRAIN,    /* deadline passed; waiting for replies */
+  AB__PH_DONE,
+  AB__PH_STOPPING
+};
+
+typedef struct ab__client_s {
+  uv_tcp_t tcp;                 /* first: handle.data points here too */
+  ab__loop_t *loop;
+  uint32_t id;                  /* global connection id */
+  int alive;                    /* connected and not failed */
+  int closing;
+  uv_connect_t creq;
+  uint64_t connect_start_ns;
+  /* in-flight slots: message seq is in slot seq % window */
+  uint64_t *slot_seq;
+  uint64_t *slot_ns;            /* send time; 0 = slot free */
+  uint8_t *slot_phase;
+  uint32_t inflight;
+  uint64_t next_seq;            /* next sequence to send */
+  uint64_t oldest_seq;          /* oldest possibly in flight */
+  uint8_t *rbuf;
+  size_t rcap, rlen;
+  ab_outbuf_t out;
+} ab__client_t;
+
+typedef struct ab__sconn_s {
+  uv_tcp_t tcp;
+  ab__loop_t *loop;
+  struct ab__sconn_s *next, *prev; /* loop's list of server connections */
+  int closing;
+  uint8_t *rbuf;
+  size_t rcap, rlen;
+  ab_outbuf_t out;
+  /* shared:N only: frames waiting for their work to come back */
+  uint8_t *held;
+  size_t hcap, hlen, hoff;
+  uint64_t jobs_out;            /* jobs submitted, not yet returned */
+  uint64_t jobs_back;           /* returned jobs not yet released */
+} ab__sconn_t;
+
+struct ab__loop_s {
+  ab__engine_t *eng;
+  uint32_t index;
+  uv_thread_t thread;
+  uv_loop_t loop;
+  uv_async_t ctl;
+  uv_async_t pool_done;         /* shared:N: work pool returns */
+  uv_timer_t phase_timer;       /* fires at the phase deadline */
+  uv_timer_t tick;              /* per-message timeouts */
+  uv_tcp_t listener;
+  int port;
+  int listening;
+
+  ab__client_t *clients;        /* this loop's clients */
+  uint32_t nclients;
+  uint32_t connects_pending;
+  ab__sconn_t *sconns;          /* list head */
+
+  int phase;
+  uint64_t warm_deadline_ns;
+  uint64_t start_ns, deadline_ns, drain_end_ns;
+  uint64_t warm_inflight;       /* warm-up messages in flight */
+  uint64_t meas_inflight;       /* measure messages in flight */
+
+  /* per-loop results, merged by the coordinator */
+  ab_hist_t rtt, connect;
+  uint64_t sent, completed, drained, timed_out, message_errors, unfinished;
+  uint64_t warmup_completed;
+  ab_error_count_t errors[AB_MAX_ERROR_CLASSES];
+  int nerrors;
+  char first_error[256];
+  uint64_t work_sink;
+
+  /* command mailbox (guarded by eng->mu) */
+  int cmd;
+  uint64_t cmd_t0, cmd_t1;
+};
+
+struct ab__engine_s {
+  const ab_case_cfg_t *cfg;
+  ab__loop_t *loops;
+  uint32_t nloops;
+  ab__pool_t *pool;             /* shared:N with N > 1, else NULL */
+  uint64_t max_frame;           /* largest frame a server accepts */
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  uint32_t reached[AB__ST_COUNT];
+  int failed_start;             /* a loop could not start */
+  char start_error[256];
+};
+
+/* engine.c */
+void ab__loop_reached(ab__loop_t *l, int stage);
+void ab__loop_error(ab__loop_t *l, int code, const char *what);
+void ab__loop_check_progress(ab__loop_t *l);
+
+/* tcp_client.c */
+void ab__client_connect(ab__client_t *c, const struct sockaddr_in *addr);
+void ab__client_pump(ab__client_t *c);
+void ab__client_fail(ab__client_t *c, int code, const char *what);
+void ab__clients_tick(ab__loop_t *l, uint64_t now);
+void ab__client_close(ab__client_t *c);
+
+/* tcp_server.c */
+int ab__server_listen(ab__loop_t *l);
+void ab__server_work_returned(ab__sconn_t *s, uint64_t n);
+void ab__server_close_all(ab__loop_t *l);
+
+/* pool.c: shared:N hand-off of per-message server work */
+int ab__pool_start(ab__engine_t *eng, uint32_t workers);
+void ab__pool_submit(ab__pool_t *p, ab__sconn_t *s);
+void ab__pool_stop(ab__pool_t *p);
+/* loop side: drain returned jobs (called from pool_done async) */
+void ab__pool_collect(ab__pool_t *p, ab__loop_t *l);
+/* after stop: frees the pool, returns the folded work result */
+uint64_t ab__pool_free(ab__pool_t *p);
+
+#endif

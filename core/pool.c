@@ -1,0 +1,157 @@
+/* pool.c -- shared:N's work pool: N threads that run the per-message server
+ * work for the one IO loop (DESIGN §5, libuv's model for handler work).
+ *
+ * The loop submits one job per received frame (a pointer to its server
+ * connection) into a mutex-guarded ring; a worker runs ab_work() and pushes
+ * the pointer onto the return list, then wakes the loop with uv_async_send.
+ * The loop's async callback collects returned jobs and releases the held
+ * frames in order.  This hand-off is the cost the shared model carries; it
+ * is the one lock on the per-message path.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ab_error.h"
+#include "engine_int.h"
+#include "work.h"
+
+struct ab__pool_s {
+  ab__engine_t *eng;
+  ab__loop_t *loop;
+  pthread_t *threads;
+  uint32_t nthreads;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  ab__sconn_t **ring;
+  size_t cap, head, count;
+  int stop;
+  pthread_mutex_t dmu;
+  ab__sconn_t **done, **spare;
+  size_t dcap, dcount, spare_cap;
+  uint64_t sink;
+};
+
+static int grow(ab__sconn_t ***arr, size_t *cap, size_t need) {
+  if (*cap >= need) return 0;
+  size_t want = *cap ? *cap : 256;
+  while (want < need) want *= 2;
+  ab__sconn_t **p = realloc(*arr, want * sizeof(*p));
+  if (p == NULL) return AB_ENOMEM;
+  *arr = p;
+  *cap = want;
+  return 0;
+}
+
+static void *worker_main(void *arg) {
+  ab__pool_t *p = arg;
+  uint64_t work = p->eng->cfg->work, sink = 0;
+  for (;;) {
+    pthread_mutex_lock(&p->mu);
+    while (!p->stop && p->count == 0) pthread_cond_wait(&p->cv, &p->mu);
+    if (p->stop) {
+      pthread_mutex_unlock(&p->mu);
+      break;
+    }
+    ab__sconn_t *s = p->ring[p->head];
+    p->head = (p->head + 1) % p->cap;
+    p->count--;
+    pthread_mutex_unlock(&p->mu);
+
+    if (work) sink ^= ab_work(work, sink + (uintptr_t)s);
+
+    pthread_mutex_lock(&p->dmu);
+    int ok = grow(&p->done, &p->dcap, p->dcount + 1) == 0;
+    if (ok) p->done[p->dcount++] = s;
+    pthread_mutex_unlock(&p->dmu);
+    uv_async_send(&p->loop->pool_done);
+  }
+  pthread_mutex_lock(&p->dmu);
+  p->sink ^= sink;
+  pthread_mutex_unlock(&p->dmu);
+  return NULL;
+}
+
+int ab__pool_start(ab__engine_t *eng, uint32_t workers) {
+  ab__pool_t *p = calloc(1, sizeof(*p));
+  if (p == NULL) return AB_ENOMEM;
+  p->eng = eng;
+  p->loop = &eng->loops[0];
+  pthread_mutex_init(&p->mu, NULL);
+  pthread_cond_init(&p->cv, NULL);
+  pthread_mutex_init(&p->dmu, NULL);
+  if (grow(&p->ring, &p->cap, 1024) != 0) return AB_ENOMEM;
+  p->threads = calloc(workers, sizeof(pthread_t));
+  if (p->threads == NULL) return AB_ENOMEM;
+  for (uint32_t i = 0; i < workers; i++) {
+    if (pthread_create(&p->threads[i], NULL, worker_main, p) != 0) {
+      eng->pool = p;
+      ab__pool_stop(p);
+      return AB_ENOMEM;
+    }
+    p->nthreads++;
+  }
+  eng->pool = p;
+  return 0;
+}
+
+void ab__pool_submit(ab__pool_t *p, ab__sconn_t *s) {
+  pthread_mutex_lock(&p->mu);
+  if (p->count == p->cap) {
+    /* grow the ring, unwrapping it */
+    size_t ncap = p->cap * 2;
+    ab__sconn_t **n = malloc(ncap * sizeof(*n));
+    if (n == NULL) {
+      pthread_mutex_unlock(&p->mu);
+      ab__loop_error(p->loop, AB_ENOMEM, "work pool queue");
+      return;
+    }
+    for (size_t i = 0; i < p->count; i++) n[i] = p->ring[(p->head + i) % p->cap];
+    free(p->ring);
+    p->ring = n;
+    p->cap = ncap;
+    p->head = 0;
+  }
+  p->ring[(p->head + p->count) % p->cap] = s;
+  p->count++;
+  pthread_cond_signal(&p->cv);
+  pthread_mutex_unlock(&p->mu);
+}
+
+void ab__pool_collect(ab__pool_t *p, ab__loop_t *l) {
+  (void)l;
+  pthread_mutex_lock(&p->dmu);
+  ab__sconn_t **got = p->done;
+  size_t n = p->dcount;
+  size_t gcap = p->dcap;
+  p->done = p->spare;
+  p->dcap = p->spare_cap;
+  p->dcount = 0;
+  pthread_mutex_unlock(&p->dmu);
+  for (size_t i = 0; i < n; i++) ab__server_work_returned(got[i], 1);
+  p->spare = got;
+  p->spare_cap = gcap;
+}
+
+void ab__pool_stop(ab__pool_t *p) {
+  if (p == NULL) return;
+  pthread_mutex_lock(&p->mu);
+  p->stop = 1;
+  pthread_cond_broadcast(&p->cv);
+  pthread_mutex_unlock(&p->mu);
+  for (uint32_t i = 0; i < p->nthreads; i++) pthread_join(p->threads[i], NULL);
+  p->nthreads = 0;
+}
+
+uint64_t ab__pool_free(ab__pool_t *p) {
+  if (p == NULL) return 0;
+  uint64_t sink = p->sink;
+  pthread_mutex_destroy(&p->mu);
+  pthread_cond_destroy(&p->cv);
+  pthread_mutex_destroy(&p->dmu);
+  free(p->ring);
+  free(p->done);
+  free(p->spare);
+  free(p->threads);
+  free(p);
+  return sink;
+}
