@@ -75,8 +75,9 @@ double ab_hist_stdev(const ab_hist_t *h) {
 }
 
 static int u128_hex(char *out, size_t cap, unsigned __int128 v) {
-  return snprintf(out, cap, "%" PRIx64 "%016" PRIx64, (uint64_t)(v >> 64),
-                  (uint64_t)v);
+  uint64_t hi = (uint64_t)(v >> 64), lo = (uint64_t)v;
+  if (hi == 0) return snprintf(out, cap, "%" PRIx64, lo);
+  return snprintf(out, cap, "%" PRIx64 "%016" PRIx64, hi, lo);
 }
 
 size_t ab_hist_encode(const ab_hist_t *h, char *buf, size_t cap) {
