@@ -1,0 +1,36 @@
+-- scenarios/tcp.lua -- the reference matrix over plain TCP.
+--
+-- What it measures: round trips per second, MiB/s, RTT percentiles, CPU and
+-- memory of a length-framed echo over loopback TCP, for
+--   * 3 payload sizes (64 B, 1 KiB, 16 KiB),
+--   * 2 load shapes: 1 connection with 1 message in flight (pure latency),
+--     and 16 connections with 16 messages in flight each (throughput),
+--   * 5 IO topologies: one loop thread handing work to 1, 2 or 4 worker
+--     threads (shared:N), or 2 or 4 independent loops (sharded:N),
+-- with no CPU work per echo, 0.25 s of warm-up, 1 s measured, and each case
+-- run 3 times, each time in a fresh process.
+--
+-- sharded:N needs at least N connections, so the 1x1 load skips sharded:2
+-- and sharded:4: 3 x (3 + 5) = 24 cases (arkbench reports the 6 it drops).
+--
+-- Run it:
+--   bin/arkbench run scenarios/tcp.lua                  # all 24 cases
+--   bin/arkbench run scenarios/tcp.lua --list           # show the cases
+--   bin/arkbench run scenarios/tcp.lua --quick          # a short smoke run
+--   bin/arkbench run scenarios/tcp.lua --filter payload=1024 --filter topology=sharded:4
+--   bin/arkbench run scenarios/tcp.lua --set protocol=tls
+return {
+    name = "tcp",
+    description = "reference matrix: echo over TCP, payload x load x topology",
+    protocol = "tcp",
+    payload = { 64, 1024, 16384 },
+    load = {
+        { clients = 1, window = 1 },
+        { clients = 16, window = 16 },
+    },
+    topology = { "shared:1", "shared:2", "shared:4", "sharded:2", "sharded:4" },
+    work = 0,
+    warmup = 0.25,
+    duration = 1,
+    repetitions = 3,
+}
