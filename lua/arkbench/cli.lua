@@ -1,12 +1,253 @@
+-- arkbench.cli: the command line (DESIGN §2).
+--
+--   arkbench run FILE.lua [--set k=v]... [--filter k=v]... [--out DIR]
+--                         [--quick] [--list]
+--   arkbench worker ...            (internal: one run in a fresh process)
+--   arkbench calibrate [...]       the physical floor vs arkbench
+--   arkbench report DIR            rebuild summary.json and the table
+--   arkbench env                   print the environment as env.json has it
+--   arkbench help
+--
+-- Exit codes: 0 all runs ok; 1 some run failed; 2 the scenario or command
+-- line is wrong; 130 interrupted (results so far kept).
+
+local core = require("arkbench.core")
+
+local ipairs, tostring, type = ipairs, tostring, type
+local io_stderr, io_stdout = io.stderr, io.stdout
+local str_format = string.format
+
 local _M = {}
-function _M.main(args)
-  if args[1] == "dev-busted" then
+
+local USAGE = [[
+usage: arkbench <command> [options]
+
+commands:
+  run FILE.lua        run every case of a scenario, each repetition in a
+                      fresh process; results go to results/<name>/<UTC>/
+      --set key=value     override a scenario key (repeatable; a,b,c = axis)
+      --filter key=value  keep only matching cases (repeatable)
+      --out DIR           write results into DIR instead
+      --quick             warmup=0.05 duration=0.2 repetitions=1
+      --list              print the cases and exit
+  calibrate           raw epoll echo floor vs arkbench, same process
+      --pairs N --duration S --warmup S --payload B --clients C --window W
+  report DIR          rebuild summary.json and print the table from runs.jsonl
+  env                 print this host's environment (as env.json)
+  help                this text
+
+exit codes: 0 ok, 1 some run failed, 2 bad scenario or command line,
+130 interrupted (finished runs are kept)
+]]
+
+local function die(msg)
+    io_stderr:write("arkbench: ", msg, "\n")
+    return 2
+end
+
+local function write_file(path, text)
+    local f, err = io.open(path, "w")
+    if not f then return nil, err end
+    f:write(text)
+    f:close()
+    return true
+end
+
+local function parse_run_args(args, first)
+    local o = { sets = {}, filters = {} }
+    local i = first
+    while i <= #args do
+        local a = args[i]
+        local function value()
+            local v = args[i + 1]
+            if v == nil then return nil end
+            i = i + 2
+            return v
+        end
+        if a == "--set" or a == "--filter" or a == "--out" then
+            local v = value()
+            if v == nil then return nil, a .. " needs a value" end
+            if a == "--out" then o.out = v
+            elseif a == "--set" then o.sets[#o.sets + 1] = v
+            else o.filters[#o.filters + 1] = v end
+        elseif a:match("^%-%-set=") then o.sets[#o.sets + 1] = a:sub(7); i = i + 1
+        elseif a:match("^%-%-filter=") then o.filters[#o.filters + 1] = a:sub(10); i = i + 1
+        elseif a:match("^%-%-out=") then o.out = a:sub(7); i = i + 1
+        elseif a == "--quick" then o.quick = true; i = i + 1
+        elseif a == "--list" then o.list = true; i = i + 1
+        elseif a:sub(1, 1) == "-" then return nil, "unknown option '" .. a .. "' (see arkbench help)"
+        elseif not o.path then o.path = a; i = i + 1
+        else return nil, "unexpected argument '" .. a .. "'" end
+    end
+    if not o.path then return nil, "run needs a scenario file: arkbench run scenarios/tcp.lua" end
+    return o
+end
+
+local function load_cases(o)
+    local scenario = require("arkbench.scenario")
+    local matrix = require("arkbench.matrix")
+    local spec, err = scenario.load(o.path, o.sets)
+    if not spec then return nil, err end
+    if o.quick then scenario.apply_quick(spec) end
+    local cases = matrix.expand(spec)
+    if #o.filters > 0 then
+        local kept, ferr = matrix.filter(cases, o.filters)
+        if not kept then return nil, ferr end
+        cases = kept
+    end
+    return spec, cases
+end
+
+local function progress_printer(total_runs)
+    local tty = core.isatty(2)
+    local failed = 0
+    local t0 = core.now_ns()
+    return function(obj, done, total)
+        total = total or total_runs
+        if obj.ok ~= true then failed = failed + 1 end
+        local elapsed = (core.now_ns() - t0) / 1e9
+        local eta = done > 0 and elapsed / done * (total - done) or 0
+        local line = str_format("[%d/%d] %s rep %s: %s%s  failed %d  ETA %ds",
+            done, total, tostring(obj.case_id), tostring(obj.repetition),
+            obj.ok and "ok" or tostring(obj.status or "failed"),
+            obj.round_trips_per_s and str_format(" %.0f rt/s", obj.round_trips_per_s) or "",
+            failed, math.floor(eta + 0.5))
+        if tty then
+            io_stderr:write("\r\27[K", line, done == total and "\n" or "")
+        else
+            io_stderr:write(line, "\n")
+        end
+        io_stderr:flush()
+    end
+end
+
+local function finish_results(dir, spec_name, runs, meta)
+    local stats = require("arkbench.stats")
+    local json = require("arkbench.json")
+    local report = require("arkbench.report")
+    local summary = stats.summarize(runs, meta)
+    summary.scenario = summary.scenario or spec_name
+    local ok, err = write_file(dir .. "/summary.json", json.encode(summary, { indent = 2 }) .. "\n")
+    if not ok then io_stderr:write("arkbench: cannot write summary.json: ", tostring(err), "\n") end
+    io_stdout:write(report.terminal_table(summary), "\n")
+    return summary
+end
+
+function _M.run(args)
+    local o, err = parse_run_args(args, 2)
+    if not o then return die(err) end
+    local spec, cases = load_cases(o)
+    if not spec then
+        io_stderr:write(cases, "\n")
+        return 2
+    end
+    for _, w in ipairs(spec.warnings or {}) do io_stderr:write("warning: ", w, "\n") end
+    local runs_total = 0
+    for _, c in ipairs(cases) do runs_total = runs_total + (c.repetitions or 1) end
+    if o.list then
+        for _, c in ipairs(cases) do
+            io_stdout:write(str_format("%3d  %s  (x%d)\n", c.index, c.case_id, c.repetitions or 1))
+        end
+        io_stdout:write(str_format("%d cases, %d runs\n", #cases, runs_total))
+        return 0
+    end
+
+    local env = require("arkbench.env")
+    local json = require("arkbench.json")
+    local runner = require("arkbench.runner")
+    local started = core.wall_s()
+    local dir = o.out or ("results/" .. spec.name .. "/" .. env.utc_stamp(started))
+    os.execute("mkdir -p '" .. dir:gsub("'", "'\\''") .. "'")
+    local envinfo = env.collect({ scenario_path = o.path, started_utc = env.utc_iso(started),
+                                  binary = core.exe_path and core.exe_path() or nil })
+    local ok, werr = write_file(dir .. "/env.json", json.encode(envinfo, { indent = 2 }) .. "\n")
+    if not ok then return die("cannot write " .. dir .. "/env.json: " .. tostring(werr)) end
+    io_stderr:write(str_format("arkbench: %s: %d cases, %d runs -> %s\n", spec.name, #cases, runs_total, dir))
+
+    if core.signals_install then core.signals_install() end
+    local code, runs = runner.run({
+        spec = spec, cases = cases, sets = o.sets, quick = o.quick, out_dir = dir,
+        on_run = progress_printer(runs_total),
+    })
+    local ended = core.wall_s()
+    envinfo.ended_utc = env.utc_iso(ended)
+    write_file(dir .. "/env.json", json.encode(envinfo, { indent = 2 }) .. "\n")
+    finish_results(dir, spec.name, runs or {}, {
+        scenario = spec.name, started_utc = env.utc_iso(started), ended_utc = envinfo.ended_utc,
+        interrupted = code == 130,
+    })
+    io_stderr:write("results: ", dir, "\n")
+    return code
+end
+
+function _M.report(args)
+    local dir = args[2]
+    if not dir then return die("report needs a result folder: arkbench report results/tcp/<UTC>") end
+    local stats = require("arkbench.stats")
+    local runs, err = stats.read_jsonl(dir .. "/runs.jsonl")
+    if not runs then return die(err) end
+    local meta = { interrupted = false }
+    local json = require("arkbench.json")
+    local f = io.open(dir .. "/env.json")
+    if f then
+        local e = json.decode(f:read("*a"))
+        f:close()
+        if type(e) == "table" then
+            meta.started_utc, meta.ended_utc = e.started_utc, e.ended_utc
+        end
+    end
+    finish_results(dir, nil, runs, meta)
+    return 0
+end
+
+function _M.env()
+    local env = require("arkbench.env")
+    local json = require("arkbench.json")
+    io_stdout:write(json.encode(env.collect({}), { indent = 2 }), "\n")
+    return 0
+end
+
+local function dev_busted(args)
     arg = { [0] = "/usr/bin/busted" }
     for i = 2, #args do arg[i - 1] = args[i] end
-    dofile("/usr/bin/busted")
+    -- busted ends with os.exit, which on Lua 5.1 raises a nil error for a
+    -- failing suite (its standalone interpreter then exits 1)
+    local ok, e = pcall(dofile, "/usr/bin/busted")
+    if not ok then
+        if e ~= nil then io_stderr:write(tostring(e), "\n") end
+        return 1
+    end
     return 0
-  end
-  io.stderr:write("arkbench: no command\n")
-  return 2
 end
+
+function _M.main(args)
+    local cmd = args[1]
+    if cmd == nil or cmd == "help" or cmd == "--help" or cmd == "-h" then
+        io_stdout:write(USAGE)
+        return cmd == nil and 2 or 0
+    elseif cmd == "run" then
+        return _M.run(args)
+    elseif cmd == "worker" then
+        local a = {}
+        for i = 2, #args do a[#a + 1] = args[i] end
+        return require("arkbench.worker").main(a)
+    elseif cmd == "calibrate" then
+        local a = {}
+        for i = 2, #args do a[#a + 1] = args[i] end
+        return require("arkbench.calibrate").main(a)
+    elseif cmd == "report" then
+        return _M.report(args)
+    elseif cmd == "env" then
+        return _M.env()
+    elseif cmd == "dev-busted" then
+        return dev_busted(args)
+    elseif cmd == "dev-lua" then
+        arg = { [0] = args[2] }
+        for i = 3, #args do arg[i - 2] = args[i] end
+        dofile(args[2])
+        return 0
+    end
+    return die("unknown command '" .. tostring(cmd) .. "' (see arkbench help)")
+end
+
 return _M
