@@ -42,6 +42,10 @@ end
 
 function _M.main(args)
     local t0 = core.now_ns()
+    -- a worker never outlives the orchestrator that started it, even when
+    -- that one is killed with SIGKILL (prctl PR_SET_PDEATHSIG)
+    local opid = tonumber(os.getenv("ARKBENCH_ORCHESTRATOR_PID") or "")
+    if opid and core.die_with_parent then core.die_with_parent(opid) end
     local o, err = parse(args)
     if not o then
         io_stderr:write("arkbench: ", err, "\n")
