@@ -10,15 +10,15 @@
 -- with no CPU work per echo, 0.25 s of warm-up, 1 s measured, and each case
 -- run 3 times, each time in a fresh process.
 --
--- sharded:N needs at least N connections, so the 1x1 load skips sharded:2
--- and sharded:4: 3 x (3 + 5) = 24 cases (arkbench reports the 6 it drops).
+-- 3 x 2 x 5 = 30 cases, 90 runs. With one client, sharded:2 and sharded:4
+-- leave loops without a connection: they run idle (the load is not changed)
+-- and arkbench says so; it is the reference's behaviour too.
 --
 -- Run it:
 --   bin/arkbench run scenarios/tcp.lua                  # all 24 cases
 --   bin/arkbench run scenarios/tcp.lua --list           # show the cases
 --   bin/arkbench run scenarios/tcp.lua --quick          # a short smoke run
 --   bin/arkbench run scenarios/tcp.lua --filter payload=1024 --filter topology=sharded:4
---   bin/arkbench run scenarios/tcp.lua --set protocol=tls
 return {
     name = "tcp",
     description = "reference matrix: echo over TCP, payload x load x topology",

@@ -1,0 +1,379 @@
+-- spec/unit/scenario_spec.lua -- arkbench.scenario: loading, validation,
+-- defaults, --set, --quick. Error messages are asserted exactly: they are
+-- the user interface.
+
+local scenario = require("arkbench.scenario")
+local matrix = require("arkbench.matrix")
+
+local F = "spec/fixtures/scenarios/"
+
+local function load_err(name, sets)
+    local spec, err = scenario.load(F .. name, sets)
+    assert.is_nil(spec)
+    assert.is_string(err)
+    return err
+end
+
+describe("scenario.load", function()
+    describe("refuses a file that does not run", function()
+        it("returns the loader's message for a syntax error, with path:line", function()
+            local path = F .. "syntax_error.lua"
+            local err = load_err("syntax_error.lua")
+            assert.equals(path .. ":4: '}' expected (to close '{' at line 2) near 'clients'", err)
+            assert.equals(select(2, loadfile(path)), err)
+        end)
+
+        it("names the file and keeps file:line and a traceback for a runtime error", function()
+            local path = F .. "runtime_error.lua"
+            local err = load_err("runtime_error.lua")
+            local first = err:match("^[^\n]*")
+            assert.equals(path .. ": error while running scenario: " .. path .. ":2: no size today", first)
+            assert.truthy(err:find("\nstack traceback:\n", 1, true))
+            assert.truthy(err:find(path .. ":2: in function 'size'", 1, true))
+            assert.truthy(err:find(path .. ":4: in main chunk", 1, true))
+            -- our own frames are cut from the traceback
+            assert.falsy(err:find("scenario.lua", 1, true))
+        end)
+
+        it("refuses a chunk that does not return a table", function()
+            assert.equals(F .. "not_table.lua: scenario must return a table, got number",
+                          load_err("not_table.lua"))
+        end)
+
+        it("returns the loader's message for a missing file", function()
+            local err = load_err("no_such_file.lua")
+            assert.equals("cannot open " .. F .. "no_such_file.lua: No such file or directory", err)
+        end)
+    end)
+
+    describe("refuses wrong keys with path:line, the key and what is allowed", function()
+        it("suggests the nearest key for a typo, at the typo's line (not a comment's)", function()
+            assert.equals(F .. "misspelt.lua:5: unknown key 'paylod'; did you mean 'payload'?",
+                          load_err("misspelt.lua"))
+        end)
+
+        it("lists the known keys when nothing is near", function()
+            assert.equals(F .. "unknown_far.lua:2: unknown key 'frobnicate'; known keys: name, "
+                .. "description, protocol, framing, payload, clients, window, load, topology, "
+                .. "execution, work, warmup, duration, repetitions, rate, timeout, placement, "
+                .. "target, tls, client, server, message, expect",
+                load_err("unknown_far.lua"))
+        end)
+
+        it("names the key and the expected type for payload = \"abc\"", function()
+            assert.equals(F .. "bad_type.lua:3: key 'payload': got string \"abc\"; "
+                .. "expected an integer from 16 to 16777216", load_err("bad_type.lua"))
+        end)
+
+        it("names the list element that is wrong, and an empty list", function()
+            assert.equals(
+                F .. "bad_element.lua:2: key 'payload' element 2: got string \"big\"; "
+                    .. "expected an integer from 16 to 16777216\n"
+                .. F .. "bad_element.lua:3: key 'clients': got an empty list; "
+                    .. "expected an integer from 1 to 100000, or a non-empty list of them",
+                load_err("bad_element.lua"))
+        end)
+
+        it("refuses duration = 0 with the allowed range", function()
+            assert.equals(F .. "zero_duration.lua:2: key 'duration': got 0; "
+                .. "expected a number > 0 (seconds, at most 3600)", load_err("zero_duration.lua"))
+        end)
+
+        it("refuses clients = 0 with the allowed range", function()
+            assert.equals(F .. "zero_clients.lua:4: key 'clients': got 0; "
+                .. "expected an integer from 1 to 100000", load_err("zero_clients.lua"))
+        end)
+
+        it("refuses load together with clients, naming both lines", function()
+            -- `clients =` inside the load pairs (line 3) is not the top-level key (line 6)
+            assert.equals(F .. "load_and_clients.lua:2: key 'load': given together with key "
+                .. "'clients' (" .. F .. "load_and_clients.lua:6); expected either load pairs "
+                .. "or clients/window, not both", load_err("load_and_clients.lua"))
+        end)
+
+        it("applies the UDP datagram limit to payload", function()
+            assert.equals(F .. "udp_big.lua:3: key 'payload': got 65508; expected an integer "
+                .. "from 16 to 65507 (the UDP datagram limit)", load_err("udp_big.lua"))
+            assert.equals(F .. "mixed_protocols.lua:3: key 'payload': got 100000; expected an "
+                .. "integer from 16 to 65507 (the UDP datagram limit)",
+                load_err("mixed_protocols.lua"))
+        end)
+
+        it("reports every problem, one per line, in file order", function()
+            assert.equals(table.concat({
+                F .. "several.lua:1: unexpected list entry [1]: got string \"tcp\"; "
+                    .. "expected named keys, such as payload = 64",
+                F .. "several.lua:2: key 'warmup': got -1; expected a number >= 0 "
+                    .. "(seconds, at most 3600)",
+                F .. "several.lua:3: key 'topology': got string \"sharded:0\"; expected "
+                    .. "\"sharded:N\" or \"shared:N\" with N an integer from 1 to 256",
+                F .. "several.lua:4: key 'tls': unknown key 'verison'; did you mean 'version'?",
+            }, "\n"), load_err("several.lua"))
+        end)
+    end)
+
+    describe("cross-checks", function()
+        it("runs sharded:8 with clients = 2 and says 6 loops are idle", function()
+            local spec = assert(scenario.load(F .. "sharded_few.lua"))
+            assert.same({ F .. "sharded_few.lua:3: key 'topology': sharded:8 with clients=2: "
+                .. "6 of 8 loops run without a connection (the load is not changed): 1 of 1 cases" },
+                spec.warnings)
+            -- the only case has idle loops, and still the scenario is not refused
+            local cases, dropped = matrix.expand(spec)
+            assert.same({}, dropped)
+            assert.equals(1, #cases)
+            assert.equals(2, cases[1].clients)
+            assert.equals(1, cases[1].window)
+            assert.equals("sharded:8", cases[1].topology)
+            assert.equals(6, matrix.idle_loops(cases[1]))
+        end)
+
+        it("refuses more than 1 GiB in flight in the worst case of the matrix", function()
+            assert.equals(F .. "too_big.lua:3: key 'payload': clients x window x payload = "
+                .. "100 x 64 x 1048576 = 6710886400 bytes in flight in one case; expected at "
+                .. "most 1073741824 (1 GiB)", load_err("too_big.lua"))
+        end)
+
+        it("warns once per topology/clients pair with idle loops", function()
+            -- 2 protocols x 2 payloads x 3 topologies = 12 cases; sharded:8 in 4
+            local spec = assert(scenario.load(F .. "mixed_ok.lua"))
+            assert.same({
+                F .. "mixed_ok.lua:5: key 'topology': sharded:8 with clients=4: 4 of 8 loops "
+                    .. "run without a connection (the load is not changed): 4 of 12 cases",
+            }, spec.warnings)
+        end)
+
+        it("counts each topology/clients pair across the other axes, in matrix order", function()
+            -- 3 clients x 2 windows x 2 topologies = 12 cases; shared:4 never idles
+            local spec = assert(scenario.load(F .. "idle_loops.lua"))
+            assert.same({
+                F .. "idle_loops.lua:6: key 'topology': sharded:4 with clients=1: 3 of 4 loops "
+                    .. "run without a connection (the load is not changed): 2 of 12 cases",
+                F .. "idle_loops.lua:6: key 'topology': sharded:4 with clients=2: 2 of 4 loops "
+                    .. "run without a connection (the load is not changed): 2 of 12 cases",
+            }, spec.warnings)
+        end)
+
+        it("does not warn when every sharded loop gets a connection", function()
+            local spec = assert(scenario.load(F .. "sharded_few.lua", { "clients=8" }))
+            assert.same({}, spec.warnings)
+            spec = assert(scenario.load(F .. "idle_loops.lua", { "clients=4,9" }))
+            assert.same({}, spec.warnings)
+        end)
+
+        it("warns that udp with window > 1 measures queueing", function()
+            local spec = assert(scenario.load(F .. "udp.lua"))
+            assert.same({ F .. "udp.lua:4: key 'window': udp with window > 1 measures "
+                .. "queueing, not RTT" }, spec.warnings)
+        end)
+
+        it("warns about a scenario key set as a global", function()
+            local spec = assert(scenario.load(F .. "global_hook.lua"))
+            assert.same({ F .. "global_hook.lua:2: global 'client' is ignored; scenario keys "
+                .. "go in the table the file returns" }, spec.warnings)
+            assert.is_nil(spec.hooks.client)
+            assert.is_nil(rawget(_G, "client"))
+        end)
+    end)
+
+    describe("defaults", function()
+        it("fills every default and names the scenario after the file", function()
+            local spec = assert(scenario.load(F .. "minimal.lua"))
+            assert.equals(F .. "minimal.lua", spec.path)
+            assert.equals("-- nothing but defaults\nreturn {}\n", spec.source)
+            assert.equals("minimal", spec.name)
+            assert.same({
+                name = "minimal", protocol = "tcp", framing = "length", payload = 1024,
+                clients = 1, window = 1, topology = "sharded:1", execution = "callback",
+                work = 0, warmup = 0.25, duration = 1, repetitions = 3, timeout = 2,
+                placement = "same-process",
+            }, spec.keys)
+            assert.same({}, spec.axes)
+            assert.same({}, spec.hooks)
+            assert.same({}, spec.warnings)
+        end)
+
+        it("defaults timeout to 0.2 s for udp", function()
+            local spec = assert(scenario.load(F .. "udp.lua"))
+            assert.equals(0.2, spec.keys.timeout)
+            assert.equals("udp", spec.keys.protocol)
+            assert.equals(512, spec.keys.payload)
+        end)
+
+        it("leaves timeout per case when the protocol axis mixes udp and others", function()
+            local spec = assert(scenario.load(F .. "mixed_ok.lua"))
+            assert.is_nil(spec.keys.timeout)
+            assert.is_true(spec.defaulted.timeout)
+            assert.same({ "protocol", "payload", "topology" }, spec.axes)
+        end)
+
+        it("keeps hooks, tls and name apart from the axes", function()
+            local spec = assert(scenario.load(F .. "hooks.lua"))
+            assert.equals("lines", spec.name)
+            assert.equals("function", type(spec.hooks.message))
+            assert.equals("ping 3\n", spec.hooks.message(3))
+            assert.equals("line", spec.hooks.expect)
+            assert.is_nil(spec.keys.message)
+            assert.same({ version = "1.2", alpn = { "h2", "http/1.1" }, resume = true }, spec.keys.tls)
+            assert.same({ F .. "hooks.lua:8: key 'tls': no case uses protocol tls, wss or https, "
+                .. "so it has no effect" }, spec.warnings)
+        end)
+    end)
+
+    describe("the reference matrix scenarios/tcp.lua", function()
+        it("loads with its three axes and reports the idle sharded loops", function()
+            local spec = assert(scenario.load("scenarios/tcp.lua"))
+            assert.equals("tcp", spec.name)
+            assert.same({ "payload", "load", "topology" }, spec.axes)
+            assert.same({ 64, 1024, 16384 }, spec.keys.payload)
+            assert.same({ { clients = 1, window = 1 }, { clients = 16, window = 16 } }, spec.keys.load)
+            assert.is_nil(spec.keys.clients)
+            assert.is_nil(spec.keys.window)
+            assert.same({
+                "scenarios/tcp.lua:31: key 'topology': sharded:2 with clients=1: 1 of 2 loops "
+                    .. "run without a connection (the load is not changed): 3 of 30 cases",
+                "scenarios/tcp.lua:31: key 'topology': sharded:4 with clients=1: 3 of 4 loops "
+                    .. "run without a connection (the load is not changed): 3 of 30 cases",
+            }, spec.warnings)
+        end)
+    end)
+
+    describe("--set", function()
+        it("parses booleans, numbers, lists and strings", function()
+            assert.equals(true, scenario.parse_value("true"))
+            assert.equals(false, scenario.parse_value("false"))
+            assert.equals(64, scenario.parse_value("64"))
+            assert.equals(0.25, scenario.parse_value("0.25"))
+            assert.equals(100000, scenario.parse_value("1e5"))
+            assert.same({ 64, 1024 }, scenario.parse_value("64,1024"))
+            assert.same({ "shared:1", 4, true }, scenario.parse_value("shared:1,4,true"))
+            assert.equals("sharded:4", scenario.parse_value("sharded:4"))
+            assert.equals("nan", scenario.parse_value("nan"))
+            assert.equals("", scenario.parse_value(""))
+        end)
+
+        it("overrides keys before validation, making axes", function()
+            local spec = assert(scenario.load(F .. "minimal.lua",
+                { "payload=64,1024", "protocol=udp", "rate=5000", "name=2024" }))
+            assert.same({ 64, 1024 }, spec.keys.payload)
+            assert.equals("udp", spec.keys.protocol)
+            assert.equals(0.2, spec.keys.timeout)
+            assert.equals(5000, spec.keys.rate)
+            assert.equals("2024", spec.name)          -- names stay text
+            assert.same({ "payload" }, spec.axes)
+        end)
+
+        it("refuses a bad value the same way, naming the --set", function()
+            assert.equals("--set payload=abc: key 'payload': got string \"abc\"; "
+                .. "expected an integer from 16 to 16777216",
+                load_err("minimal.lua", { "payload=abc" }))
+            assert.equals("--set payload=64,abc: key 'payload' element 2: got string \"abc\"; "
+                .. "expected an integer from 16 to 16777216",
+                load_err("minimal.lua", { "payload=64,abc" }))
+            assert.equals("--set duration=0: key 'duration': got 0; expected a number > 0 "
+                .. "(seconds, at most 3600)", load_err("minimal.lua", { "duration=0" }))
+        end)
+
+        it("refuses an unknown key with a suggestion, and a malformed entry", function()
+            assert.equals("--set paylod=64: unknown key 'paylod'; did you mean 'payload'?",
+                load_err("minimal.lua", { "paylod=64" }))
+            assert.equals("--set payload: expected key=value",
+                load_err("minimal.lua", { "payload" }))
+        end)
+
+        it("lists --set errors before the file's", function()
+            assert.equals("--set window=0: key 'window': got 0; expected an integer from 1 to 4096\n"
+                .. F .. "zero_clients.lua:4: key 'clients': got 0; expected an integer from 1 to 100000",
+                load_err("zero_clients.lua", { "window=0" }))
+        end)
+
+        it("replaces the file's load when clients or window is set", function()
+            local spec = assert(scenario.load("scenarios/tcp.lua", { "clients=4" }))
+            assert.is_nil(spec.keys.load)
+            assert.equals(4, spec.keys.clients)
+            assert.equals(1, spec.keys.window)
+            assert.same({ "payload", "topology" }, spec.axes)
+            assert.same({ "scenarios/tcp.lua:27: key 'load': replaced by --set clients=4 "
+                .. "(window = 1, its default)" }, spec.warnings)
+        end)
+
+        it("takes load pairs as CxW", function()
+            local spec = assert(scenario.load(F .. "minimal.lua", { "load=2x2,16x16" }))
+            assert.same({ { clients = 2, window = 2 }, { clients = 16, window = 16 } }, spec.keys.load)
+            assert.is_nil(spec.keys.clients)
+            assert.same({ "load" }, spec.axes)
+        end)
+
+        it("refuses load and clients both set", function()
+            assert.equals("--set load=1x1: key 'load': given together with key 'clients' "
+                .. "(--set clients=3); expected either load pairs or clients/window, not both",
+                load_err("minimal.lua", { "load=1x1", "clients=3" }))
+        end)
+
+        it("runs a topology given on the command line with fewer clients, warning at the --set", function()
+            local spec = assert(scenario.load(F .. "minimal.lua", { "topology=sharded:4" }))
+            assert.same({ "--set topology=sharded:4: key 'topology': sharded:4 with clients=1: "
+                .. "3 of 4 loops run without a connection (the load is not changed): 1 of 1 cases" },
+                spec.warnings)
+            local cases, dropped = matrix.expand(spec)
+            assert.same({}, dropped)
+            assert.equals(1, #cases)
+            assert.equals(1, cases[1].clients)
+            assert.equals(3, matrix.idle_loops(cases[1]))
+        end)
+
+        it("anchors the idle-loop warning at the file's topology when clients is --set", function()
+            local spec = assert(scenario.load(F .. "sharded_few.lua", { "clients=3" }))
+            assert.same({ F .. "sharded_few.lua:3: key 'topology': sharded:8 with clients=3: "
+                .. "5 of 8 loops run without a connection (the load is not changed): 1 of 1 cases" },
+                spec.warnings)
+        end)
+
+        it("keeps every case of a --set load whose one pair leaves sharded loops idle", function()
+            -- 3 payloads x 1 load pair x 5 topologies = 15 cases, 3 of each sharded:N
+            local spec = assert(scenario.load("scenarios/tcp.lua", { "load=1x1" }))
+            assert.same({
+                "scenarios/tcp.lua:31: key 'topology': sharded:2 with clients=1: 1 of 2 loops "
+                    .. "run without a connection (the load is not changed): 3 of 15 cases",
+                "scenarios/tcp.lua:31: key 'topology': sharded:4 with clients=1: 3 of 4 loops "
+                    .. "run without a connection (the load is not changed): 3 of 15 cases",
+            }, spec.warnings)
+            assert.equals(15, #matrix.expand(spec))
+        end)
+
+        it("names the --set that breaks the 1 GiB limit", function()
+            assert.equals("--set clients=100000: key 'clients': clients x window x payload = "
+                .. "100000 x 4096 x 1024 = 419430400000 bytes in flight in one case; expected "
+                .. "at most 1073741824 (1 GiB)",
+                load_err("minimal.lua", { "clients=100000", "window=4096" }))
+        end)
+    end)
+
+    describe("misuse", function()
+        it("raises for a path that is not a string or sets that are not strings", function()
+            assert.has_error(function() scenario.load(nil) end,
+                "scenario.load: path must be a string, got nil")
+            assert.has_error(function() scenario.load(F .. "minimal.lua", { 42 }) end,
+                "scenario.load: sets[1] must be a string, got number")
+        end)
+    end)
+end)
+
+describe("scenario.apply_quick", function()
+    it("overrides warmup, duration and repetitions after validation", function()
+        assert.same({ warmup = 0.05, duration = 0.2, repetitions = 1 }, scenario.QUICK)
+        local spec = assert(scenario.load(F .. "minimal.lua", { "warmup=0.5,1", "duration=5" }))
+        assert.same({ "warmup" }, spec.axes)
+        assert.equals(spec, scenario.apply_quick(spec))
+        assert.equals(0.05, spec.keys.warmup)
+        assert.equals(0.2, spec.keys.duration)
+        assert.equals(1, spec.keys.repetitions)
+        assert.same({}, spec.axes)
+        assert.is_true(spec.quick)
+    end)
+
+    it("raises for something that is not a spec", function()
+        assert.has_error(function() scenario.apply_quick("x") end,
+            "scenario.apply_quick: expected a spec from scenario.load")
+    end)
+end)
