@@ -1,0 +1,23 @@
+#!/bin/sh
+# spec/asan_check.sh -- builds arkbench with AddressSanitizer + UBSan in
+# <build>/asan, runs the C unit tests there and one end-to-end run through
+# the sanitized binary (orchestrator and workers).  Any sanitizer report
+# fails the run: halt_on_error and a non-zero exitcode.
+set -eu
+ROOT=$1
+OUT=$2/asan
+mkdir -p "$OUT"
+cmake -S "$ROOT" -B "$OUT" -DCMAKE_BUILD_TYPE=Debug -DAB_SANITIZE=ON -DAB_WERROR=ON >"$OUT.log" 2>&1 || { cat "$OUT.log"; exit 1; }
+cmake --build "$OUT" -j2 >>"$OUT.log" 2>&1 || { cat "$OUT.log"; exit 1; }
+export ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:exitcode=99
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:exitcode=99
+ctest --test-dir "$OUT" -R '^c_' --output-on-failure
+RES=$(mktemp -d)
+ARKBENCH_ROOT="$ROOT" "$OUT/arkbench" run "$ROOT/scenarios/tcp.lua" --quick \
+  --filter payload=1024 --set topology=sharded:2,shared:2 --out "$RES/r" >"$RES/out" 2>"$RES/err" || {
+  echo "sanitized end-to-end run failed:"; cat "$RES/out" "$RES/err"; exit 1; }
+lines=$(wc -l <"$RES/r/runs.jsonl")
+[ "$lines" -eq 4 ] || { echo "expected 4 runs, got $lines"; exit 1; }
+if grep -q '"ok":false' "$RES/r/runs.jsonl"; then echo "a sanitized run failed:"; cat "$RES/r/runs.jsonl"; exit 1; fi
+echo "asan: C tests and $lines sanitized runs ok"
+rm -rf "$RES"
