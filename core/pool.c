@@ -19,12 +19,14 @@ struct ab__pool_s {
   ab__engine_t *eng;
   ab__loop_t *loop;
   pthread_t *threads;
-  uint32_t nthreads;
+  uint32_t nthreads;             /* configured workers (read by workers) */
+  uint32_t started;              /* threads actually created */
   pthread_mutex_t mu;
   pthread_cond_t cv;
   ab__sconn_t **ring;
   size_t cap, head, count;
   int stop;
+  uint32_t idle;                /* workers waiting on cv */
   pthread_mutex_t dmu;
   ab__sconn_t **done, **spare;
   size_t dcap, dcount, spare_cap;
@@ -42,26 +44,46 @@ static int grow(ab__sconn_t ***arr, size_t *cap, size_t need) {
   return 0;
 }
 
+/* A worker takes a fair share of the queue at once (at most 64 jobs), so a
+ * burst of frames costs one lock round per batch, not per frame, while
+ * several workers still split a long queue between them. */
+#define BATCH_MAX 64
+
 static void *worker_main(void *arg) {
   ab__pool_t *p = arg;
   uint64_t work = p->eng->cfg->work, sink = 0;
+  ab__sconn_t *batch[BATCH_MAX];
   for (;;) {
     pthread_mutex_lock(&p->mu);
-    while (!p->stop && p->count == 0) pthread_cond_wait(&p->cv, &p->mu);
+    while (!p->stop && p->count == 0) {
+      p->idle++;
+      pthread_cond_wait(&p->cv, &p->mu);
+      p->idle--;
+    }
     if (p->stop) {
       pthread_mutex_unlock(&p->mu);
       break;
     }
-    ab__sconn_t *s = p->ring[p->head];
-    p->head = (p->head + 1) % p->cap;
-    p->count--;
+    size_t n = (p->count + p->nthreads - 1) / p->nthreads;
+    if (n > BATCH_MAX) n = BATCH_MAX;
+    for (size_t i = 0; i < n; i++) {
+      batch[i] = p->ring[p->head];
+      p->head = (p->head + 1) % p->cap;
+    }
+    p->count -= n;
+    /* more left and someone asleep: pass the baton */
+    if (p->count > 0 && p->idle > 0) pthread_cond_signal(&p->cv);
     pthread_mutex_unlock(&p->mu);
 
-    if (work) sink ^= ab_work(work, sink + (uintptr_t)s);
+    for (size_t i = 0; i < n; i++)
+      if (work) sink ^= ab_work(work, sink + (uintptr_t)batch[i]);
 
     pthread_mutex_lock(&p->dmu);
-    int ok = grow(&p->done, &p->dcap, p->dcount + 1) == 0;
-    if (ok) p->done[p->dcount++] = s;
+    int ok = grow(&p->done, &p->dcap, p->dcount + n) == 0;
+    if (ok) {
+      memcpy(p->done + p->dcount, batch, n * sizeof(batch[0]));
+      p->dcount += n;
+    }
     pthread_mutex_unlock(&p->dmu);
     uv_async_send(&p->loop->pool_done);
   }
@@ -82,13 +104,14 @@ int ab__pool_start(ab__engine_t *eng, uint32_t workers) {
   if (grow(&p->ring, &p->cap, 1024) != 0) return AB_ENOMEM;
   p->threads = calloc(workers, sizeof(pthread_t));
   if (p->threads == NULL) return AB_ENOMEM;
+  p->nthreads = workers;
   for (uint32_t i = 0; i < workers; i++) {
     if (pthread_create(&p->threads[i], NULL, worker_main, p) != 0) {
       eng->pool = p;
       ab__pool_stop(p);
       return AB_ENOMEM;
     }
-    p->nthreads++;
+    p->started++;
   }
   eng->pool = p;
   return 0;
@@ -113,7 +136,7 @@ void ab__pool_submit(ab__pool_t *p, ab__sconn_t *s) {
   }
   p->ring[(p->head + p->count) % p->cap] = s;
   p->count++;
-  pthread_cond_signal(&p->cv);
+  if (p->idle > 0) pthread_cond_signal(&p->cv);
   pthread_mutex_unlock(&p->mu);
 }
 
@@ -138,8 +161,8 @@ void ab__pool_stop(ab__pool_t *p) {
   p->stop = 1;
   pthread_cond_broadcast(&p->cv);
   pthread_mutex_unlock(&p->mu);
-  for (uint32_t i = 0; i < p->nthreads; i++) pthread_join(p->threads[i], NULL);
-  p->nthreads = 0;
+  for (uint32_t i = 0; i < p->started; i++) pthread_join(p->threads[i], NULL);
+  p->started = 0;
 }
 
 uint64_t ab__pool_free(ab__pool_t *p) {
