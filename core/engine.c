@@ -169,8 +169,9 @@ static void ctl_cb(uv_async_t *a) {
     ab__loop_t *srv = eng->cfg->model == AB_MODEL_SHARDED ? l : &eng->loops[0];
     uv_ip4_addr("127.0.0.1", srv->port, &addr);
     l->connects_pending = l->nclients;
+    l->connect_addr = addr;
     if (l->nclients == 0) ab__loop_reached(l, AB__ST_CONNECTED);
-    for (uint32_t i = 0; i < l->nclients; i++) ab__client_connect(&l->clients[i], &addr);
+    ab__clients_connect_more(l);
     break;
   }
   case AB__CMD_WARMUP:

@@ -100,7 +100,9 @@ struct ab__loop_s {
 
   ab__client_t *clients;        /* this loop's clients */
   uint32_t nclients;
-  uint32_t connects_pending;
+  uint32_t connects_pending;    /* connects not finished yet */
+  uint32_t connects_started;    /* clients[0..started) have been started */
+  struct sockaddr_in connect_addr;
   ab__sconn_t *sconns;          /* list head */
 
   int phase;
@@ -143,6 +145,8 @@ void ab__loop_check_progress(ab__loop_t *l);
 
 /* tcp_client.c */
 void ab__client_connect(ab__client_t *c, const struct sockaddr_in *addr);
+/* Starts connects up to the per-loop limit of connects in flight. */
+void ab__clients_connect_more(ab__loop_t *l);
 void ab__client_pump(ab__client_t *c);
 void ab__client_fail(ab__client_t *c, int code, const char *what);
 void ab__clients_tick(ab__loop_t *l, uint64_t now);

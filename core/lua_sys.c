@@ -150,8 +150,13 @@ static int l_nofile_limit(lua_State *L) {
   if (!lua_isnoneornil(L, 1)) {
     rlim_t want = (rlim_t)luaL_checknumber(L, 1);
     if (want > rl.rlim_cur) {
-      rl.rlim_cur = want < rl.rlim_max ? want : rl.rlim_max;
-      setrlimit(RLIMIT_NOFILE, &rl);
+      /* a privileged process may raise the hard limit too (up to
+       * fs.nr_open); otherwise the soft limit goes as far as the hard one */
+      struct rlimit up = {want, want > rl.rlim_max ? want : rl.rlim_max};
+      if (setrlimit(RLIMIT_NOFILE, &up) != 0) {
+        rl.rlim_cur = want < rl.rlim_max ? want : rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+      }
       getrlimit(RLIMIT_NOFILE, &rl);
     }
   }

@@ -234,6 +234,21 @@ static void on_connect(uv_connect_t *req, int status) {
     if (r < 0) ab__client_fail(c, r, "read start");
   }
   if (--l->connects_pending == 0) ab__loop_reached(l, AB__ST_CONNECTED);
+  else ab__clients_connect_more(l);
+}
+
+/* At most this many connects in flight per loop: a burst larger than the
+ * listen backlog (net.core.somaxconn, 4096; SYN backlog 2048) overflows it,
+ * and the dropped handshakes come back only after retransmission timeouts,
+ * which would then sit inside the first measured RTTs. */
+#define CONNECTS_IN_FLIGHT 256
+
+void ab__clients_connect_more(ab__loop_t *l) {
+  while (l->connects_started < l->nclients &&
+         l->connects_started - (l->nclients - l->connects_pending) < CONNECTS_IN_FLIGHT) {
+    ab__client_t *c = &l->clients[l->connects_started++];
+    ab__client_connect(c, &l->connect_addr);
+  }
 }
 
 void ab__client_connect(ab__client_t *c, const struct sockaddr_in *addr) {
@@ -244,8 +259,20 @@ void ab__client_connect(ab__client_t *c, const struct sockaddr_in *addr) {
     c->creq.data = c;
     ab_outbuf_init(&c->out, (uv_stream_t *)&c->tcp, on_write_error);
     uv_tcp_nodelay(&c->tcp, 1);
+    /* one destination port gives ~28k ephemeral source ports (Linux
+     * ip_local_port_range 32768-60999): past 20,000 connections per loop
+     * use further loopback source addresses 127.0.0.2, .3, ... */
+    if (l->nclients > 20000) {
+      uint32_t k = (c->id / l->eng->nloops) / 20000 + 1;
+      struct sockaddr_in src;
+      char ip[32];
+      snprintf(ip, sizeof(ip), "127.0.%u.%u", (k + 1) >> 8, (k + 1) & 255);
+      uv_ip4_addr(ip, 0, &src);
+      r = uv_tcp_bind(&c->tcp, (const struct sockaddr *)&src, 0);
+    }
     c->connect_start_ns = ab_now_ns();
-    r = uv_tcp_connect(&c->creq, &c->tcp, (const struct sockaddr *)addr, on_connect);
+    if (r == 0)
+      r = uv_tcp_connect(&c->creq, &c->tcp, (const struct sockaddr *)addr, on_connect);
   }
   if (r < 0) {
     char msg[160];

@@ -152,6 +152,20 @@ function _M.run(args)
         return 0
     end
 
+    -- file descriptors: each connection has a client and a server end in
+    -- the worker; raise our limit (workers inherit it) or refuse now
+    local most = 0
+    for _, c in ipairs(cases) do
+        if not c.target and c.clients > most then most = c.clients end
+    end
+    local need = 2 * most + 256
+    local soft = core.nofile_limit(need)
+    if soft < need then
+        return die(str_format("%s: clients = %d needs about %d file descriptors, but this host"
+            .. " allows %d (ulimit -n; fs.nr_open); lower clients or raise the limit",
+            o.path, most, need, soft))
+    end
+
     local env = require("arkbench.env")
     local json = require("arkbench.json")
     local runner = require("arkbench.runner")
