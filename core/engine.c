@@ -133,7 +133,16 @@ static void phase_timer_cb(uv_timer_t *t) {
 
 static void tick_cb(uv_timer_t *t) {
   ab__loop_t *l = t->data;
-  ab__clients_tick(l, ab_now_ns());
+  if (l->eng->cfg->protocol == AB_PROTO_UDP) ab__udp_tick(l, ab_now_ns());
+  else ab__clients_tick(l, ab_now_ns());
+}
+
+static void pump_all(ab__loop_t *l) {
+  int udp = l->eng->cfg->protocol == AB_PROTO_UDP;
+  for (uint32_t i = 0; i < l->nclients; i++) {
+    if (udp) ab__udp_pump(&l->clients[i]);
+    else ab__client_pump(&l->clients[i]);
+  }
 }
 
 static void close_cb_noop(uv_handle_t *h) { (void)h; }
@@ -168,6 +177,11 @@ static void ctl_cb(uv_async_t *a) {
     struct sockaddr_in addr;
     ab__loop_t *srv = eng->cfg->model == AB_MODEL_SHARDED ? l : &eng->loops[0];
     uv_ip4_addr("127.0.0.1", srv->port, &addr);
+    if (eng->cfg->protocol == AB_PROTO_UDP) {
+      for (uint32_t i = 0; i < l->nclients; i++) ab__udp_client_open(&l->clients[i], &addr);
+      ab__loop_reached(l, AB__ST_CONNECTED);
+      break;
+    }
     l->connects_pending = l->nclients;
     l->connect_addr = addr;
     if (l->nclients == 0) ab__loop_reached(l, AB__ST_CONNECTED);
@@ -179,7 +193,7 @@ static void ctl_cb(uv_async_t *a) {
     l->warm_deadline_ns = t0;
     arm_phase_timer(l, t0);
     start_tick(l);
-    for (uint32_t i = 0; i < l->nclients; i++) ab__client_pump(&l->clients[i]);
+    pump_all(l);
     break;
   case AB__CMD_MEASURE:
     l->phase = AB__PH_MEASURE;
@@ -188,13 +202,16 @@ static void ctl_cb(uv_async_t *a) {
     l->drain_end_ns = t1 + (uint64_t)(eng->cfg->timeout_s * 1e9);
     arm_phase_timer(l, t1);
     start_tick(l);
-    for (uint32_t i = 0; i < l->nclients; i++) ab__client_pump(&l->clients[i]);
+    pump_all(l);
     break;
   case AB__CMD_STOP:
     l->phase = AB__PH_STOPPING;
     for (uint32_t i = 0; i < l->nclients; i++) ab__client_close(&l->clients[i]);
     ab__server_close_all(l);
-    if (l->listening) uv_close((uv_handle_t *)&l->listener, close_cb_noop);
+    if (l->listening)
+      uv_close(eng->cfg->protocol == AB_PROTO_UDP ? (uv_handle_t *)&l->userver
+                                                  : (uv_handle_t *)&l->listener,
+               close_cb_noop);
     uv_close((uv_handle_t *)&l->phase_timer, close_cb_noop);
     uv_close((uv_handle_t *)&l->tick, close_cb_noop);
     uv_close((uv_handle_t *)&l->ctl, close_cb_noop);
@@ -237,7 +254,8 @@ static int wait_stage(ab__engine_t *eng, int stage, double timeout_s) {
 
 int ab_case_check(const ab_case_cfg_t *cfg, char *err, size_t errlen) {
 #define BAD(...) do { snprintf(err, errlen, __VA_ARGS__); return AB_ECONFIG; } while (0)
-  if (cfg->protocol != AB_PROTO_TCP) BAD("only protocol tcp is built into this engine so far");
+  if (cfg->protocol != AB_PROTO_TCP && cfg->protocol != AB_PROTO_UDP) BAD("protocol not built into this engine yet");
+  if (cfg->protocol == AB_PROTO_UDP && cfg->payload > AB_UDP_MAX_PAYLOAD) BAD("udp payload %u is over the UDP limit of 65507 bytes", cfg->payload);
   if (cfg->execution != AB_EXEC_CALLBACK) BAD("only execution callback is built into this engine so far");
   if (cfg->framing != AB_FRAMING_LENGTH && cfg->framing != AB_FRAMING_RAW) BAD("framing must be length or raw");
   if (cfg->payload < AB_MSG_MIN_PAYLOAD || cfg->payload > AB_MSG_MAX_PAYLOAD) BAD("payload %u out of range 16 .. 16777216", cfg->payload);
@@ -260,7 +278,11 @@ static void free_clients(ab__loop_t *l) {
     free(l->clients[i].slot_seq);
     free(l->clients[i].slot_ns);
     free(l->clients[i].slot_phase);
+    free(l->clients[i].dgram);
+    free(l->clients[i].out_seq);
+    free(l->clients[i].out_state);
   }
+  ab__udp_free(l);
   free(l->clients);
   ab__sconn_t *s = l->sconns;
   while (s) {
@@ -332,7 +354,8 @@ int ab_run_case(const ab_case_cfg_t *cfg, ab_result_t *out) {
       uv_async_init(&l->loop, &l->pool_done, pool_done_cb);
       l->pool_done.data = l;
     }
-    if ((r = ab__server_listen(l)) < 0) goto uverr;
+    if ((r = cfg->protocol == AB_PROTO_UDP ? ab__udp_server_open(l) : ab__server_listen(l)) < 0)
+      goto uverr;
   }
   if (workers && (r = ab__pool_start(&eng, workers)) < 0) goto nomem;
   for (uint32_t li = 0; li < eng.nloops; li++)
@@ -400,6 +423,10 @@ int ab_run_case(const ab_case_cfg_t *cfg, ab_result_t *out) {
     out->message_errors += l->message_errors;
     out->unfinished += l->unfinished + l->meas_inflight; /* stuck at stop */
     out->warmup_completed += l->warmup_completed;
+    out->udp_late += l->udp_late;
+    out->udp_reordered += l->udp_reordered;
+    out->udp_duplicated += l->udp_duplicated;
+    out->udp_server_drops += l->udp_server_drops;
     out->work_sink ^= l->work_sink;
     for (int k = 0; k < l->nerrors; k++)
       ab__errors_add(out->errors, &out->nerrors, l->errors[k].code, l->errors[k].count);
@@ -408,8 +435,15 @@ int ab_run_case(const ab_case_cfg_t *cfg, ab_result_t *out) {
     uv_loop_close(&l->loop);
     free_clients(l);
   }
-  out->ok = out->error[0] == '\0' && out->nerrors == 0 && out->timed_out == 0 &&
-            out->message_errors == 0 && out->unfinished == 0 && out->completed > 0;
+  out->udp_client_buffers = eng.udp_client_buffers;
+  out->udp_server_buffers = eng.udp_server_buffers;
+  if (cfg->protocol == AB_PROTO_UDP) {
+    /* loss is what UDP measures, not a failure; errors still are */
+    out->ok = out->error[0] == '\0' && out->message_errors == 0 && out->completed > 0;
+  } else {
+    out->ok = out->error[0] == '\0' && out->nerrors == 0 && out->timed_out == 0 &&
+              out->message_errors == 0 && out->unfinished == 0 && out->completed > 0;
+  }
   if (!out->ok && out->error[0] == '\0')
     snprintf(out->error, sizeof(out->error), "no round trip completed in the measured interval");
   free(eng.loops);

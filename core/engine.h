@@ -20,7 +20,8 @@
 
 #include "histogram.h"
 
-enum { AB_PROTO_TCP = 1 };
+enum { AB_PROTO_TCP = 1, AB_PROTO_UDP = 2 };
+#define AB_UDP_MAX_PAYLOAD 65507
 enum { AB_FRAMING_LENGTH = 1, AB_FRAMING_RAW = 2 };
 enum { AB_MODEL_SHARDED = 1, AB_MODEL_SHARED = 2 };
 enum { AB_EXEC_CALLBACK = 1 };
@@ -38,7 +39,16 @@ typedef struct {
   double warmup_s;   /* >= 0 */
   double duration_s; /* > 0 */
   double timeout_s;  /* per-message reply timeout, > 0 */
+  /* udp: socket buffers to request (bytes; 0 = the defaults 64 KiB send,
+   * 4 MiB receive); server_recv_buffer applies to the server socket */
+  uint32_t udp_send_buffer, udp_recv_buffer, udp_server_recv_buffer;
 } ab_case_cfg_t;
+
+/* What the kernel granted for a requested socket buffer (Linux reports
+ * twice the usable size; we record what getsockopt says). */
+typedef struct {
+  int32_t send_requested, send_granted, recv_requested, recv_granted;
+} ab_udp_buffers_t;
 
 #define AB_MAX_ERROR_CLASSES 32
 #define AB_MAX_NOTES 8
@@ -66,6 +76,9 @@ typedef struct {
   char notes[AB_MAX_NOTES][160];
   int nnotes;
   uint64_t work_sink;     /* folded result of the server work */
+  /* udp: lost = timed_out; late replies never count as completions */
+  uint64_t udp_late, udp_reordered, udp_duplicated, udp_server_drops;
+  ab_udp_buffers_t udp_client_buffers, udp_server_buffers;
 } ab_result_t;
 
 /* Checks cfg; returns 0 or AB_ECONFIG with a sentence in err[0..errlen). */

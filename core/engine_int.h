@@ -50,8 +50,21 @@ enum {
   AB__PH_STOPPING
 };
 
+/* A unit of server work handed to the shared:N pool; `done` runs on the
+ * loop thread when the work has been done. */
+typedef struct ab__job_s {
+  void (*done)(struct ab__job_s *job);
+} ab__job_t;
+
+/* UDP outcome ring: what became of recent sequences, to tell a late reply
+ * (its message timed out) from a duplicate (it completed already). */
+enum { AB__UDP_OUT_NONE = 0, AB__UDP_OUT_DONE, AB__UDP_OUT_LOST };
+
 typedef struct ab__client_s {
-  uv_tcp_t tcp;                 /* first: handle.data points here too */
+  union {                       /* first: handle.data points here too */
+    uv_tcp_t tcp;
+    uv_udp_t udp;
+  };
   ab__loop_t *loop;
   uint32_t id;                  /* global connection id */
   int alive;                    /* connected and not failed */
@@ -68,11 +81,19 @@ typedef struct ab__client_s {
   uint8_t *rbuf;
   size_t rcap, rlen;
   ab_outbuf_t out;
+  /* udp only */
+  uint8_t *dgram;               /* one datagram being built */
+  uint64_t highest_seq;         /* highest sequence whose reply arrived */
+  int any_reply;
+  uint64_t *out_seq;            /* outcome ring (size out_n) */
+  uint8_t *out_state;
+  uint32_t out_n;
 } ab__client_t;
 
 typedef struct ab__sconn_s {
   uv_tcp_t tcp;
   ab__loop_t *loop;
+  ab__job_t job;                /* pool completions for this connection */
   struct ab__sconn_s *next, *prev; /* loop's list of server connections */
   int closing;
   uint8_t *rbuf;
@@ -97,6 +118,9 @@ struct ab__loop_s {
   uv_tcp_t listener;
   int port;
   int listening;
+  uv_udp_t userver;             /* udp: the one server socket of this loop */
+  uint8_t *udp_rx;              /* udp: receive buffer (64 KiB) */
+  struct ab__udp_job_s *udp_free; /* udp + pool: recycled datagram jobs */
 
   ab__client_t *clients;        /* this loop's clients */
   uint32_t nclients;
@@ -115,6 +139,7 @@ struct ab__loop_s {
   ab_hist_t rtt, connect;
   uint64_t sent, completed, drained, timed_out, message_errors, unfinished;
   uint64_t warmup_completed;
+  uint64_t udp_late, udp_reordered, udp_duplicated, udp_server_drops;
   ab_error_count_t errors[AB_MAX_ERROR_CLASSES];
   int nerrors;
   char first_error[256];
@@ -134,6 +159,7 @@ struct ab__engine_s {
   pthread_mutex_t mu;
   pthread_cond_t cv;
   uint32_t reached[AB__ST_COUNT];
+  ab_udp_buffers_t udp_client_buffers, udp_server_buffers;
   int failed_start;             /* a loop could not start */
   char start_error[256];
 };
@@ -157,9 +183,16 @@ int ab__server_listen(ab__loop_t *l);
 void ab__server_work_returned(ab__sconn_t *s, uint64_t n);
 void ab__server_close_all(ab__loop_t *l);
 
+/* udp.c */
+int ab__udp_server_open(ab__loop_t *l);
+void ab__udp_client_open(ab__client_t *c, const struct sockaddr_in *addr);
+void ab__udp_pump(ab__client_t *c);
+void ab__udp_tick(ab__loop_t *l, uint64_t now);
+void ab__udp_free(ab__loop_t *l);
+
 /* pool.c: shared:N hand-off of per-message server work */
 int ab__pool_start(ab__engine_t *eng, uint32_t workers);
-void ab__pool_submit(ab__pool_t *p, ab__sconn_t *s);
+void ab__pool_submit(ab__pool_t *p, ab__job_t *job);
 void ab__pool_stop(ab__pool_t *p);
 /* loop side: drain returned jobs (called from pool_done async) */
 void ab__pool_collect(ab__pool_t *p, ab__loop_t *l);

@@ -92,6 +92,7 @@ static int l_run_case(lua_State *L) {
   const char *exec = opt_string(L, "execution", "callback");
   const char *topo = opt_string(L, "topology", "sharded:1");
   if (strcmp(proto, "tcp") == 0) cfg.protocol = AB_PROTO_TCP;
+  else if (strcmp(proto, "udp") == 0) cfg.protocol = AB_PROTO_UDP;
   else return config_error(L, lua_pushfstring(L, "protocol '%s' is not built into the engine yet", proto));
   cfg.framing = strcmp(framing, "raw") == 0 ? AB_FRAMING_RAW
                 : strcmp(framing, "length") == 0 ? AB_FRAMING_LENGTH : 0;
@@ -111,6 +112,17 @@ static int l_run_case(lua_State *L) {
   cfg.warmup_s = opt_number(L, "warmup", 0.25);
   cfg.duration_s = opt_number(L, "duration", 1);
   cfg.timeout_s = opt_number(L, "timeout", 2);
+  lua_getfield(L, 1, "udp");
+  if (lua_istable(L, -1)) {
+    lua_getfield(L, -1, "send_buffer");
+    cfg.udp_send_buffer = (uint32_t)lua_tonumber(L, -1);
+    lua_getfield(L, -2, "recv_buffer");
+    cfg.udp_recv_buffer = (uint32_t)lua_tonumber(L, -1);
+    lua_getfield(L, -3, "server_recv_buffer");
+    cfg.udp_server_recv_buffer = (uint32_t)lua_tonumber(L, -1);
+    lua_pop(L, 3);
+  }
+  lua_pop(L, 1);
   char err[256];
   if (ab_case_check(&cfg, err, sizeof(err)) != 0) return config_error(L, err);
 
@@ -183,6 +195,28 @@ static int l_run_case(lua_State *L) {
   SETNUM("logical_cpus", ncpu);
   lua_pushliteral(L, "closed");
   lua_setfield(L, -2, "load_model");
+  if (cfg.protocol == AB_PROTO_UDP) {
+    lua_newtable(L);
+    SETNUM("lost", r->timed_out);
+    SETNUM("late", r->udp_late);
+    SETNUM("reordered", r->udp_reordered);
+    SETNUM("duplicated", r->udp_duplicated);
+    SETNUM("server_drops", r->udp_server_drops);
+    SETNUM("loss_percent", r->sent ? (double)r->timed_out / (double)r->sent * 100.0 : 0.0);
+    lua_newtable(L);
+    const ab_udp_buffers_t *bs[2] = {&r->udp_client_buffers, &r->udp_server_buffers};
+    const char *names[2] = {"client", "server"};
+    for (int i = 0; i < 2; i++) {
+      lua_newtable(L);
+      SETNUM("send_requested", bs[i]->send_requested);
+      SETNUM("send_granted", bs[i]->send_granted);
+      SETNUM("recv_requested", bs[i]->recv_requested);
+      SETNUM("recv_granted", bs[i]->recv_granted);
+      lua_setfield(L, -2, names[i]);
+    }
+    lua_setfield(L, -2, "buffers");
+    lua_setfield(L, -2, "udp");
+  }
   ab_result_free(r);
   free(r);
   return 1;

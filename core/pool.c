@@ -1,8 +1,8 @@
 /* pool.c -- shared:N's work pool: N threads that run the per-message server
  * work for the one IO loop (DESIGN §5, libuv's model for handler work).
  *
- * The loop submits one job per received frame (a pointer to its server
- * connection) into a mutex-guarded ring; a worker runs ab_work() and pushes
+ * The loop submits one job per received frame (an ab__job_t: a TCP
+ * connection's embedded job, or one datagram) into a mutex-guarded ring; a worker runs ab_work() and pushes
  * the pointer onto the return list, then wakes the loop with uv_async_send.
  * The loop's async callback collects returned jobs and releases the held
  * frames in order.  This hand-off is the cost the shared model carries; it
@@ -23,21 +23,21 @@ struct ab__pool_s {
   uint32_t started;              /* threads actually created */
   pthread_mutex_t mu;
   pthread_cond_t cv;
-  ab__sconn_t **ring;
+  ab__job_t **ring;
   size_t cap, head, count;
   int stop;
   uint32_t idle;                /* workers waiting on cv */
   pthread_mutex_t dmu;
-  ab__sconn_t **done, **spare;
+  ab__job_t **done, **spare;
   size_t dcap, dcount, spare_cap;
   uint64_t sink;
 };
 
-static int grow(ab__sconn_t ***arr, size_t *cap, size_t need) {
+static int grow(ab__job_t ***arr, size_t *cap, size_t need) {
   if (*cap >= need) return 0;
   size_t want = *cap ? *cap : 256;
   while (want < need) want *= 2;
-  ab__sconn_t **p = realloc(*arr, want * sizeof(*p));
+  ab__job_t **p = realloc(*arr, want * sizeof(*p));
   if (p == NULL) return AB_ENOMEM;
   *arr = p;
   *cap = want;
@@ -52,7 +52,7 @@ static int grow(ab__sconn_t ***arr, size_t *cap, size_t need) {
 static void *worker_main(void *arg) {
   ab__pool_t *p = arg;
   uint64_t work = p->eng->cfg->work, sink = 0;
-  ab__sconn_t *batch[BATCH_MAX];
+  ab__job_t *batch[BATCH_MAX];
   for (;;) {
     pthread_mutex_lock(&p->mu);
     while (!p->stop && p->count == 0) {
@@ -117,12 +117,12 @@ int ab__pool_start(ab__engine_t *eng, uint32_t workers) {
   return 0;
 }
 
-void ab__pool_submit(ab__pool_t *p, ab__sconn_t *s) {
+void ab__pool_submit(ab__pool_t *p, ab__job_t *s) {
   pthread_mutex_lock(&p->mu);
   if (p->count == p->cap) {
     /* grow the ring, unwrapping it */
     size_t ncap = p->cap * 2;
-    ab__sconn_t **n = malloc(ncap * sizeof(*n));
+    ab__job_t **n = malloc(ncap * sizeof(*n));
     if (n == NULL) {
       pthread_mutex_unlock(&p->mu);
       ab__loop_error(p->loop, AB_ENOMEM, "work pool queue");
@@ -143,14 +143,14 @@ void ab__pool_submit(ab__pool_t *p, ab__sconn_t *s) {
 void ab__pool_collect(ab__pool_t *p, ab__loop_t *l) {
   (void)l;
   pthread_mutex_lock(&p->dmu);
-  ab__sconn_t **got = p->done;
+  ab__job_t **got = p->done;
   size_t n = p->dcount;
   size_t gcap = p->dcap;
   p->done = p->spare;
   p->dcap = p->spare_cap;
   p->dcount = 0;
   pthread_mutex_unlock(&p->dmu);
-  for (size_t i = 0; i < n; i++) ab__server_work_returned(got[i], 1);
+  for (size_t i = 0; i < n; i++) got[i]->done(got[i]);
   p->spare = got;
   p->spare_cap = gcap;
 }

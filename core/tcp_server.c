@@ -134,7 +134,7 @@ static void on_sread(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
     memcpy(s->held + s->hlen, s->rbuf, off);
     s->hlen += off;
     s->jobs_out += frames;
-    for (uint64_t i = 0; i < frames; i++) ab__pool_submit(eng->pool, s);
+    for (uint64_t i = 0; i < frames; i++) ab__pool_submit(eng->pool, &s->job);
   } else {
     uint64_t work = eng->cfg->work;
     if (work) {
@@ -168,6 +168,11 @@ void ab__server_work_returned(ab__sconn_t *s, uint64_t n) {
   }
 }
 
+static void job_done(ab__job_t *job) {
+  ab__sconn_t *s = (ab__sconn_t *)((char *)job - offsetof(ab__sconn_t, job));
+  ab__server_work_returned(s, 1);
+}
+
 static void on_connection(uv_stream_t *server, int status) {
   ab__loop_t *l = server->data;
   if (status < 0) {
@@ -180,6 +185,7 @@ static void on_connection(uv_stream_t *server, int status) {
     return;
   }
   s->loop = l;
+  s->job.done = job_done;
   uv_tcp_init(&l->loop, &s->tcp);
   s->tcp.data = s;
   s->next = l->sconns;

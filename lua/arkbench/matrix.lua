@@ -101,6 +101,7 @@ function _M.expand(spec)
             name = spec.name or keys.name,
             repetitions = keys.repetitions,
             tls = keys.tls,
+            udp = keys.udp,
         }
         local id = {}
         for i, dim in ipairs(dims) do

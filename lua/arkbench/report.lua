@@ -11,12 +11,26 @@
 -- summary.json: a missing value is nil or json.null, both shown as "-".
 -- Output is ASCII except the "µ" of the unit headers; widths are counted in
 -- characters, not bytes, so columns line up on a UTF-8 terminal.
--- (Markdown, SVG and HTML views come later and reuse the formatters.)
+--
+-- The files of a result folder (docs/reports.md):
+--   report.write_reports(dir, runs, summary) -> { path, ... } | nil, err
+--       writes report.md, charts/*.svg and report.html from runs (the
+--       objects of runs.jsonl), summary (stats.summarize of those runs) and
+--       dir/env.json when present.  Nothing else goes into them (no clock,
+--       no randomness), so `arkbench report DIR` rewrites them byte for byte.
+--       The views are report_md, report_svg and report_html over the model
+--       of report_model (tables, chart partitions, findings, failed runs).
+--   report.read_env(dir) -> env.json decoded | nil
+--   report.compact(v) -> "914k" / "1.45M" / "53.5"   chart labels
+--   report.stat(c, metric) -> median, min, max       of a summary case
+--   report.num / axis_text / case_value / cases_of    helpers of the views
 
 local type, ipairs, tostring = type, ipairs, tostring
 local format, rep = string.format, string.rep
 local concat = table.concat
 local floor = math.floor
+local open = io.open
+local execute = os.execute
 
 local _M = {}
 
@@ -253,6 +267,78 @@ function _M.terminal_table(summary, axes)
     emit(cells)
   end
   return concat(lines, "\n") .. "\n"
+end
+
+-- Helpers the file reports share ---------------------------------------------
+
+_M.num = num
+_M.axis_text = axis_text
+_M.case_value = case_value
+_M.cases_of = cases_of
+_M.stat = median_of
+
+-- Chart labels: 3 significant digits with k/M/G ("914k", "1.45M", "53.5").
+function _M.compact(v)
+  v = num(v)
+  if not v then return "-" end
+  local a, suffix, div = v < 0 and -v or v, "", 1
+  for _, u in ipairs({ { 1e9, "G" }, { 1e6, "M" }, { 1e3, "k" } }) do
+    if a >= u[1] * 0.9995 then suffix, div = u[2], u[1] break end
+  end
+  local x = v / div
+  local ax = x < 0 and -x or x
+  local s
+  if ax >= 99.95 then s = format("%.0f", x)
+  elseif ax >= 9.995 then s = format("%.1f", x)
+  else s = format("%.2f", x) end
+  if s:find("%.") then s = s:gsub("0+$", ""):gsub("%.$", "") end
+  if s == "-0" then s = "0" end
+  return s .. suffix
+end
+
+local function write_file(path, text)
+  local f, err = open(path, "wb")
+  if not f then return nil, err end
+  local ok, werr = f:write(text)
+  f:close()
+  if not ok then return nil, path .. ": " .. tostring(werr) end
+  return true
+end
+_M.write_file = write_file
+
+function _M.read_env(dir)
+  local json = require("arkbench.json")
+  local f = open(dir .. "/env.json", "rb")
+  if not f then return nil end
+  local e = json.decode(f:read("*a") or "")
+  f:close()
+  if type(e) ~= "table" then return nil end
+  return e
+end
+
+function _M.write_reports(dir, runs, summary)
+  local md = require("arkbench.report_md")
+  local svg = require("arkbench.report_svg")
+  local html = require("arkbench.report_html")
+  local model = require("arkbench.report_model").build(summary, runs, _M.read_env(dir))
+  local charts = svg.charts(model)
+  local written = {}
+  if #charts > 0 then
+    local r = execute("mkdir -p '" .. (dir .. "/charts"):gsub("'", "'\\''") .. "'")
+    if r ~= true and r ~= 0 then return nil, "cannot create " .. dir .. "/charts" end
+  end
+  for _, ch in ipairs(charts) do
+    local ok, err = write_file(dir .. "/charts/" .. ch.file, ch.svg)
+    if not ok then return nil, err end
+    written[#written + 1] = dir .. "/charts/" .. ch.file
+  end
+  local ok, err = write_file(dir .. "/report.md", md.render(model, charts))
+  if not ok then return nil, err end
+  written[#written + 1] = dir .. "/report.md"
+  ok, err = write_file(dir .. "/report.html", html.render(model, charts))
+  if not ok then return nil, err end
+  written[#written + 1] = dir .. "/report.html"
+  return written
 end
 
 return _M

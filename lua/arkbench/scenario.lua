@@ -34,8 +34,8 @@ local _M = {}
 _M.KEYS = {
     "name", "description", "protocol", "framing", "payload", "clients",
     "window", "load", "topology", "execution", "work", "warmup", "duration",
-    "repetitions", "rate", "timeout", "placement", "target", "tls", "client",
-    "server", "message", "expect",
+    "repetitions", "rate", "timeout", "placement", "target", "tls", "udp",
+    "client", "server", "message", "expect",
 }
 local KNOWN = {}
 for _, k in ipairs(_M.KEYS) do KNOWN[k] = true end
@@ -54,6 +54,10 @@ local GIB = 1073741824
 local UDP_PAYLOAD_MAX = 65507
 local TLS_PROTOCOLS = { tls = true, wss = true, https = true }
 local TLS_KEYS = { "version", "ciphers", "sni", "alpn", "resume" }
+-- udp = { send_buffer =, recv_buffer =, server_recv_buffer = } in bytes:
+-- the socket buffers to request (defaults 64 KiB send, 4 MiB receive);
+-- server_recv_buffer sets the server socket's alone (a tiny one forces loss)
+local UDP_KEYS = { "send_buffer", "recv_buffer", "server_recv_buffer" }
 local LOAD_KEYS = { "clients", "window" }
 local HOOK_KEYS = { "client", "server", "message", "expect" }
 -- --set values of these keys are taken as text, never as numbers or lists
@@ -575,6 +579,33 @@ local function check_tls(ctx, v)
     return ok and out or nil
 end
 
+local function check_udp(ctx, v)
+    local label = "key 'udp'"
+    if type(v) ~= "table" then
+        fail(ctx, "udp", label .. ": got " .. describe(v)
+             .. "; expected a table with keys " .. tbl_concat(UDP_KEYS, ", "))
+        return nil
+    end
+    local ok, out = true, {}
+    for _, k in ipairs(sorted_keys(v, UDP_KEYS)) do
+        fail(ctx, "udp", label .. ": " .. (type(k) == "string" and unknown_key(k, UDP_KEYS)
+             or ("unexpected list entry [" .. tostring(k) .. "]")))
+        ok = false
+    end
+    for _, k in ipairs(UDP_KEYS) do
+        local x = v[k]
+        if x ~= nil then
+            if type(x) ~= "number" or x ~= math.floor(x) or x < 1 or x > 1073741824 then
+                fail(ctx, "udp", label .. ": key '" .. k .. "': got " .. describe(x)
+                     .. "; expected an integer from 1 to 1073741824 (bytes)")
+                ok = false
+            end
+            out[k] = x
+        end
+    end
+    return ok and out or nil
+end
+
 local function check_hooks(ctx, t, hooks)
     local function want(key, ok, expected)
         local v = t[key]
@@ -748,6 +779,7 @@ local function validate(ctx, t)
     end
 
     if t.tls ~= nil then keys.tls = check_tls(ctx, t.tls) end
+    if t.udp ~= nil then keys.udp = check_udp(ctx, t.udp) end
     check_hooks(ctx, t, hooks)
     return keys, hooks
 end
