@@ -15,7 +15,7 @@
 -- and arkbench says so; it is the reference's behaviour too.
 --
 -- Run it:
---   bin/arkbench run scenarios/tcp.lua                  # all 24 cases
+--   bin/arkbench run scenarios/tcp.lua                  # all 30 cases
 --   bin/arkbench run scenarios/tcp.lua --list           # show the cases
 --   bin/arkbench run scenarios/tcp.lua --quick          # a short smoke run
 --   bin/arkbench run scenarios/tcp.lua --filter payload=1024 --filter topology=sharded:4
