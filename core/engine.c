@@ -14,7 +14,10 @@
  * near them (they are millisecond timers) and the clock decides.
  */
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdio.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,6 +53,39 @@ void ab__loop_reached(ab__loop_t *l, int stage) {
   eng->reached[stage]++;
   pthread_cond_broadcast(&eng->cv);
   pthread_mutex_unlock(&eng->mu);
+}
+
+int ab__server_socket(ab__loop_t *l, int type) {
+  const ab_case_cfg_t *cfg = l->eng->cfg;
+  struct sockaddr_storage ss;
+  socklen_t len;
+  memset(&ss, 0, sizeof(ss));
+  if (cfg->role == AB_ROLE_SERVER && cfg->addr.ss_family != 0) {
+    ss = cfg->addr;
+  } else {
+    struct sockaddr_in *in = (struct sockaddr_in *)&ss;
+    in->sin_family = AF_INET;
+    in->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  }
+  /* the loops of a server-role sharded:N share the port the first one got */
+  if (cfg->role == AB_ROLE_SERVER && l->index > 0) {
+    int port = l->eng->loops[0].port;
+    if (ss.ss_family == AF_INET6) ((struct sockaddr_in6 *)&ss)->sin6_port = htons((uint16_t)port);
+    else ((struct sockaddr_in *)&ss)->sin_port = htons((uint16_t)port);
+  }
+  len = ss.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+  int fd = socket(ss.ss_family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -errno;
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (cfg->role == AB_ROLE_SERVER && l->eng->nloops > 1)
+    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+  if (bind(fd, (struct sockaddr *)&ss, len) != 0) {
+    int e = -errno;
+    close(fd);
+    return e;
+  }
+  return fd;
 }
 
 static uint64_t ms_until(uint64_t t_ns) {
@@ -176,7 +212,8 @@ static void ctl_cb(uv_async_t *a) {
   case AB__CMD_CONNECT: {
     struct sockaddr_in addr;
     ab__loop_t *srv = eng->cfg->model == AB_MODEL_SHARDED ? l : &eng->loops[0];
-    uv_ip4_addr("127.0.0.1", srv->port, &addr);
+    if (eng->cfg->role == AB_ROLE_CLIENT) memcpy(&addr, &eng->cfg->addr, sizeof(addr));
+    else uv_ip4_addr("127.0.0.1", srv->port, &addr);
     if (eng->cfg->protocol == AB_PROTO_UDP) {
       for (uint32_t i = 0; i < l->nclients; i++) ab__udp_client_open(&l->clients[i], &addr);
       ab__loop_reached(l, AB__ST_CONNECTED);
@@ -354,13 +391,31 @@ int ab_run_case(const ab_case_cfg_t *cfg, ab_result_t *out) {
       uv_async_init(&l->loop, &l->pool_done, pool_done_cb);
       l->pool_done.data = l;
     }
-    if ((r = cfg->protocol == AB_PROTO_UDP ? ab__udp_server_open(l) : ab__server_listen(l)) < 0)
+    if (cfg->role != AB_ROLE_CLIENT &&
+        (r = cfg->protocol == AB_PROTO_UDP ? ab__udp_server_open(l) : ab__server_listen(l)) < 0)
       goto uverr;
+    if (cfg->protocol == AB_PROTO_UDP && l->udp_rx == NULL && (l->udp_rx = malloc(65536)) == NULL)
+      goto nomem;
   }
   if (workers && (r = ab__pool_start(&eng, workers)) < 0) goto nomem;
   for (uint32_t li = 0; li < eng.nloops; li++)
     uv_thread_create(&eng.loops[li].thread, loop_main, &eng.loops[li]);
 
+  if (cfg->role == AB_ROLE_SERVER) {
+    /* serve until told to stop; no clients, no phases */
+    if (cfg->on_listening) cfg->on_listening(eng.loops[0].port, cfg->on_listening_arg);
+    ab_cpu_sample_t s0;
+    ab_cpu_sample(&s0);
+    uint64_t t0 = ab_now_ns();
+    while (!(cfg->stop && *cfg->stop)) ab_sleep_until_ns(ab_now_ns() + 20000000u);
+    ab_cpu_sample_t s1;
+    ab_cpu_sample(&s1);
+    out->cpu_wall_s = (double)(ab_now_ns() - t0) / 1e9;
+    out->measured_s = out->cpu_wall_s;
+    out->cpu_user_s = s1.user_s - s0.user_s;
+    out->cpu_sys_s = s1.sys_s - s0.sys_s;
+    goto stop;
+  }
   int ncpu = ab_logical_cpus();
   uint32_t idle = 0;
   for (uint32_t li = 0; li < eng.nloops; li++) idle += out->conns_per_loop[li] == 0;
@@ -396,20 +451,21 @@ int ab_run_case(const ab_case_cfg_t *cfg, ab_result_t *out) {
   if (out->error[0] == '\0' &&
       !wait_stage(&eng, AB__ST_MEASURE_DONE, cfg->timeout_s + 5))
     snprintf(out->error, sizeof(out->error), "the drain did not finish in time");
+  out->measured_s = (double)dur_ns / 1e9;
+  out->cpu_wall_s = (double)(t_cpu1 - t_start) / 1e9;
+  out->cpu_user_s = c1.user_s - c0.user_s;
+  out->cpu_sys_s = c1.sys_s - c0.sys_s;
 
-  /* stop */
+stop:
   ab__pool_stop(eng.pool);
   send_cmd(&eng, AB__CMD_STOP, 0, 0);
   for (uint32_t li = 0; li < eng.nloops; li++) uv_thread_join(&eng.loops[li].thread);
   out->work_sink = ab__pool_free(eng.pool);
   eng.pool = NULL;
 
-  out->measured_s = (double)dur_ns / 1e9;
-  out->cpu_wall_s = (double)(t_cpu1 - t_start) / 1e9;
-  out->cpu_user_s = c1.user_s - c0.user_s;
-  out->cpu_sys_s = c1.sys_s - c0.sys_s;
-  ab_cpu_sample(&c1);
-  out->rss_peak_bytes = c1.maxrss_bytes;
+  ab_cpu_sample_t cend;
+  ab_cpu_sample(&cend);
+  out->rss_peak_bytes = cend.maxrss_bytes;
   out->rss_end_bytes = ab_rss_now_bytes();
 
   for (uint32_t li = 0; li < eng.nloops; li++) {
@@ -427,6 +483,9 @@ int ab_run_case(const ab_case_cfg_t *cfg, ab_result_t *out) {
     out->udp_reordered += l->udp_reordered;
     out->udp_duplicated += l->udp_duplicated;
     out->udp_server_drops += l->udp_server_drops;
+    out->server_connections += l->srv_connections;
+    out->server_messages += l->srv_messages;
+    out->server_bytes += l->srv_bytes;
     out->work_sink ^= l->work_sink;
     for (int k = 0; k < l->nerrors; k++)
       ab__errors_add(out->errors, &out->nerrors, l->errors[k].code, l->errors[k].count);
@@ -437,7 +496,9 @@ int ab_run_case(const ab_case_cfg_t *cfg, ab_result_t *out) {
   }
   out->udp_client_buffers = eng.udp_client_buffers;
   out->udp_server_buffers = eng.udp_server_buffers;
-  if (cfg->protocol == AB_PROTO_UDP) {
+  if (cfg->role == AB_ROLE_SERVER) {
+    out->ok = out->error[0] == '\0';
+  } else if (cfg->protocol == AB_PROTO_UDP) {
     /* loss is what UDP measures, not a failure; errors still are */
     out->ok = out->error[0] == '\0' && out->message_errors == 0 && out->completed > 0;
   } else {

@@ -17,6 +17,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include "histogram.h"
 
@@ -42,7 +43,19 @@ typedef struct {
   /* udp: socket buffers to request (bytes; 0 = the defaults 64 KiB send,
    * 4 MiB receive); server_recv_buffer applies to the server socket */
   uint32_t udp_send_buffer, udp_recv_buffer, udp_server_recv_buffer;
+  /* role: AB_ROLE_BOTH runs both ends here over loopback; AB_ROLE_CLIENT
+   * connects to `addr` (scenario key target); AB_ROLE_SERVER listens on
+   * `addr` (port 0 = any; several loops share it with SO_REUSEPORT), calls
+   * on_listening(port, arg) once every loop listens, and serves until
+   * *stop becomes non-zero (checked every 20 ms; set it from a signal). */
+  int role;
+  struct sockaddr_storage addr;
+  void (*on_listening)(int port, void *arg);
+  void *on_listening_arg;
+  volatile int *stop;
 } ab_case_cfg_t;
+
+enum { AB_ROLE_BOTH = 0, AB_ROLE_CLIENT = 1, AB_ROLE_SERVER = 2 };
 
 /* What the kernel granted for a requested socket buffer (Linux reports
  * twice the usable size; we record what getsockopt says). */
@@ -79,6 +92,8 @@ typedef struct {
   /* udp: lost = timed_out; late replies never count as completions */
   uint64_t udp_late, udp_reordered, udp_duplicated, udp_server_drops;
   ab_udp_buffers_t udp_client_buffers, udp_server_buffers;
+  /* server side (every role that runs one) */
+  uint64_t server_connections, server_messages, server_bytes;
 } ab_result_t;
 
 /* Checks cfg; returns 0 or AB_ECONFIG with a sentence in err[0..errlen). */

@@ -140,6 +140,7 @@ struct ab__loop_s {
   uint64_t sent, completed, drained, timed_out, message_errors, unfinished;
   uint64_t warmup_completed;
   uint64_t udp_late, udp_reordered, udp_duplicated, udp_server_drops;
+  uint64_t srv_connections, srv_messages, srv_bytes;
   ab_error_count_t errors[AB_MAX_ERROR_CLASSES];
   int nerrors;
   char first_error[256];
@@ -177,6 +178,11 @@ void ab__client_pump(ab__client_t *c);
 void ab__client_fail(ab__client_t *c, int code, const char *what);
 void ab__clients_tick(ab__loop_t *l, uint64_t now);
 void ab__client_close(ab__client_t *c);
+
+/* engine.c: a bound socket for a loop's server (the scenario's listen
+ * address in server role, else 127.0.0.1:0; SO_REUSEPORT when shared by
+ * several loops).  Returns an fd or a negative errno. */
+int ab__server_socket(ab__loop_t *l, int type);
 
 /* tcp_server.c */
 int ab__server_listen(ab__loop_t *l);

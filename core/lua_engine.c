@@ -17,6 +17,9 @@
  * The call blocks for the length of the run; it makes no Lua call while
  * the run is going.
  */
+#include <netdb.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -81,6 +84,49 @@ static void push_encoded(lua_State *L, const ab_hist_t *h) {
   free(buf);
 }
 
+/* "host:port" or "[v6]:port" -> sockaddr (numeric or resolved). */
+static int parse_hostport(const char *s, struct sockaddr_storage *out, char *err, size_t errlen) {
+  char host[256];
+  const char *colon = strrchr(s, ':');
+  if (colon == NULL || colon == s || colon[1] == '\0') {
+    snprintf(err, errlen, "'%s' is not host:port", s);
+    return -1;
+  }
+  size_t hl = (size_t)(colon - s);
+  if (s[0] == '[' && hl >= 2 && s[hl - 1] == ']') {
+    s++;
+    hl -= 2;
+  }
+  if (hl >= sizeof(host)) hl = sizeof(host) - 1;
+  memcpy(host, s, hl);
+  host[hl] = '\0';
+  struct addrinfo hints, *res = NULL;
+  memset(&hints, 0, sizeof(hints));
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  int r = getaddrinfo(host, colon + 1, &hints, &res);
+  if (r != 0 || res == NULL) {
+    snprintf(err, errlen, "cannot resolve '%s': %s", s, gai_strerror(r));
+    return -1;
+  }
+  memset(out, 0, sizeof(*out));
+  memcpy(out, res->ai_addr, res->ai_addrlen);
+  freeaddrinfo(res);
+  return 0;
+}
+
+static volatile int serve_stop = 0;
+static void on_stop_signal(int sig) {
+  (void)sig;
+  serve_stop = 1;
+}
+
+static void print_listening(int port, void *arg) {
+  const char *host = arg;
+  fprintf(stdout, "listening on %s:%d\n", host, port);
+  fflush(stdout);
+}
+
 #define SETNUM(name, v) (lua_pushnumber(L, (double)(v)), lua_setfield(L, -2, name))
 
 static int l_run_case(lua_State *L) {
@@ -124,6 +170,34 @@ static int l_run_case(lua_State *L) {
   }
   lua_pop(L, 1);
   char err[256];
+  const char *role = opt_string(L, "role", "both");
+  const char *where = NULL;
+  char listen_host[256] = "127.0.0.1";
+  if (strcmp(role, "client") == 0) {
+    cfg.role = AB_ROLE_CLIENT;
+    where = opt_string(L, "target", NULL);
+    if (where == NULL) return config_error(L, "role client needs target = \"host:port\"");
+  } else if (strcmp(role, "server") == 0) {
+    cfg.role = AB_ROLE_SERVER;
+    where = opt_string(L, "listen", "127.0.0.1:0");
+  }
+  if (where && parse_hostport(where, &cfg.addr, err, sizeof(err)) != 0) return config_error(L, err);
+  if (cfg.role == AB_ROLE_SERVER) {
+    const char *colon = strrchr(where, ':');
+    size_t hl = (size_t)(colon - where);
+    if (hl >= sizeof(listen_host)) hl = sizeof(listen_host) - 1;
+    memcpy(listen_host, where, hl);
+    listen_host[hl] = '\0';
+    cfg.on_listening = print_listening;
+    cfg.on_listening_arg = listen_host;
+    cfg.stop = &serve_stop;
+    serve_stop = 0;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_stop_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+  }
   if (ab_case_check(&cfg, err, sizeof(err)) != 0) return config_error(L, err);
 
   ab_result_t *r = malloc(sizeof(*r));
@@ -193,6 +267,9 @@ static int l_run_case(lua_State *L) {
   }
   lua_setfield(L, -2, "notes");
   SETNUM("logical_cpus", ncpu);
+  SETNUM("server_connections", r->server_connections);
+  SETNUM("server_messages", r->server_messages);
+  SETNUM("server_bytes", r->server_bytes);
   lua_pushliteral(L, "closed");
   lua_setfield(L, -2, "load_model");
   if (cfg.protocol == AB_PROTO_UDP) {

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ab_error.h"
 #include "engine_int.h"
@@ -119,6 +120,8 @@ static void on_sread(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
     frames++;
   }
   if (frames == 0) return;
+  l->srv_messages += frames;
+  l->srv_bytes += off;
   if (eng->pool) {
     if (s->hcap - s->hlen < off) {
       size_t want = s->hcap ? s->hcap * 2 : 65536;
@@ -186,6 +189,7 @@ static void on_connection(uv_stream_t *server, int status) {
   }
   s->loop = l;
   s->job.done = job_done;
+  l->srv_connections++;
   uv_tcp_init(&l->loop, &s->tcp);
   s->tcp.data = s;
   s->next = l->sconns;
@@ -202,14 +206,18 @@ static void on_connection(uv_stream_t *server, int status) {
 }
 
 int ab__server_listen(ab__loop_t *l) {
-  struct sockaddr_in addr;
   int r = uv_tcp_init(&l->loop, &l->listener);
   if (r < 0) return r;
   l->listener.data = l;
   l->listening = 1;
-  uv_ip4_addr("127.0.0.1", 0, &addr);
-  r = uv_tcp_bind(&l->listener, (const struct sockaddr *)&addr, 0);
-  if (r == 0) r = uv_listen((uv_stream_t *)&l->listener, 4096, on_connection);
+  int fd = ab__server_socket(l, SOCK_STREAM);
+  if (fd < 0) return fd;
+  r = uv_tcp_open(&l->listener, fd);
+  if (r < 0) {
+    close(fd);
+    return r;
+  }
+  r = uv_listen((uv_stream_t *)&l->listener, 4096, on_connection);
   if (r < 0) return r;
   struct sockaddr_storage ss;
   int len = sizeof(ss);

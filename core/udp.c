@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ab_error.h"
 #include "clock.h"
@@ -86,6 +87,8 @@ static void on_srecv(uv_udp_t *u, ssize_t n, const uv_buf_t *buf,
     return;
   }
   if (eng->pool) {
+    l->srv_messages++;
+    l->srv_bytes += (uint64_t)n;
     udp_job_t *j = l->udp_free;
     if (j) l->udp_free = j->next;
     else j = malloc(sizeof(*j) + UDP_RX); /* grows to the peak in flight */
@@ -102,12 +105,13 @@ static void on_srecv(uv_udp_t *u, ssize_t n, const uv_buf_t *buf,
     ab__pool_submit(eng->pool, &j->job);
     return;
   }
+  l->srv_messages++;
+  l->srv_bytes += (uint64_t)n;
   if (eng->cfg->work) l->work_sink ^= ab_work(eng->cfg->work, l->work_sink + 1);
   reply(l, (const uint8_t *)buf->base, (size_t)n, from);
 }
 
 int ab__udp_server_open(ab__loop_t *l) {
-  struct sockaddr_in addr;
   ab__engine_t *eng = l->eng;
   l->udp_rx = malloc(UDP_RX);
   if (l->udp_rx == NULL) return AB_ENOMEM;
@@ -115,9 +119,13 @@ int ab__udp_server_open(ab__loop_t *l) {
   if (r < 0) return r;
   l->userver.data = l;
   l->listening = 1;
-  uv_ip4_addr("127.0.0.1", 0, &addr);
-  r = uv_udp_bind(&l->userver, (const struct sockaddr *)&addr, 0);
-  if (r < 0) return r;
+  int fd = ab__server_socket(l, SOCK_DGRAM);
+  if (fd < 0) return fd;
+  r = uv_udp_open(&l->userver, fd);
+  if (r < 0) {
+    close(fd);
+    return r;
+  }
   set_buffers(&l->userver, eng->cfg->udp_send_buffer,
               eng->cfg->udp_server_recv_buffer ? eng->cfg->udp_server_recv_buffer
                                                : (eng->cfg->udp_recv_buffer ? eng->cfg->udp_recv_buffer

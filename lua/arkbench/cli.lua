@@ -32,6 +32,8 @@ commands:
       --list              print the cases and exit
   calibrate           raw epoll echo floor vs arkbench, same process
       --pairs N --duration S --warmup S --payload B --clients C --window W
+  serve               only the server side, until SIGINT/SIGTERM
+      --protocol P --listen HOST:PORT --topology T --work N --framing F --payload B
   report DIR          rebuild summary.json and print the table from runs.jsonl
   env                 print this host's environment (as env.json)
   help                this text
@@ -245,6 +247,10 @@ function _M.main(args)
         local a = {}
         for i = 2, #args do a[#a + 1] = args[i] end
         return require("arkbench.worker").main(a)
+    elseif cmd == "serve" then
+        local a = {}
+        for i = 2, #args do a[#a + 1] = args[i] end
+        return require("arkbench.serve").main(a)
     elseif cmd == "calibrate" then
         local a = {}
         for i = 2, #args do a[#a + 1] = args[i] end

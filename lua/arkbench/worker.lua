@@ -40,6 +40,44 @@ local function merge(obj, res)
     if type(obj.connections_per_loop) == "table" then json.array(obj.connections_per_loop) end
 end
 
+local function shq(s)
+    return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
+end
+
+-- placement = "split": the server side in its own process (arkbench serve)
+-- on an ephemeral loopback port; returns a handle or nil, error.
+local function start_server(case)
+    local argv = { shq(core.exe_path()), "serve", "--protocol", shq(case.protocol or "tcp"),
+        "--listen", "127.0.0.1:0", "--topology", shq(case.topology or "sharded:1"),
+        "--work", tostring(case.work or 0), "--framing", shq(case.framing or "length"),
+        "--payload", tostring(case.payload or 1024) }
+    local f = io.popen("echo $$; ARKBENCH_PARENT_PID=" .. core.getpid() .. " exec "
+        .. table.concat(argv, " ") .. " 2>&1")
+    if not f then return nil, "split: cannot start the server process" end
+    local pid = tonumber(f:read("*l") or "")
+    local seen = {}
+    while true do
+        local line = f:read("*l")
+        if not line then break end
+        local port = line:match("^listening on .*:(%d+)$")
+        if port then return { f = f, pid = pid, port = tonumber(port) } end
+        seen[#seen + 1] = line
+    end
+    f:close()
+    return nil, "split: the server process did not start: " .. table.concat(seen, " | ")
+end
+
+local function stop_server(h)
+    if h.pid then os.execute("kill -TERM " .. h.pid .. " 2>/dev/null") end
+    local rest = h.f:read("*a") or ""
+    h.f:close()
+    local last
+    for line in rest:gmatch("[^\n]+") do last = line end
+    local obj = last and json.decode(last)
+    if type(obj) ~= "table" then return nil, "split: the server printed no counters: " .. rest end
+    return obj
+end
+
 function _M.main(args)
     local t0 = core.now_ns()
     -- a worker never outlives the orchestrator that started it, even when
@@ -78,7 +116,23 @@ function _M.main(args)
     end
     obj.scenario = { name = spec.name, path = o.path, sha256 = core.sha256(spec.source) }
 
-    local res, rerr = core.run_case(case)
+    local run = {}
+    for k, v in pairs(case) do run[k] = v end
+    local server
+    if case.target then
+        run.role, run.target = "client", case.target
+    elseif case.placement == "split" then
+        local h, herr = start_server(case)
+        if not h then
+            obj.error = herr
+            return finish(1)
+        end
+        server = h
+        run.role, run.target = "client", "127.0.0.1:" .. h.port
+    end
+    local res, rerr = core.run_case(run)
+    local sobj, serr
+    if server then sobj, serr = stop_server(server) end
     if not res then
         obj.error = rerr
         return finish(1)
@@ -86,7 +140,20 @@ function _M.main(args)
     merge(obj, res)
     obj.status = res.ok and "ok" or "error"
     obj.error = res.error
-    return finish(res.ok and 0 or 1)
+    if server then
+        -- split: the run's CPU and RSS are the client process's; the
+        -- server process's are apart
+        obj.server = sobj or json.null
+        obj.client = { cpu_percent = res.cpu_percent, cpu_user_s = res.cpu_user_s,
+                       cpu_sys_s = res.cpu_sys_s, rss_peak_bytes = res.rss_peak_bytes }
+        if not sobj then
+            obj.ok, obj.status, obj.error = false, "error", serr
+        end
+    end
+    if case.target or server then
+        obj.server_connections, obj.server_messages, obj.server_bytes = nil, nil, nil
+    end
+    return finish(obj.ok and 0 or 1)
 end
 
 return _M

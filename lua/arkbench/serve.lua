@@ -1,0 +1,75 @@
+-- arkbench.serve: only the server side, for a client on another host or
+-- another tool (DESIGN §2).
+--
+--   arkbench serve [--protocol tcp|udp] [--listen HOST:PORT] [--topology T]
+--                  [--work N] [--framing length|raw] [--payload B]
+--
+-- Prints one line `listening on HOST:PORT` on stdout when every loop
+-- listens, serves until SIGINT or SIGTERM, then prints its counters as one
+-- JSON object (connections, messages, bytes, CPU over the serving time,
+-- RSS, errors). --listen defaults to 127.0.0.1:0 (an ephemeral port on
+-- loopback: servers bind loopback unless told otherwise). With
+-- sharded:N the N loops share the port (SO_REUSEPORT); the kernel spreads
+-- connections over them. --payload matters only for framing raw (the
+-- fixed message size). Exit 0 after a clean stop, 2 on bad arguments.
+
+local core = require("arkbench.core")
+local json = require("arkbench.json")
+
+local tonumber, io_stderr, io_stdout = tonumber, io.stderr, io.stdout
+
+local _M = {}
+
+local OPTS = { protocol = true, listen = true, topology = true, work = true,
+               framing = true, payload = true }
+
+function _M.main(args)
+    local o = { protocol = "tcp", listen = "127.0.0.1:0", topology = "sharded:1",
+                work = "0", framing = "length", payload = "1024" }
+    local i = 1
+    while i <= #args do
+        local k, v = args[i]:match("^%-%-([%w_]+)=?(.*)$")
+        if not k or not OPTS[k] then
+            io_stderr:write("arkbench serve: unknown argument '", args[i], "'\n")
+            return 2
+        end
+        if v == "" then
+            v = args[i + 1]
+            i = i + 1
+        end
+        if v == nil then
+            io_stderr:write("arkbench serve: --", k, " needs a value\n")
+            return 2
+        end
+        o[k] = v
+        i = i + 1
+    end
+    local ppid = tonumber(os.getenv("ARKBENCH_PARENT_PID") or "")
+    if ppid and core.die_with_parent then core.die_with_parent(ppid) end
+    local t0 = core.now_ns()
+    local r, err = core.run_case({
+        role = "server", protocol = o.protocol, listen = o.listen, topology = o.topology,
+        work = tonumber(o.work), framing = o.framing, payload = tonumber(o.payload),
+        duration = 1, warmup = 0, timeout = 2,
+    })
+    if not r then
+        io_stderr:write("arkbench serve: ", tostring(err), "\n")
+        return 2
+    end
+    local out = {
+        ok = r.ok, error = r.error, protocol = o.protocol, listen = o.listen,
+        topology = o.topology, loops = r.loops, workers = r.workers,
+        connections = r.server_connections, messages = r.server_messages,
+        bytes = r.server_bytes, served_s = r.measured_s, cpu_percent = r.cpu_percent,
+        cpu_user_s = r.cpu_user_s, cpu_sys_s = r.cpu_sys_s,
+        cpu_machine_percent = r.cpu_machine_percent, rss_peak_bytes = r.rss_peak_bytes,
+        rss_end_bytes = r.rss_end_bytes, errors = r.errors,
+        elapsed_s = (core.now_ns() - t0) / 1e9,
+    }
+    if r.udp then out.udp = { server_drops = r.udp.server_drops, buffers = r.udp.buffers.server } end
+    io_stdout:write(json.encode(out), "\n")
+    io_stdout:flush()
+    return r.ok and 0 or 1
+end
+
+return _M
