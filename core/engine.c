@@ -25,6 +25,7 @@
 #include "clock.h"
 #include "engine_int.h"
 #include "framing.h"
+#include "codecs.h"
 #include "procstat.h"
 
 void ab__errors_add(ab_error_count_t *tab, int *n, int code, uint64_t count) {
@@ -177,6 +178,7 @@ static void pump_all(ab__loop_t *l) {
   int udp = l->eng->cfg->protocol == AB_PROTO_UDP;
   for (uint32_t i = 0; i < l->nclients; i++) {
     if (udp) ab__udp_pump(&l->clients[i]);
+    else if (l->eng->layered) ab__sclient_pump(&l->clients[i]);
     else ab__client_pump(&l->clients[i]);
   }
 }
@@ -291,7 +293,7 @@ static int wait_stage(ab__engine_t *eng, int stage, double timeout_s) {
 
 int ab_case_check(const ab_case_cfg_t *cfg, char *err, size_t errlen) {
 #define BAD(...) do { snprintf(err, errlen, __VA_ARGS__); return AB_ECONFIG; } while (0)
-  if (cfg->protocol != AB_PROTO_TCP && cfg->protocol != AB_PROTO_UDP) BAD("protocol not built into this engine yet");
+  if (cfg->protocol < AB_PROTO_TCP || cfg->protocol > AB_PROTO_HTTPS) BAD("unknown protocol");
   if (cfg->protocol == AB_PROTO_UDP && cfg->payload > AB_UDP_MAX_PAYLOAD) BAD("udp payload %u is over the UDP limit of 65507 bytes", cfg->payload);
   if (cfg->execution != AB_EXEC_CALLBACK) BAD("only execution callback is built into this engine so far");
   if (cfg->framing != AB_FRAMING_LENGTH && cfg->framing != AB_FRAMING_RAW) BAD("framing must be length or raw");
@@ -304,6 +306,85 @@ int ab_case_check(const ab_case_cfg_t *cfg, char *err, size_t errlen) {
   if ((double)cfg->clients * cfg->window * cfg->payload > 1073741824.0) BAD("clients x window x payload exceeds 1 GiB");
   return 0;
 #undef BAD
+}
+
+/* One handshake in memory before anything is timed: OpenSSL initialises
+ * lazily (several ms on first use), which would otherwise land in the
+ * first connection's handshake_us. */
+static void warm_tls(ab__engine_t *eng) {
+  ab_tls_conn_t *cl = NULL, *sv = NULL;
+  uint8_t buf[16384];
+  if (ab_tls_conn_new(eng->tls_client, 1, eng->verify_host, &cl) == 0 &&
+      ab_tls_conn_new(eng->tls_server, 0, NULL, &sv) == 0) {
+    for (int i = 0; i < 10; i++) {
+      int a = ab_tls_handshake(cl), b = ab_tls_handshake(sv);
+      size_t n;
+      while ((n = ab_tls_take_out(cl, buf, sizeof(buf))) > 0) ab_tls_feed(sv, buf, n);
+      while ((n = ab_tls_take_out(sv, buf, sizeof(buf))) > 0) ab_tls_feed(cl, buf, n);
+      if ((a == 1 && b == 1) || a < 0 || b < 0) break;
+    }
+  }
+  ab_tls_conn_free(cl);
+  ab_tls_conn_free(sv);
+}
+
+/* Chooses the layers and codec for the protocol and makes the TLS
+ * contexts (the server's generates its EC P-256 certificate now, before
+ * anything is timed). */
+static int setup_protocol(ab__engine_t *eng, const ab_case_cfg_t *cfg, ab_result_t *out) {
+  int p = cfg->protocol;
+  eng->layered = p != AB_PROTO_TCP && p != AB_PROTO_UDP;
+  eng->use_tls = p == AB_PROTO_TLS || p == AB_PROTO_WSS || p == AB_PROTO_HTTPS;
+  eng->use_ws = p == AB_PROTO_WS || p == AB_PROTO_WSS;
+  eng->codec_vt = eng->use_ws ? &ab_codec_ws
+                  : (p == AB_PROTO_HTTP || p == AB_PROTO_HTTPS) ? &ab_codec_http
+                  : cfg->framing == AB_FRAMING_RAW ? &ab_codec_raw : &ab_codec_length;
+  eng->host = cfg->host ? cfg->host : "127.0.0.1";
+  eng->verify_host = eng->host;
+  if (!eng->use_tls) return 0;
+  ab_tls_opts_t o;
+  memset(&o, 0, sizeof(o));
+  o.version = cfg->tls_version;
+  o.ciphers = cfg->tls_ciphers;
+  o.sni = cfg->tls_sni;
+  o.alpn = cfg->tls_alpn;
+  o.resume = cfg->tls_resume;
+  int r = 0;
+  if (cfg->role != AB_ROLE_CLIENT) r = ab_tls_server_ctx_new(&o, &eng->tls_server);
+  if (r == 0 && cfg->role != AB_ROLE_SERVER) {
+    /* against our own server: trust its certificate; against a target:
+     * trust the PEM given (tls_cert_out doubles as the CA file path) */
+    const char *ca = eng->tls_server ? ab_tls_ctx_cert_pem(eng->tls_server) : NULL;
+    char *file_pem = NULL;
+    if (ca == NULL && cfg->tls_cert_out) {
+      FILE *f = fopen(cfg->tls_cert_out, "rb");
+      if (f) {
+        file_pem = calloc(1, 65536);
+        if (file_pem) fread(file_pem, 1, 65535, f);
+        fclose(f);
+      }
+      ca = file_pem;
+    }
+    r = ab_tls_client_ctx_new(&o, ca, &eng->tls_client);
+    free(file_pem);
+  }
+  if (r == 0 && eng->tls_server && eng->tls_client) warm_tls(eng);
+  if (r == 0 && cfg->role == AB_ROLE_SERVER && cfg->tls_cert_out) {
+    FILE *f = fopen(cfg->tls_cert_out, "wb");
+    if (f == NULL) r = AB_EINVAL;
+    else {
+      fputs(ab_tls_ctx_cert_pem(eng->tls_server), f);
+      fclose(f);
+    }
+  }
+  if (r < 0) {
+    snprintf(out->error, sizeof(out->error), "TLS setup: %s", ab_tls_last_error());
+    ab_tls_ctx_free(eng->tls_server);
+    ab_tls_ctx_free(eng->tls_client);
+    eng->tls_server = eng->tls_client = NULL;
+    return AB_ECONFIG;
+  }
+  return 0;
 }
 
 static void note(ab_result_t *out, const char *fmt, uint32_t a, uint32_t b) {
@@ -333,6 +414,7 @@ int ab_run_case(const ab_case_cfg_t *cfg, ab_result_t *out) {
   memset(out, 0, sizeof(*out));
   ab_hist_init(&out->rtt);
   ab_hist_init(&out->connect);
+  ab_hist_init(&out->handshake);
   int r = ab_case_check(cfg, out->error, sizeof(out->error));
   if (r < 0) return r;
 
@@ -350,6 +432,13 @@ int ab_run_case(const ab_case_cfg_t *cfg, ab_result_t *out) {
   pthread_condattr_destroy(&ca);
   pthread_mutex_init(&eng.mu, NULL);
 
+  r = setup_protocol(&eng, cfg, out);
+  if (r < 0) {
+    pthread_mutex_destroy(&eng.mu);
+    pthread_cond_destroy(&eng.cv);
+    return r;
+  }
+
   eng.loops = calloc(eng.nloops, sizeof(ab__loop_t));
   out->conns_per_loop = calloc(eng.nloops, sizeof(uint32_t));
   if (eng.loops == NULL || out->conns_per_loop == NULL) goto nomem;
@@ -364,6 +453,7 @@ int ab_run_case(const ab_case_cfg_t *cfg, ab_result_t *out) {
     l->index = li;
     ab_hist_init(&l->rtt);
     ab_hist_init(&l->connect);
+    ab_hist_init(&l->handshake);
     l->nclients = out->conns_per_loop[li];
     l->clients = calloc(l->nclients ? l->nclients : 1, sizeof(ab__client_t));
     if (l->clients == NULL) goto nomem;
@@ -396,6 +486,7 @@ int ab_run_case(const ab_case_cfg_t *cfg, ab_result_t *out) {
       goto uverr;
     if (cfg->protocol == AB_PROTO_UDP && l->udp_rx == NULL && (l->udp_rx = malloc(65536)) == NULL)
       goto nomem;
+    if (eng.use_tls && (l->cipher_rx = malloc(65536)) == NULL) goto nomem;
   }
   if (workers && (r = ab__pool_start(&eng, workers)) < 0) goto nomem;
   for (uint32_t li = 0; li < eng.nloops; li++)
@@ -472,6 +563,7 @@ stop:
     ab__loop_t *l = &eng.loops[li];
     ab_hist_merge(&out->rtt, &l->rtt);
     ab_hist_merge(&out->connect, &l->connect);
+    ab_hist_merge(&out->handshake, &l->handshake);
     out->sent += l->sent;
     out->completed += l->completed;
     out->drained += l->drained;
@@ -494,6 +586,13 @@ stop:
     uv_loop_close(&l->loop);
     free_clients(l);
   }
+  snprintf(out->tls_version, sizeof(out->tls_version), "%s", eng.tls_version);
+  snprintf(out->tls_cipher, sizeof(out->tls_cipher), "%s", eng.tls_cipher);
+  snprintf(out->tls_alpn, sizeof(out->tls_alpn), "%s", eng.tls_alpn);
+  snprintf(out->tls_sni, sizeof(out->tls_sni), "%s", eng.tls_sni);
+  out->tls_resumed = eng.tls_resumed;
+  ab_tls_ctx_free(eng.tls_server);
+  ab_tls_ctx_free(eng.tls_client);
   out->udp_client_buffers = eng.udp_client_buffers;
   out->udp_server_buffers = eng.udp_server_buffers;
   if (cfg->role == AB_ROLE_SERVER) {
@@ -532,6 +631,8 @@ fail:
       if (eng.loops[li].clients) free_clients(&eng.loops[li]);
   free(eng.loops);
   if (eng.pool) { ab__pool_stop(eng.pool); ab__pool_free(eng.pool); }
+  ab_tls_ctx_free(eng.tls_server);
+  ab_tls_ctx_free(eng.tls_client);
   return r < 0 ? r : AB_ENOMEM;
 }
 

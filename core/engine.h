@@ -21,7 +21,8 @@
 
 #include "histogram.h"
 
-enum { AB_PROTO_TCP = 1, AB_PROTO_UDP = 2 };
+enum { AB_PROTO_TCP = 1, AB_PROTO_UDP, AB_PROTO_TLS, AB_PROTO_WS, AB_PROTO_WSS,
+       AB_PROTO_HTTP, AB_PROTO_HTTPS };
 #define AB_UDP_MAX_PAYLOAD 65507
 enum { AB_FRAMING_LENGTH = 1, AB_FRAMING_RAW = 2 };
 enum { AB_MODEL_SHARDED = 1, AB_MODEL_SHARED = 2 };
@@ -50,6 +51,13 @@ typedef struct {
    * *stop becomes non-zero (checked every 20 ms; set it from a signal). */
   int role;
   struct sockaddr_storage addr;
+  const char *host;        /* Host / verify name for the client (default
+                              "127.0.0.1"; the target's host) */
+  /* tls, wss, https: NULL = defaults (TLS 1.3, OpenSSL's suites, no SNI
+   * for IPs, no ALPN, no resumption); tls_cert_out: server role writes the
+   * generated certificate (PEM) there so other clients can verify it */
+  const char *tls_version, *tls_ciphers, *tls_sni, *tls_alpn, *tls_cert_out;
+  int tls_resume;
   void (*on_listening)(int port, void *arg);
   void *on_listening_arg;
   volatile int *stop;
@@ -92,6 +100,9 @@ typedef struct {
   /* udp: lost = timed_out; late replies never count as completions */
   uint64_t udp_late, udp_reordered, udp_duplicated, udp_server_drops;
   ab_udp_buffers_t udp_client_buffers, udp_server_buffers;
+  ab_hist_t handshake;     /* TLS handshake + WebSocket upgrade, ns */
+  char tls_version[16], tls_cipher[64], tls_alpn[64], tls_sni[128];
+  int tls_resumed;
   /* server side (every role that runs one) */
   uint64_t server_connections, server_messages, server_bytes;
 } ab_result_t;

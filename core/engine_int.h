@@ -20,7 +20,10 @@
 
 #include "engine.h"
 #include "histogram.h"
+#include "codec.h"
 #include "outbuf.h"
+#include "tls.h"
+#include "ws.h"
 
 typedef struct ab__engine_s ab__engine_t;
 typedef struct ab__loop_s ab__loop_t;
@@ -56,6 +59,21 @@ typedef struct ab__job_s {
   void (*done)(struct ab__job_s *job);
 } ab__job_t;
 
+/* The layers of a tls/ws/wss/http/https connection (stream.c): socket <->
+ * [TLS] <-> plaintext <-> [WebSocket upgrade] <-> codec.  Plain `tcp` keeps
+ * its own leaner path (tcp_client.c, tcp_server.c). */
+enum { AB__LY_HS_TLS = 1, AB__LY_HS_WS, AB__LY_READY };
+
+typedef struct {
+  int state;                    /* AB__LY_HS_TLS .. AB__LY_READY */
+  ab_tls_conn_t *tls;           /* NULL for plaintext protocols */
+  ab_ws_hs_t *ws_hs;            /* during the WebSocket upgrade */
+  ab_codec_t *codec;
+  ab_outbuf_t plain;            /* TLS: plaintext waiting for encryption */
+  uint64_t t_connected;         /* TCP connect done (client) */
+  int reported;                 /* counted towards the CONNECTED stage */
+} ab__layers_t;
+
 /* UDP outcome ring: what became of recent sequences, to tell a late reply
  * (its message timed out) from a duplicate (it completed already). */
 enum { AB__UDP_OUT_NONE = 0, AB__UDP_OUT_DONE, AB__UDP_OUT_LOST };
@@ -81,6 +99,7 @@ typedef struct ab__client_s {
   uint8_t *rbuf;
   size_t rcap, rlen;
   ab_outbuf_t out;
+  ab__layers_t ly;              /* layered protocols only */
   /* udp only */
   uint8_t *dgram;               /* one datagram being built */
   uint64_t highest_seq;         /* highest sequence whose reply arrived */
@@ -102,6 +121,7 @@ typedef struct ab__sconn_s {
   /* shared:N only: frames waiting for their work to come back */
   uint8_t *held;
   size_t hcap, hlen, hoff;
+  ab__layers_t ly;              /* layered protocols only */
   uint64_t jobs_out;            /* jobs submitted, not yet returned */
   uint64_t jobs_back;           /* returned jobs not yet released */
 } ab__sconn_t;
@@ -120,6 +140,7 @@ struct ab__loop_s {
   int listening;
   uv_udp_t userver;             /* udp: the one server socket of this loop */
   uint8_t *udp_rx;              /* udp: receive buffer (64 KiB) */
+  uint8_t *cipher_rx;           /* tls: ciphertext read buffer (64 KiB) */
   struct ab__udp_job_s *udp_free; /* udp + pool: recycled datagram jobs */
 
   ab__client_t *clients;        /* this loop's clients */
@@ -136,7 +157,7 @@ struct ab__loop_s {
   uint64_t meas_inflight;       /* measure messages in flight */
 
   /* per-loop results, merged by the coordinator */
-  ab_hist_t rtt, connect;
+  ab_hist_t rtt, connect, handshake;
   uint64_t sent, completed, drained, timed_out, message_errors, unfinished;
   uint64_t warmup_completed;
   uint64_t udp_late, udp_reordered, udp_duplicated, udp_server_drops;
@@ -161,6 +182,15 @@ struct ab__engine_s {
   pthread_cond_t cv;
   uint32_t reached[AB__ST_COUNT];
   ab_udp_buffers_t udp_client_buffers, udp_server_buffers;
+  int layered;                  /* protocol goes through stream.c */
+  const char *host;             /* Host header / WebSocket host */
+  const char *verify_host;      /* name the server certificate must match */
+  int use_tls, use_ws;
+  const ab_codec_vt_t *codec_vt;
+  ab_tls_ctx_t *tls_server, *tls_client;
+  char tls_version[16], tls_cipher[64], tls_alpn[64], tls_sni[128];
+  int tls_resumed;
+  uint64_t http_non2xx, ws_pings;
   int failed_start;             /* a loop could not start */
   char start_error[256];
 };
@@ -178,6 +208,7 @@ void ab__client_pump(ab__client_t *c);
 void ab__client_fail(ab__client_t *c, int code, const char *what);
 void ab__clients_tick(ab__loop_t *l, uint64_t now);
 void ab__client_close(ab__client_t *c);
+void ab__client_on_closed(uv_handle_t *h);
 
 /* engine.c: a bound socket for a loop's server (the scenario's listen
  * address in server role, else 127.0.0.1:0; SO_REUSEPORT when shared by
@@ -186,8 +217,17 @@ int ab__server_socket(ab__loop_t *l, int type);
 
 /* tcp_server.c */
 int ab__server_listen(ab__loop_t *l);
+void ab__sconn_close(ab__sconn_t *s);
+void ab__sconn_error(ab__sconn_t *s, int code, const char *what);
 void ab__server_work_returned(ab__sconn_t *s, uint64_t n);
 void ab__server_close_all(ab__loop_t *l);
+
+/* stream.c: layered protocols */
+void ab__sclient_connect(ab__client_t *c, const struct sockaddr_in *addr);
+void ab__sclient_pump(ab__client_t *c);
+void ab__sserver_accept(ab__sconn_t *s);
+void ab__sserver_release(ab__sconn_t *s, uint64_t n);
+void ab__layers_free(ab__layers_t *ly);
 
 /* udp.c */
 int ab__udp_server_open(ab__loop_t *l);

@@ -137,9 +137,10 @@ static int l_run_case(lua_State *L) {
   const char *framing = opt_string(L, "framing", "length");
   const char *exec = opt_string(L, "execution", "callback");
   const char *topo = opt_string(L, "topology", "sharded:1");
-  if (strcmp(proto, "tcp") == 0) cfg.protocol = AB_PROTO_TCP;
-  else if (strcmp(proto, "udp") == 0) cfg.protocol = AB_PROTO_UDP;
-  else return config_error(L, lua_pushfstring(L, "protocol '%s' is not built into the engine yet", proto));
+  static const char *protos[] = {"tcp", "udp", "tls", "ws", "wss", "http", "https"};
+  for (int i = 0; i < 7; i++)
+    if (strcmp(proto, protos[i]) == 0) cfg.protocol = AB_PROTO_TCP + i;
+  if (cfg.protocol == 0) return config_error(L, lua_pushfstring(L, "protocol '%s' is not built into the engine yet", proto));
   cfg.framing = strcmp(framing, "raw") == 0 ? AB_FRAMING_RAW
                 : strcmp(framing, "length") == 0 ? AB_FRAMING_LENGTH : 0;
   if (strcmp(exec, "callback") == 0) cfg.execution = AB_EXEC_CALLBACK;
@@ -158,6 +159,41 @@ static int l_run_case(lua_State *L) {
   cfg.warmup_s = opt_number(L, "warmup", 0.25);
   cfg.duration_s = opt_number(L, "duration", 1);
   cfg.timeout_s = opt_number(L, "timeout", 2);
+  /* tls = { version=, ciphers=, sni=, alpn= (string or list), resume= } */
+  char alpn[512] = "";
+  lua_getfield(L, 1, "tls");
+  if (lua_istable(L, -1)) {
+    lua_getfield(L, -1, "version");
+    cfg.tls_version = lua_tostring(L, -1);
+    lua_getfield(L, -2, "ciphers");
+    cfg.tls_ciphers = lua_tostring(L, -1);
+    lua_getfield(L, -3, "sni");
+    cfg.tls_sni = lua_tostring(L, -1);
+    lua_getfield(L, -4, "resume");
+    cfg.tls_resume = lua_toboolean(L, -1);
+    lua_getfield(L, -5, "alpn");
+    if (lua_istable(L, -1)) {
+      int n = (int)lua_objlen(L, -1);
+      for (int i = 1; i <= n; i++) {
+        lua_rawgeti(L, -1, i);
+        const char *a = lua_tostring(L, -1);
+        if (a) {
+          if (alpn[0]) strncat(alpn, ",", sizeof(alpn) - strlen(alpn) - 1);
+          strncat(alpn, a, sizeof(alpn) - strlen(alpn) - 1);
+        }
+        lua_pop(L, 1);
+      }
+      cfg.tls_alpn = alpn;
+    } else if (lua_isstring(L, -1)) {
+      snprintf(alpn, sizeof(alpn), "%s", lua_tostring(L, -1));
+      cfg.tls_alpn = alpn;
+    }
+    lua_getfield(L, -6, "cert");
+    cfg.tls_cert_out = lua_tostring(L, -1);
+    /* the strings stay referenced by the tls table (argument 1) */
+    lua_pop(L, 6);
+  }
+  lua_pop(L, 1);
   lua_getfield(L, 1, "udp");
   if (lua_istable(L, -1)) {
     lua_getfield(L, -1, "send_buffer");
@@ -182,6 +218,19 @@ static int l_run_case(lua_State *L) {
     where = opt_string(L, "listen", "127.0.0.1:0");
   }
   if (where && parse_hostport(where, &cfg.addr, err, sizeof(err)) != 0) return config_error(L, err);
+  char target_host[256] = "";
+  if (cfg.role == AB_ROLE_CLIENT) {
+    const char *colon = strrchr(where, ':');
+    size_t hl = (size_t)(colon - where);
+    if (where[0] == '[' && hl >= 2) {
+      where++;
+      hl -= 2;
+    }
+    if (hl >= sizeof(target_host)) hl = sizeof(target_host) - 1;
+    memcpy(target_host, where, hl);
+    target_host[hl] = '\0';
+    cfg.host = target_host;
+  }
   if (cfg.role == AB_ROLE_SERVER) {
     const char *colon = strrchr(where, ':');
     size_t hl = (size_t)(colon - where);
@@ -236,6 +285,26 @@ static int l_run_case(lua_State *L) {
   lua_setfield(L, -2, "rtt_histogram");
   push_stats(L, &r->connect);
   lua_setfield(L, -2, "connect_us");
+  if (r->handshake.count > 0) {
+    push_stats(L, &r->handshake);
+    lua_setfield(L, -2, "handshake_us");
+    push_encoded(L, &r->handshake);
+    lua_setfield(L, -2, "handshake_histogram");
+  }
+  if (r->tls_version[0] || r->tls_sni[0]) {
+    lua_newtable(L);
+    lua_pushstring(L, r->tls_version);
+    lua_setfield(L, -2, "version");
+    lua_pushstring(L, r->tls_cipher);
+    lua_setfield(L, -2, "cipher");
+    lua_pushstring(L, r->tls_alpn);
+    lua_setfield(L, -2, "alpn");
+    lua_pushstring(L, r->tls_sni);
+    lua_setfield(L, -2, "sni_received");
+    lua_pushboolean(L, r->tls_resumed);
+    lua_setfield(L, -2, "resumed");
+    lua_setfield(L, -2, "tls");
+  }
   push_encoded(L, &r->connect);
   lua_setfield(L, -2, "connect_histogram");
   double cpu = r->cpu_wall_s > 0 ? (r->cpu_user_s + r->cpu_sys_s) / r->cpu_wall_s * 100.0 : 0;

@@ -19,8 +19,9 @@
 
 #define READ_CHUNK 65536
 
-static void on_closed(uv_handle_t *h) {
+void ab__client_on_closed(uv_handle_t *h) {
   ab__client_t *c = h->data;
+  ab__layers_free(&c->ly);
   ab_outbuf_free(&c->out);
   free(c->rbuf);
   c->rbuf = NULL;
@@ -31,7 +32,7 @@ void ab__client_close(ab__client_t *c) {
   if (c->closing || c->tcp.data == NULL) return;
   c->closing = 1;
   c->alive = 0;
-  uv_close((uv_handle_t *)&c->tcp, on_closed);
+  uv_close((uv_handle_t *)&c->tcp, ab__client_on_closed);
 }
 
 /* Accounts every message still in flight on c as `as` (timed out, errored,
@@ -247,7 +248,8 @@ void ab__clients_connect_more(ab__loop_t *l) {
   while (l->connects_started < l->nclients &&
          l->connects_started - (l->nclients - l->connects_pending) < CONNECTS_IN_FLIGHT) {
     ab__client_t *c = &l->clients[l->connects_started++];
-    ab__client_connect(c, &l->connect_addr);
+    if (l->eng->layered) ab__sclient_connect(c, &l->connect_addr);
+    else ab__client_connect(c, &l->connect_addr);
   }
 }
 

@@ -22,6 +22,7 @@
 
 static void on_sclosed(uv_handle_t *h) {
   ab__sconn_t *s = h->data;
+  ab__layers_free(&s->ly);
   ab_outbuf_free(&s->out);
   free(s->rbuf);
   free(s->held);
@@ -30,13 +31,13 @@ static void on_sclosed(uv_handle_t *h) {
    * jobs may still point at it */
 }
 
-static void sconn_close(ab__sconn_t *s) {
+void ab__sconn_close(ab__sconn_t *s) {
   if (s->closing) return;
   s->closing = 1;
   uv_close((uv_handle_t *)&s->tcp, on_sclosed);
 }
 
-static void sconn_error(ab__sconn_t *s, int code, const char *what) {
+void ab__sconn_error(ab__sconn_t *s, int code, const char *what) {
   ab__loop_t *l = s->loop;
   if (l->phase != AB__PH_STOPPING && !s->closing) {
     char msg[200];
@@ -44,12 +45,12 @@ static void sconn_error(ab__sconn_t *s, int code, const char *what) {
              ab_err_name(code));
     ab__loop_error(l, code, msg);
   }
-  sconn_close(s);
+  ab__sconn_close(s);
 }
 
 static void on_swrite_error(ab_outbuf_t *ob, int err) {
   ab__sconn_t *s = (ab__sconn_t *)((char *)ob - offsetof(ab__sconn_t, out));
-  sconn_error(s, err, "write");
+  ab__sconn_error(s, err, "write");
 }
 
 static void on_salloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
@@ -86,7 +87,7 @@ static void echo(ab__sconn_t *s, const uint8_t *p, size_t n) {
   if (ab_outbuf_idle(&s->out)) {
     ab_outbuf_write_direct(&s->out, p, n);
   } else if (ab_outbuf_append(&s->out, p, n) != 0) {
-    sconn_error(s, AB_ENOMEM, "send buffer");
+    ab__sconn_error(s, AB_ENOMEM, "send buffer");
   } else {
     ab_outbuf_flush(&s->out);
   }
@@ -101,8 +102,8 @@ static void on_sread(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
     if (nread == 0) return;
     /* EOF or reset from our own clients at the end is normal; counted only
      * while the run is live */
-    if (nread == UV_EOF) sconn_close(s);
-    else sconn_error(s, (int)nread, "read");
+    if (nread == UV_EOF) ab__sconn_close(s);
+    else ab__sconn_error(s, (int)nread, "read");
     return;
   }
   if (s->closing) return;
@@ -113,7 +114,7 @@ static void on_sread(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
     int64_t n = frame_len(eng, s->rbuf + off, s->rlen - off);
     if (n == 0) break;
     if (n < 0) {
-      sconn_error(s, (int)n, "request framing");
+      ab__sconn_error(s, (int)n, "request framing");
       return;
     }
     off += (size_t)n;
@@ -128,7 +129,7 @@ static void on_sread(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
       while (want - s->hlen < off) want *= 2;
       uint8_t *p = realloc(s->held, want);
       if (p == NULL) {
-        sconn_error(s, AB_ENOMEM, "held frames");
+        ab__sconn_error(s, AB_ENOMEM, "held frames");
         return;
       }
       s->held = p;
@@ -173,7 +174,8 @@ void ab__server_work_returned(ab__sconn_t *s, uint64_t n) {
 
 static void job_done(ab__job_t *job) {
   ab__sconn_t *s = (ab__sconn_t *)((char *)job - offsetof(ab__sconn_t, job));
-  ab__server_work_returned(s, 1);
+  if (s->loop->eng->layered) ab__sserver_release(s, 1);
+  else ab__server_work_returned(s, 1);
 }
 
 static void on_connection(uv_stream_t *server, int status) {
@@ -196,13 +198,17 @@ static void on_connection(uv_stream_t *server, int status) {
   if (l->sconns) l->sconns->prev = s;
   l->sconns = s;
   if (uv_accept(server, (uv_stream_t *)&s->tcp) != 0) {
-    sconn_close(s);
+    ab__sconn_close(s);
     return;
   }
   uv_tcp_nodelay(&s->tcp, 1);
   ab_outbuf_init(&s->out, (uv_stream_t *)&s->tcp, on_swrite_error);
+  if (l->eng->layered) {
+    ab__sserver_accept(s);
+    return;
+  }
   int r = uv_read_start((uv_stream_t *)&s->tcp, on_salloc, on_sread);
-  if (r < 0) sconn_error(s, r, "read start");
+  if (r < 0) ab__sconn_error(s, r, "read start");
 }
 
 int ab__server_listen(ab__loop_t *l) {
@@ -228,5 +234,5 @@ int ab__server_listen(ab__loop_t *l) {
 }
 
 void ab__server_close_all(ab__loop_t *l) {
-  for (ab__sconn_t *s = l->sconns; s; s = s->next) sconn_close(s);
+  for (ab__sconn_t *s = l->sconns; s; s = s->next) ab__sconn_close(s);
 }
