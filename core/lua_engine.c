@@ -188,7 +188,11 @@ static int l_run_case(lua_State *L) {
       snprintf(alpn, sizeof(alpn), "%s", lua_tostring(L, -1));
       cfg.tls_alpn = alpn;
     }
-    lua_getfield(L, -6, "cert");
+    lua_getfield(L, -6, "cert"); /* serve: where to write the PEM */
+    if (lua_isnil(L, -1)) {
+      lua_pop(L, 1);
+      lua_getfield(L, -6, "ca"); /* client with target: the PEM to trust */
+    }
     cfg.tls_cert_out = lua_tostring(L, -1);
     /* the strings stay referenced by the tls table (argument 1) */
     lua_pop(L, 6);

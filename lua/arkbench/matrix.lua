@@ -78,10 +78,42 @@ end
 -- spec (from scenario.load) -> cases, dropped
 -- dropped: list of { case = <case without index>, reason = "..." }, in
 -- matrix order.
+local expand_one
+
 function _M.expand(spec)
     if type(spec) ~= "table" or type(spec.keys) ~= "table" then
         error("matrix.expand: expected a spec from scenario.load", 2)
     end
+    if not spec.parts or #spec.parts < 2 then return expand_one(spec) end
+    -- several parts: concatenate, then name each case by the keys that
+    -- vary across all of them, so ids stay unique
+    local all = {}
+    for _, part in ipairs(spec.parts) do
+        local cases = expand_one(part)
+        for _, c in ipairs(cases) do c.part = part; all[#all + 1] = c end
+    end
+    local ID_KEYS = { "protocol", "framing", "payload", "clients", "window", "topology",
+                      "execution", "work", "rate", "warmup", "duration",
+                      "placement", "target" }
+    local varies = {}
+    for _, k in ipairs(ID_KEYS) do
+        for i = 2, #all do
+            if tostring(all[i][k]) ~= tostring(all[1][k]) then varies[k] = true break end
+        end
+    end
+    for i, c in ipairs(all) do
+        local id = {}
+        for _, k in ipairs(ID_KEYS) do
+            if varies[k] then id[#id + 1] = k .. "=" .. tostring(c[k]) end
+        end
+        c.case_id = #id > 0 and tbl_concat(id, " ") or "default"
+        c.index = i
+        c.part = nil
+    end
+    return all, {}
+end
+
+expand_one = function(spec)
     local keys = spec.keys
 
     local dims = {}

@@ -53,7 +53,8 @@ local TIMEOUT_DEFAULT, TIMEOUT_DEFAULT_UDP = 2, 0.2
 local GIB = 1073741824
 local UDP_PAYLOAD_MAX = 65507
 local TLS_PROTOCOLS = { tls = true, wss = true, https = true }
-local TLS_KEYS = { "version", "ciphers", "sni", "alpn", "resume" }
+-- ca: a PEM file of the certificate(s) to trust, for target = servers
+local TLS_KEYS = { "version", "ciphers", "sni", "alpn", "resume", "ca" }
 -- udp = { send_buffer =, recv_buffer =, server_recv_buffer = } in bytes:
 -- the socket buffers to request (defaults 64 KiB send, 4 MiB receive);
 -- server_recv_buffer sets the server socket's alone (a tiny one forces loss)
@@ -552,7 +553,7 @@ local function check_tls(ctx, v)
             -- absent: the worker's default
         elseif k == "version" then
             if x ~= "1.2" and x ~= "1.3" then expected = '"1.2" or "1.3"' end
-        elseif k == "ciphers" or k == "sni" then
+        elseif k == "ciphers" or k == "sni" or k == "ca" then
             if type(x) ~= "string" or x == "" then expected = "a non-empty string" end
         elseif k == "resume" then
             if type(x) ~= "boolean" then expected = "a boolean" end
@@ -933,36 +934,7 @@ local function file_stem(path)
 end
 
 -- path, { "key=value", ... } -> spec | nil, message
-function _M.load(path, sets)
-    if type(path) ~= "string" then
-        error("scenario.load: path must be a string, got " .. type(path), 2)
-    end
-    if sets ~= nil and type(sets) ~= "table" then
-        error("scenario.load: sets must be a list of strings, got " .. type(sets), 2)
-    end
-    sets = sets or {}
-    for i, s in ipairs(sets) do
-        if type(s) ~= "string" then
-            error("scenario.load: sets[" .. i .. "] must be a string, got " .. type(s), 2)
-        end
-    end
-
-    local chunk, lerr = loadfile(path)
-    if not chunk then return nil, lerr end
-    local source = read_all(path) or ""
-
-    -- Globals the file sets land in its own environment, not in ours; a
-    -- scenario key set as a global (wrk style) is reported, not lost.
-    local env = setmetatable({}, { __index = G })
-    setfenv(chunk, env)
-    local ok, result = xpcall(chunk, traceback)
-    if not ok then
-        return nil, path .. ": error while running scenario: " .. result
-    end
-    if type(result) ~= "table" then
-        return nil, path .. ": scenario must return a table, got " .. type(result)
-    end
-
+local function load_part(path, source, env, result, sets)
     local ctx = new_ctx(path, source)
     local t = {}
     for k, v in pairs(result) do t[k] = v end     -- the user's table stays as is
@@ -1009,6 +981,61 @@ function _M.load(path, sets)
     return spec
 end
 
+function _M.load(path, sets)
+    if type(path) ~= "string" then
+        error("scenario.load: path must be a string, got " .. type(path), 2)
+    end
+    if sets ~= nil and type(sets) ~= "table" then
+        error("scenario.load: sets must be a list of strings, got " .. type(sets), 2)
+    end
+    sets = sets or {}
+    for i, s in ipairs(sets) do
+        if type(s) ~= "string" then
+            error("scenario.load: sets[" .. i .. "] must be a string, got " .. type(s), 2)
+        end
+    end
+
+    local chunk, lerr = loadfile(path)
+    if not chunk then return nil, lerr end
+    local source = read_all(path) or ""
+
+    -- Globals the file sets land in its own environment, not in ours; a
+    -- scenario key set as a global (wrk style) is reported, not lost.
+    local env = setmetatable({}, { __index = G })
+    setfenv(chunk, env)
+    local ok, result = xpcall(chunk, traceback)
+    if not ok then
+        return nil, path .. ": error while running scenario: " .. result
+    end
+    if type(result) ~= "table" then
+        return nil, path .. ": scenario must return a table, got " .. type(result)
+    end
+
+    -- A file may return a list of scenario tables ("parts"): each is
+    -- validated on its own and their cases run in order under the first
+    -- part's name (all.lua uses it to give UDP its own window).
+    if #result > 0 and next(result, #result) == nil and type(result[1]) == "table" then
+        local parts = {}
+        for i, part in ipairs(result) do
+            if type(part) ~= "table" then
+                return nil, path .. ": scenario part " .. i .. " must be a table, got " .. type(part)
+            end
+            local spec, err = load_part(path, source, env, part, sets)
+            if not spec then return nil, err end
+            parts[i] = spec
+        end
+        local first = parts[1]
+        first.parts = parts
+        for i = 2, #parts do
+            parts[i].name = first.name
+            parts[i].keys.name = first.name
+            for _, w in ipairs(parts[i].warnings) do first.warnings[#first.warnings + 1] = w end
+        end
+        return first
+    end
+    return load_part(path, source, env, result, sets)
+end
+
 -- --quick: override warmup, duration and repetitions (after validation).
 function _M.apply_quick(spec)
     if type(spec) ~= "table" or type(spec.keys) ~= "table" then
@@ -1021,6 +1048,9 @@ function _M.apply_quick(spec)
     end
     spec.axes = axes
     spec.quick = true
+    for _, part in ipairs(spec.parts or {}) do
+        if part ~= spec then _M.apply_quick(part) end
+    end
     return spec
 end
 

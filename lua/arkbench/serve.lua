@@ -1,8 +1,17 @@
 -- arkbench.serve: only the server side, for a client on another host or
 -- another tool (DESIGN §2).
 --
---   arkbench serve [--protocol tcp|udp] [--listen HOST:PORT] [--topology T]
---                  [--work N] [--framing length|raw] [--payload B]
+--   arkbench serve [--protocol tcp|udp|tls|ws|wss|http|https]
+--                  [--listen HOST:PORT] [--topology T] [--work N]
+--                  [--framing length|raw] [--payload B]
+--                  [--cert FILE] [--tls-version 1.2|1.3] [--alpn LIST]
+--
+-- TLS protocols generate an EC P-256 certificate in memory at start-up
+-- (SAN localhost, 127.0.0.1, ::1); --cert FILE writes it as PEM so a
+-- client can verify it (`openssl s_client -CAfile FILE`, or a scenario's
+-- tls = { ca = FILE } with target =). --alpn is the server's protocol
+-- list, comma-separated; a client offering none of them fails the
+-- handshake (no_application_protocol).
 --
 -- Prints one line `listening on HOST:PORT` on stdout when every loop
 -- listens, serves until SIGINT or SIGTERM, then prints its counters as one
@@ -21,14 +30,15 @@ local tonumber, io_stderr, io_stdout = tonumber, io.stderr, io.stdout
 local _M = {}
 
 local OPTS = { protocol = true, listen = true, topology = true, work = true,
-               framing = true, payload = true }
+               framing = true, payload = true, cert = true, ["tls-version"] = true,
+               alpn = true }
 
 function _M.main(args)
     local o = { protocol = "tcp", listen = "127.0.0.1:0", topology = "sharded:1",
                 work = "0", framing = "length", payload = "1024" }
     local i = 1
     while i <= #args do
-        local k, v = args[i]:match("^%-%-([%w_]+)=?(.*)$")
+        local k, v = args[i]:match("^%-%-([%w_%-]+)=?(.*)$")
         if not k or not OPTS[k] then
             io_stderr:write("arkbench serve: unknown argument '", args[i], "'\n")
             return 2
@@ -51,6 +61,7 @@ function _M.main(args)
         role = "server", protocol = o.protocol, listen = o.listen, topology = o.topology,
         work = tonumber(o.work), framing = o.framing, payload = tonumber(o.payload),
         duration = 1, warmup = 0, timeout = 2,
+        tls = { cert = o.cert, version = o["tls-version"], alpn = o.alpn },
     })
     if not r then
         io_stderr:write("arkbench serve: ", tostring(err), "\n")
@@ -66,6 +77,7 @@ function _M.main(args)
         rss_end_bytes = r.rss_end_bytes, errors = r.errors,
         elapsed_s = (core.now_ns() - t0) / 1e9,
     }
+    if r.tls then out.tls = r.tls end
     if r.udp then out.udp = { server_drops = r.udp.server_drops, buffers = r.udp.buffers.server } end
     io_stdout:write(json.encode(out), "\n")
     io_stdout:flush()

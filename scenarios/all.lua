@@ -1,0 +1,30 @@
+-- scenarios/all.lua -- every protocol side by side.
+--
+-- What it measures: the built-in echo at 1 KiB over every protocol, with
+-- 16 connections and 16 messages in flight each (UDP: window 1, a round
+-- trip rather than queueing), on one loop thread (sharded:1) and on one IO
+-- thread with 4 workers (shared:4). 7 protocols x 2 topologies = 14 cases.
+-- The file returns two parts (stream protocols, then UDP); their cases run
+-- in order under one name.
+--
+-- Run it:
+--   bin/arkbench run scenarios/all.lua
+--   bin/arkbench run scenarios/all.lua --quick
+local common = {
+    name = "all",
+    payload = 1024,
+    topology = { "sharded:1", "shared:4" },
+    warmup = 0.25,
+    duration = 1,
+    repetitions = 3,
+}
+local function with(t)
+    local out = {}
+    for k, v in pairs(common) do out[k] = v end
+    for k, v in pairs(t) do out[k] = v end
+    return out
+end
+return {
+    with { protocol = { "tcp", "tls", "ws", "wss", "http", "https" }, clients = 16, window = 16 },
+    with { protocol = "udp", clients = 16, window = 1 },
+}
