@@ -4,7 +4,9 @@
 --                         [--quick] [--list]
 --   arkbench worker ...            (internal: one run in a fresh process)
 --   arkbench calibrate [...]       the physical floor vs arkbench
---   arkbench report DIR            rebuild summary.json and the table
+--   arkbench report DIR [--csv]    rebuild summary.json, report.md,
+--                                  report.html, charts/ (+ runs.csv, cases.csv)
+--   arkbench compare A B [--force] per-case ratios B/A; --pair KEY in one DIR
 --   arkbench env                   print the environment as env.json has it
 --   arkbench help
 --
@@ -34,7 +36,14 @@ commands:
       --pairs N --duration S --warmup S --payload B --clients C --window W
   serve               only the server side, until SIGINT/SIGTERM
       --protocol P --listen HOST:PORT --topology T --work N --framing F --payload B
-  report DIR          rebuild summary.json and print the table from runs.jsonl
+  report DIR          rebuild summary.json, report.md, report.html and charts/
+                      from runs.jsonl (+ env.json) and print the table
+      --csv               also write runs.csv (per run) and cases.csv (per case)
+  compare A B         per-case ratios B/A (throughput, p99, CPU) and their median
+      --force             compare different hosts, durations or repetitions
+  compare DIR --pair KEY
+                      within one result: cases differing only in KEY against
+                      its first value (e.g. --pair topology, --pair execution)
   env                 print this host's environment (as env.json)
   help                this text
 
@@ -131,8 +140,10 @@ local function finish_results(dir, spec_name, runs, meta)
     summary.scenario = summary.scenario or spec_name
     local ok, err = write_file(dir .. "/summary.json", json.encode(summary, { indent = 2 }) .. "\n")
     if not ok then io_stderr:write("arkbench: cannot write summary.json: ", tostring(err), "\n") end
+    local written, rerr = report.write_reports(dir, runs, summary)
+    if not written then io_stderr:write("arkbench: cannot write the reports: ", tostring(rerr), "\n") end
     io_stdout:write(report.terminal_table(summary), "\n")
-    return summary
+    return summary, written ~= nil
 end
 
 function _M.run(args)
@@ -197,7 +208,14 @@ function _M.run(args)
 end
 
 function _M.report(args)
-    local dir = args[2]
+    local dir, want_csv
+    for i = 2, #args do
+        local a = args[i]
+        if a == "--csv" then want_csv = true
+        elseif a:sub(1, 1) == "-" then return die("unknown option '" .. a .. "' (see arkbench help)")
+        elseif not dir then dir = a
+        else return die("unexpected argument '" .. a .. "'") end
+    end
     if not dir then return die("report needs a result folder: arkbench report results/tcp/<UTC>") end
     local stats = require("arkbench.stats")
     local runs, err = stats.read_jsonl(dir .. "/runs.jsonl")
@@ -212,8 +230,34 @@ function _M.report(args)
             meta.started_utc, meta.ended_utc = e.started_utc, e.ended_utc
         end
     end
-    finish_results(dir, nil, runs, meta)
-    return 0
+    local summary, wrote = finish_results(dir, nil, runs, meta)
+    if want_csv then
+        local paths, cerr = require("arkbench.csv").write(dir, runs, summary)
+        if not paths then return die("cannot write the CSV files: " .. tostring(cerr)) end
+        io_stderr:write("wrote ", paths[1], " and ", paths[2], "\n")
+    end
+    return wrote and 0 or 1
+end
+
+function _M.compare(args)
+    local o = { dirs = {} }
+    local i = 2
+    while i <= #args do
+        local a = args[i]
+        if a == "--force" then o.force = true
+        elseif a == "--pair" then
+            o.pair = args[i + 1]
+            if o.pair == nil then return die("--pair needs a key, e.g. --pair topology") end
+            i = i + 1
+        elseif a:match("^%-%-pair=") then o.pair = a:sub(8)
+        elseif a:sub(1, 1) == "-" then return die("unknown option '" .. a .. "' (see arkbench help)")
+        else o.dirs[#o.dirs + 1] = a end
+        i = i + 1
+    end
+    local code, text, err = require("arkbench.compare").run(o)
+    if err then return die(err) end
+    io_stdout:write(text)
+    return code
 end
 
 function _M.env()
@@ -257,6 +301,8 @@ function _M.main(args)
         return require("arkbench.calibrate").main(a)
     elseif cmd == "report" then
         return _M.report(args)
+    elseif cmd == "compare" then
+        return _M.compare(args)
     elseif cmd == "env" then
         return _M.env()
     elseif cmd == "dev-busted" then

@@ -18,6 +18,7 @@
 --       objects of runs.jsonl), summary (stats.summarize of those runs) and
 --       dir/env.json when present.  Nothing else goes into them (no clock,
 --       no randomness), so `arkbench report DIR` rewrites them byte for byte.
+--       Other .svg files in charts/ (an earlier layout's) are removed.
 --       The views are report_md, report_svg and report_html over the model
 --       of report_model (tables, chart partitions, findings, failed runs).
 --   report.read_env(dir) -> env.json decoded | nil
@@ -29,8 +30,8 @@ local type, ipairs, tostring = type, ipairs, tostring
 local format, rep = string.format, string.rep
 local concat = table.concat
 local floor = math.floor
-local open = io.open
-local execute = os.execute
+local open, popen = io.open, io.popen
+local execute, remove = os.execute, os.remove
 
 local _M = {}
 
@@ -322,15 +323,32 @@ function _M.write_reports(dir, runs, summary)
   local html = require("arkbench.report_html")
   local model = require("arkbench.report_model").build(summary, runs, _M.read_env(dir))
   local charts = svg.charts(model)
-  local written = {}
-  if #charts > 0 then
-    local r = execute("mkdir -p '" .. (dir .. "/charts"):gsub("'", "'\\''") .. "'")
-    if r ~= true and r ~= 0 then return nil, "cannot create " .. dir .. "/charts" end
-  end
-  for _, ch in ipairs(charts) do
-    local ok, err = write_file(dir .. "/charts/" .. ch.file, ch.svg)
+  local written, fresh = {}, {}
+  local charts_dir = dir .. "/charts"
+  local quoted = "'" .. charts_dir:gsub("'", "'\\''") .. "'"
+  -- one fork at most: mkdir for a new charts/, ls to clear an old one (this
+  -- also runs right after Ctrl-C, which must end within a second)
+  local existed = true
+  for i, ch in ipairs(charts) do
+    local path = charts_dir .. "/" .. ch.file
+    local ok, err = write_file(path, ch.svg)
+    if not ok and i == 1 then
+      existed = false
+      local r = execute("mkdir -p " .. quoted)
+      if r ~= true and r ~= 0 then return nil, "cannot create " .. charts_dir end
+      ok, err = write_file(path, ch.svg)
+    end
     if not ok then return nil, err end
-    written[#written + 1] = dir .. "/charts/" .. ch.file
+    written[#written + 1] = path
+    fresh[ch.file] = true
+  end
+  -- charts/ is ours: an .svg of an earlier layout would be a stale chart
+  local ls = existed and popen("ls -1A " .. quoted .. " 2>/dev/null")
+  if ls then
+    for name in ls:lines() do
+      if name:match("%.svg$") and not fresh[name] then remove(charts_dir .. "/" .. name) end
+    end
+    ls:close()
   end
   local ok, err = write_file(dir .. "/report.md", md.render(model, charts))
   if not ok then return nil, err end

@@ -11,9 +11,10 @@
 -- Layout: a row (table row, bar, line) per topology (and execution when it
 -- varies); a table per protocol x every other varying key (clients, window,
 -- payload, work, ...); a chart partition per table group minus the x axis
--- (payload if it varies, else window, clients, work), so one bar chart shows
--- every topology at every payload for one protocol and load.  Groups keep
--- the scenario's order of values.  Nothing here reads a clock.
+-- (the first of payload, window, clients, work that takes 2+ values inside
+-- a partition: a window zipped with clients by `load` does not), so one bar
+-- chart shows every topology at every payload for one protocol and load.
+-- Groups keep the scenario's order of values.  Nothing here reads a clock.
 
 local report = require("arkbench.report")
 
@@ -335,14 +336,25 @@ function _M.build(summary, runs, env)
   for _, k in ipairs(varying) do
     if not in_group[k] and not is_row[k] then group_axes[#group_axes + 1] = k; in_group[k] = true end
   end
+  -- the x axis must vary inside a partition: window zipped with clients
+  -- (load pairs) does not, as every load has one window
+  local function others(skip)
+    local out = {}
+    for _, k in ipairs(group_axes) do
+      if k ~= skip then out[#out + 1] = k end
+    end
+    return out
+  end
   local x_axis
   for _, k in ipairs(X_AXES) do
-    if is_varying[k] and not is_row[k] then x_axis = k break end
+    if is_varying[k] and not is_row[k] then
+      for _, p in ipairs(partition(cases, others(k))) do
+        if #partition(p.cases, { k }) > 1 then x_axis = k break end
+      end
+      if x_axis then break end
+    end
   end
-  local part_axes = {}
-  for _, k in ipairs(group_axes) do
-    if k ~= x_axis then part_axes[#part_axes + 1] = k end
-  end
+  local part_axes = others(x_axis)
 
   local m = {
     scenario = text_or(runs and runs[1] and type(runs[1].scenario) == "table"

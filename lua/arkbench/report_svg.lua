@@ -36,10 +36,16 @@ local stat = report.stat
 
 local _M = {}
 
--- Okabe-Ito, readable for the common colour-vision deficiencies.
+-- Okabe-Ito, readable for the common colour-vision deficiencies, then four
+-- of Paul Tol's muted scheme.  Past 12 rows the colours repeat, drawn
+-- lighter with a dark outline (bar_style).
 _M.COLORS = {
   "#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#7F7F7F", "#000000",
+  "#882255", "#44AA99", "#999933", "#332288",
 }
+
+-- Line charts: a dash pattern per series as well, for overlapping lines.
+local DASHES = { "", "7 4", "2 3", "10 3 2 3", "4 4", "1 2", "12 4", "6 2 2 2" }
 
 local FONT = "DejaVu Sans, Liberation Sans, Arial, Helvetica, sans-serif"
 local LABEL_PX = 6.6  -- mean advance of a character at 11 px, for layout
@@ -60,6 +66,20 @@ end
 local function color(model, label)
   local i = model.row_index[label] or 1
   return _M.COLORS[(i - 1) % #_M.COLORS + 1]
+end
+
+-- fill (and outline past the first round of colours) of a bar or swatch
+local function bar_style(model, label)
+  local i = model.row_index[label] or 1
+  local c = color(model, label)
+  if i <= #_M.COLORS then return format('fill="%s"', c) end
+  return format('fill="%s" fill-opacity="0.45" stroke="%s" stroke-width="1.5"', c, c)
+end
+
+local function dash_attr(model, label)
+  local i = model.row_index[label] or 1
+  local d = DASHES[(i - 1) % #DASHES + 1]
+  return d ~= "" and (' stroke-dasharray="' .. d .. '"') or ""
 end
 
 -- Ticks from 0: a step of 1, 2, 2.5 or 5 x 10^k giving about 5 intervals.
@@ -107,15 +127,21 @@ local function frame(o)
   for _, label in ipairs(o.labels) do
     local lw = 22 + label_width(label) + 18
     if lx + lw > w - 16 and lx > 16 then lx, ly = 16, ly + 20 end
-    out[#out + 1] = format('<rect x="%s" y="%s" width="14" height="14" fill="%s"/>'
-      .. '<text x="%s" y="%s" fill="#111">%s</text>',
-      f1(lx), f1(ly - 11), color(o.model, label), f1(lx + 20), f1(ly), esc(label))
+    if o.lines then
+      out[#out + 1] = format('<path d="M%s %sh16" stroke="%s" stroke-width="2.5"%s/>'
+        .. '<circle cx="%s" cy="%s" r="3.5" fill="%s" stroke="#fff"/>', f1(lx - 1), f1(ly - 4),
+        color(o.model, label), dash_attr(o.model, label), f1(lx + 7), f1(ly - 4), color(o.model, label))
+    else
+      out[#out + 1] = format('<rect x="%s" y="%s" width="14" height="14" %s/>',
+        f1(lx), f1(ly - 11), bar_style(o.model, label))
+    end
+    out[#out + 1] = format('<text x="%s" y="%s" fill="#111">%s</text>', f1(lx + 20), f1(ly), esc(label))
     lx = lx + lw
   end
   out[#out + 1] = "</g>"
 
   local box = { x = 84, y = ly + 26, w = w - 84 - 24 }
-  box.h = h - box.y - 64
+  box.h = h - box.y - (o.bottom or 64)
   -- y grid, tick labels, y title
   out[#out + 1] = '<g class="y-axis" fill="#333">'
   for i = 0, floor(o.top / o.step + 0.5) do
@@ -135,10 +161,10 @@ local function frame(o)
   return out, box
 end
 
-local function whisker(out, x, y_lo, y_hi, half)
+local function whisker(out, x, y_lo, y_hi, half, stroke)
   if y_lo - y_hi < 0.5 then return end
   -- a white under-stroke keeps the whisker visible over any bar colour
-  for _, s in ipairs({ { "#ffffff", 3.5 }, { "#111111", 1.5 } }) do
+  for _, s in ipairs({ { "#ffffff", 3.5 }, { stroke or "#111111", 1.5 } }) do
     out[#out + 1] = format('<path class="whisker" d="M%s %sV%sM%s %sH%sM%s %sH%s" stroke="%s" '
       .. 'stroke-width="%s" fill="none"/>', f1(x), f1(y_lo), f1(y_hi),
       f1(x - half), f1(y_hi), f1(x + half), f1(x - half), f1(y_lo), f1(x + half), s[1], s[2])
@@ -170,7 +196,16 @@ local function bar_chart(model, part, o)
     end
   end
   local width = max(640, min(1280, 140 + n_cases * 46 + #groups * 24))
-  local height = 460
+  local height, bottom = 460, 64
+  if #groups == 1 and not groups[1].title then
+    -- bar labels under the axis, slanted when wider than a bar's slot
+    local slot0, widest = (width - 108) * 0.84 / max(1, #groups[1].cases), 0
+    for _, c in ipairs(part.cases) do widest = max(widest, label_width(model.label_of[c])) end
+    if widest > slot0 then
+      local extra = ceil(widest * 0.43)
+      height, bottom = height + extra, bottom + extra
+    end
+  end
 
   local ymax = 0
   for _, c in ipairs(part.cases) do
@@ -183,7 +218,7 @@ local function bar_chart(model, part, o)
   local _, box = frame({
     model = model, kind = o.kind, part_attr = part_attr(model, part), width = width,
     height = height, title = o.title, subtitle = o.subtitle, labels = labels, top = top,
-    step = step, y_title = o.y_title, x_title = o.x_title,
+    step = step, y_title = o.y_title, x_title = o.x_title, bottom = bottom,
   })
   local group_w = box.w / max(1, #groups)
   local max_in_group = 1
@@ -203,7 +238,7 @@ local function bar_chart(model, part, o)
   out, box = frame({
     model = model, kind = o.kind, part_attr = part_attr(model, part), width = width,
     height = height, title = o.title, subtitle = o.subtitle, labels = labels, top = top,
-    step = step, y_title = o.y_title, x_title = o.x_title,
+    step = step, y_title = o.y_title, x_title = o.x_title, bottom = bottom,
   })
   local function y_of(v) return box.y + box.h - v / top * box.h end
 
@@ -222,9 +257,9 @@ local function bar_chart(model, part, o)
         tip = case_id(c) .. ((num(c.runs_ok) or 0) == 0 and ": failed, no ok run" or ": no value")
       end
       local y = med and y_of(med) or y_of(0)
-      out[#out + 1] = format('<rect class="bar%s" x="%s" y="%s" width="%s" height="%s" fill="%s" '
+      out[#out + 1] = format('<rect class="bar%s" x="%s" y="%s" width="%s" height="%s" %s '
         .. 'data-case="%s"><title>%s</title></rect>', med and "" or " missing", f1(cx - bar_w / 2),
-        f1(y), f1(bar_w), f1(y_of(0) - y), color(model, label), esc(case_id(c)), esc(tip))
+        f1(y), f1(bar_w), f1(y_of(0) - y), bar_style(model, label), esc(case_id(c)), esc(tip))
       if med then
         if lo and hi then whisker(marks, cx, y_of(lo), y_of(hi), min(bar_w * 0.3, 8)) end
         local ty = y_of(max(hi or med, med)) - 5
@@ -246,6 +281,20 @@ local function bar_chart(model, part, o)
     if g.title then
       out[#out + 1] = format('<text class="group" x="%s" y="%s" text-anchor="middle" fill="#111">%s</text>',
         f1(box.x + (gi - 0.5) * group_w), f1(box.y + box.h + 20), esc(x_text(g.x)))
+    else
+      -- no x axis: each bar says which row it is
+      for bi, c in ipairs(g.cases) do
+        local label = model.label_of[c]
+        local cx, ty = gx + (bi - 0.5) * slot, box.y + box.h + 18
+        if label_width(label) <= slot then
+          out[#out + 1] = format('<text class="group" x="%s" y="%s" text-anchor="middle" font-size="11" '
+            .. 'fill="#111">%s</text>', f1(cx), f1(ty), esc(label))
+        else
+          out[#out + 1] = format('<text class="group" x="%s" y="%s" text-anchor="end" font-size="11" '
+            .. 'fill="#111" transform="rotate(-25 %s %s)">%s</text>', f1(cx), f1(ty - 4), f1(cx),
+            f1(ty - 4), esc(label))
+        end
+      end
     end
   end
   out[#out + 1] = "</g>"
@@ -272,7 +321,7 @@ local function line_chart(model, part, o)
   end
   local top, step = nice_scale(ymax * 1.05)
   local out, box = frame({
-    model = model, kind = "line", part_attr = part_attr(model, part), width = width,
+    model = model, kind = "line", lines = true, part_attr = part_attr(model, part), width = width,
     height = height, title = o.title, subtitle = o.subtitle, labels = labels, top = top,
     step = step, y_title = o.y_title, x_title = o.x_title,
   })
@@ -282,7 +331,7 @@ local function line_chart(model, part, o)
     out[#out + 1] = format('<text class="group" x="%s" y="%s" text-anchor="middle" fill="#111">%s</text>',
       f1(x_of(i)), f1(box.y + box.h + 20), esc(x_text(g.x)))
   end
-  local points, lines, marks = 0, {}, {}
+  local points, lines, marks, all_dots = 0, {}, {}, {}
   for _, label in ipairs(labels) do
     local pts, dots = {}, {}
     for i, g in ipairs(xs) do
@@ -293,9 +342,10 @@ local function line_chart(model, part, o)
             local x, y = x_of(i), y_of(med)
             pts[#pts + 1] = f1(x) .. "," .. f1(y)
             points = points + 1
-            if lo and hi then whisker(marks, x, y_of(lo), y_of(hi), 5) end
-            dots[#dots + 1] = format('<circle class="point" cx="%s" cy="%s" r="4" fill="%s" '
-              .. 'data-case="%s"><title>%s</title></circle>', f1(x), f1(y), color(model, label),
+            if lo and hi then whisker(marks, x, y_of(lo), y_of(hi), 5, color(model, label)) end
+            dots[#dots + 1] = format('<circle class="point" cx="%s" cy="%s" r="4.5" fill="%s" '
+              .. 'stroke="#fff" stroke-width="1.5" data-case="%s"><title>%s</title></circle>',
+              f1(x), f1(y), color(model, label),
               esc(case_id(c)), esc(value_tip(c, o.unit, med, lo, hi, o.fmt)))
           end
         end
@@ -303,13 +353,14 @@ local function line_chart(model, part, o)
     end
     if #pts > 1 then
       lines[#lines + 1] = format('<polyline class="line" points="%s" fill="none" stroke="%s" '
-        .. 'stroke-width="2.5"/>', concat(pts, " "), color(model, label))
+        .. 'stroke-width="2.5"%s/>', concat(pts, " "), color(model, label), dash_attr(model, label))
     end
-    lines[#lines + 1] = concat(dots)
+    all_dots[#all_dots + 1] = concat(dots)
   end
   out[#out + 1] = format('<g class="lines" data-series="%d" data-points="%d">', #labels, points)
-  out[#out + 1] = concat(lines, "\n")
   out[#out + 1] = '<g class="whiskers">' .. concat(marks) .. "</g>"
+  out[#out + 1] = concat(lines, "\n")
+  out[#out + 1] = concat(all_dots, "\n")
   out[#out + 1] = "</g>"
   out[#out + 1] = "</svg>"
   return concat(out, "\n"), points
@@ -331,7 +382,7 @@ local function count_fmt(v) return report.format_count(v) end
 function _M.charts(model)
   local out = {}
   local x_title = model.x_axis and (require("arkbench.report_model").AXIS_TITLE[model.x_axis]
-    or model.x_axis) or "all cases"
+    or model.x_axis) or concat(model.row_axes, " / ")
   for _, part in ipairs(model.parts) do
     local reps = reps_text(part)
     local whisk = "bar = median, whisker = min-max over repetitions"
