@@ -104,18 +104,25 @@ static int parse(ab_codec_t *c, const uint8_t *in, size_t avail, size_t *used,
       *used = off + s->need;
       return 1;
     }
-    if (s->cap < s->need) {
-      uint8_t *p = realloc(s->buf, s->need);
-      if (p == NULL) return fail(c, AB_ENOMEM);
-      s->buf = p;
-      s->cap = s->need;
-    }
     s->have = 0;
     s->in_body = 1;
   }
   size_t n = s->need - s->have;
   if (n > avail - off) n = avail - off;
-  memcpy(s->buf + s->have, in + off, n);
+  if (s->have + n > s->cap) {
+    /* grow with the bytes that arrive, not with what the prefix claims */
+    size_t want = s->cap ? s->cap * 2 : 4096;
+    if (want > s->need) want = s->need;
+    if (want < s->have + n) want = s->have + n;
+    uint8_t *p = realloc(s->buf, want);
+    if (p == NULL) {
+      *used = off;
+      return fail(c, AB_ENOMEM);
+    }
+    s->buf = p;
+    s->cap = want;
+  }
+  if (n) memcpy(s->buf + s->have, in + off, n);
   s->have += n;
   off += n;
   *used = off;

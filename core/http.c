@@ -74,9 +74,11 @@ static size_t put_dec(uint8_t *d, uint64_t v) {
   return n;
 }
 
-static int grow(hstate_t *s, size_t need) {
+/* Room for need bytes in buf, doubling but never past limit (max_msg). */
+static int grow(hstate_t *s, size_t need, uint64_t limit) {
   if (need <= s->cap) return 0;
   size_t want = s->cap ? s->cap * 2 : 4096;
+  if (want > limit) want = (size_t)limit;
   if (want < need) want = need;
   uint8_t *p = realloc(s->buf, want);
   if (p == NULL) return AB_ENOMEM;
@@ -86,9 +88,9 @@ static int grow(hstate_t *s, size_t need) {
 }
 
 /* Moves an in-place body into buf (the caller's bytes are about to go). */
-static int keep_body(hstate_t *s) {
+static int keep_body(hstate_t *s, uint64_t limit) {
   if (s->body_in == NULL) return 0;
-  if (grow(s, s->len) < 0) return AB_ENOMEM;
+  if (grow(s, s->len, limit) < 0) return AB_ENOMEM;
   memcpy(s->buf, s->body_in, s->len);
   s->body_in = NULL;
   return 0;
@@ -127,6 +129,10 @@ static int on_headers_complete(llhttp_t *p) {
      * (RFC 9112 6.3); llhttp 8 would read a Content-Length or chunked one.
      * 1: no body, the next message follows.  (101 is refused later.) */
     int st = p->status_code;
+    if (st < 100) {
+      s->err = AB_EPROTO;
+      return -1;
+    }
     if ((st < 200 && st != 101) || st == 204 || st == 304) {
       s->has_cl = 0;
       return 1;
@@ -147,7 +153,7 @@ static int on_headers_complete(llhttp_t *p) {
 static int on_body(llhttp_t *p, const char *at, size_t n) {
   ab_codec_t *c = p->data;
   hstate_t *s = S(c);
-  if (!s->is_client && !s->echo) return 0;
+  if (n == 0 || (!s->is_client && !s->echo)) return 0;
   if (n > c->max_msg - s->len) {
     s->err = AB_EFRAME;
     return HPE_USER;
@@ -157,7 +163,7 @@ static int on_body(llhttp_t *p, const char *at, size_t n) {
     s->len = n;
     return 0;
   }
-  if (keep_body(s) < 0 || grow(s, s->len + n) < 0) {
+  if (keep_body(s, c->max_msg) < 0 || grow(s, s->len + n, c->max_msg) < 0) {
     s->err = AB_ENOMEM;
     return HPE_USER;
   }
@@ -274,7 +280,7 @@ static int http_parse(ab_codec_t *c, const uint8_t *in, size_t avail, size_t *us
   llhttp_errno_t e = llhttp_execute(&s->p, (const char *)in, avail);
   if (e == HPE_OK) {
     *used = avail;
-    if (keep_body(s) < 0) return fail(c, AB_ENOMEM);
+    if (keep_body(s, c->max_msg) < 0) return fail(c, AB_ENOMEM);
     return 0;
   }
   if (e != HPE_PAUSED) return fail(c, s->err ? s->err : AB_EPROTO);

@@ -220,11 +220,13 @@ static int start_frame(ab_codec_t *c, ws_t *s, const uint8_t *h) {
   return 0;
 }
 
-/* Room in the message buffer for the current data frame's payload. */
-static int reserve_msg(ab_codec_t *c, ws_t *s) {
-  size_t need = s->len + s->remaining;
+/* Room in the message buffer for n more payload bytes.  It doubles with
+ * the bytes that arrive (not with what a frame header claims), up to
+ * max_msg. */
+static int reserve_msg(ab_codec_t *c, ws_t *s, size_t n) {
+  size_t need = s->len + n;
   if (need <= s->cap) return 0;
-  size_t want = s->cap * 2;
+  size_t want = s->cap ? s->cap * 2 : 4096;
   if (want > c->max_msg) want = (size_t)c->max_msg;
   if (want < need) want = need;
   uint8_t *p = realloc(s->buf, want);
@@ -318,15 +320,15 @@ static int ws_parse(ab_codec_t *c, const uint8_t *in, size_t avail, size_t *used
         *used = off + s->remaining;
         return 1;
       }
-      if (!(s->op & 8) && reserve_msg(c, s) < 0) {
-        *used = off;
-        return AB_ENOMEM;
-      }
       s->in_payload = 1;
     }
     size_t n = s->remaining;
     if (n > avail - off) n = avail - off;
     if (n) {
+      if (!(s->op & 8) && reserve_msg(c, s, n) < 0) {
+        *used = off;
+        return AB_ENOMEM;
+      }
       uint8_t *dst = (s->op & 8) ? s->ctl + s->ctl_len : s->buf + s->len;
       if (s->masked) mask_copy(dst, in + off, n, s->key, s->moff);
       else memcpy(dst, in + off, n);
@@ -352,6 +354,16 @@ void ab_ws_stats(const ab_codec_t *c, uint64_t *pings, uint64_t *pongs_sent) {
   const ws_t *s = (const ws_t *)(c + 1);
   if (pings) *pings = s->pings;
   if (pongs_sent) *pongs_sent = s->pongs_sent;
+}
+
+int ab_ws_send_close(ab_codec_t *c, unsigned code) {
+  ws_t *s = S(c);
+  if (s->close_sent) return AB_ECLOSED;
+  if (!valid_close_code(code)) return AB_EINVAL;
+  uint8_t b[2] = {(uint8_t)(code >> 8), (uint8_t)code};
+  int r = write_frame(c, s, OP_CLOSE, b, 2);
+  if (r == 0) s->close_sent = 1;
+  return r;
 }
 
 const ab_codec_vt_t ab_codec_ws = {

@@ -54,6 +54,13 @@ extern const ab_codec_vt_t ab_codec_ws;
 /* Pings received and pongs written by this connection's codec. */
 void ab_ws_stats(const ab_codec_t *c, uint64_t *pings, uint64_t *pongs_sent);
 
+/* Starts the closing handshake: writes a close frame with `code` (e.g.
+ * AB_WS_CLOSE_NORMAL at the end of a run) to c->out.  Returns 0, AB_ECLOSED
+ * when a close was already sent, AB_EINVAL for a code that may not be sent,
+ * or AB_ENOMEM.  The peer's answering close then makes parse return
+ * AB_ECLOSED. */
+int ab_ws_send_close(ab_codec_t *c, unsigned code);
+
 /* out = base64(SHA-1(client_key + GUID)), NUL-terminated (28 chars).
  * Returns 0, or AB_EINVAL when client_key is longer than 64 bytes or the
  * digest fails. */

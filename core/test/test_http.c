@@ -286,6 +286,7 @@ static void test_response_errors(void) {
       {"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: upgrade\r\n\r\n",
        AB_EPROTO},
       {"HTTX/1.1 200 OK\r\n\r\n", AB_EPROTO},
+      {"HTTP/1.1 099 Odd\r\n\r\n", AB_EPROTO},
       {"HTTP/1.1 200 OK\r\nContent-Length: 1001\r\n\r\n", AB_EFRAME},
       {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3e8\r\n", AB_EPROTO + 1000},
       {"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\nab", AB_EPROTO},

@@ -465,6 +465,23 @@ static void test_close(void) {
   CHECK(ab_codec_ws.client_parse(p.cl, in, n, &used, &m) == AB_ECLOSED);
   CHECK(ob_len(&p.cob) == 6 && ob_data(&p.cob)[0] == 0x88 && ob_data(&p.cob)[1] == 0x80);
   pair_close(&p);
+
+  /* we close first: data may still arrive, the answering close ends it */
+  pair_open(&p, 1000);
+  CHECK(ab_ws_send_close(p.sv, 1005) == AB_EINVAL);
+  CHECK(ab_ws_send_close(p.sv, AB_WS_CLOSE_NORMAL) == 0);
+  CHECK(is_close(ob_data(&p.sob), ob_len(&p.sob), 1000));
+  CHECK(ab_ws_send_close(p.sv, AB_WS_CLOSE_NORMAL) == AB_ECLOSED);
+  ob_clear(&p.sob);
+  n = frame(in, 0x82, "late", 4, KEY);
+  n += frame(in + n, 0x89, "p", 1, KEY); /* no pong once closing */
+  n += frame(in + n, 0x88, "\x03\xe8", 2, KEY);
+  sink_t k = {.expect = {(const uint8_t *)"late"}, .expect_len = {4}};
+  CHECK(feed(p.sv, ab_codec_ws.server_parse, in, n, 0, on_msg, &k) == AB_ECLOSED);
+  CHECK(k.got == 1);
+  CHECK_EQ_U64(ob_len(&p.sob), 0);
+  CHECK_EQ_U64(p.sv->protocol_errors, 0);
+  pair_close(&p);
 }
 
 /* The server returns a message as 3 fragments with a ping between the
