@@ -177,7 +177,8 @@ static void tick_cb(uv_timer_t *t) {
 static void pump_all(ab__loop_t *l) {
   int udp = l->eng->cfg->protocol == AB_PROTO_UDP;
   for (uint32_t i = 0; i < l->nclients; i++) {
-    if (udp) ab__udp_pump(&l->clients[i]);
+    if (l->eng->coro) ab__co_client_wake(&l->clients[i]);
+    else if (udp) ab__udp_pump(&l->clients[i]);
     else if (l->eng->layered) ab__sclient_pump(&l->clients[i]);
     else ab__client_pump(&l->clients[i]);
   }
@@ -245,6 +246,7 @@ static void ctl_cb(uv_async_t *a) {
     break;
   case AB__CMD_STOP:
     l->phase = AB__PH_STOPPING;
+    if (l->sched) ab_sched_cancel_all(l->sched);
     for (uint32_t i = 0; i < l->nclients; i++) ab__client_close(&l->clients[i]);
     ab__server_close_all(l);
     if (l->listening)
@@ -295,7 +297,8 @@ int ab_case_check(const ab_case_cfg_t *cfg, char *err, size_t errlen) {
 #define BAD(...) do { snprintf(err, errlen, __VA_ARGS__); return AB_ECONFIG; } while (0)
   if (cfg->protocol < AB_PROTO_TCP || cfg->protocol > AB_PROTO_HTTPS) BAD("unknown protocol");
   if (cfg->protocol == AB_PROTO_UDP && cfg->payload > AB_UDP_MAX_PAYLOAD) BAD("udp payload %u is over the UDP limit of 65507 bytes", cfg->payload);
-  if (cfg->execution != AB_EXEC_CALLBACK) BAD("only execution callback is built into this engine so far");
+  if (cfg->execution != AB_EXEC_CALLBACK && cfg->execution != AB_EXEC_COROUTINE) BAD("execution must be callback or coroutine");
+  if (cfg->execution == AB_EXEC_COROUTINE && cfg->protocol == AB_PROTO_UDP) BAD("execution coroutine runs the stream protocols (tcp, tls, ws, wss, http, https), not udp");
   if (cfg->framing != AB_FRAMING_LENGTH && cfg->framing != AB_FRAMING_RAW) BAD("framing must be length or raw");
   if (cfg->payload < AB_MSG_MIN_PAYLOAD || cfg->payload > AB_MSG_MAX_PAYLOAD) BAD("payload %u out of range 16 .. 16777216", cfg->payload);
   if (cfg->clients < 1) BAD("clients must be >= 1");
@@ -334,6 +337,7 @@ static void warm_tls(ab__engine_t *eng) {
 static int setup_protocol(ab__engine_t *eng, const ab_case_cfg_t *cfg, ab_result_t *out) {
   int p = cfg->protocol;
   eng->layered = p != AB_PROTO_TCP && p != AB_PROTO_UDP;
+  eng->coro = cfg->execution == AB_EXEC_COROUTINE;
   eng->use_tls = p == AB_PROTO_TLS || p == AB_PROTO_WSS || p == AB_PROTO_HTTPS;
   eng->use_ws = p == AB_PROTO_WS || p == AB_PROTO_WSS;
   eng->codec_vt = eng->use_ws ? &ab_codec_ws
@@ -401,6 +405,8 @@ static void free_clients(ab__loop_t *l) {
     free(l->clients[i].out_state);
   }
   ab__udp_free(l);
+  free(l->cipher_rx);
+  l->cipher_rx = NULL;
   free(l->clients);
   ab__sconn_t *s = l->sconns;
   while (s) {
@@ -487,6 +493,7 @@ int ab_run_case(const ab_case_cfg_t *cfg, ab_result_t *out) {
     if (cfg->protocol == AB_PROTO_UDP && l->udp_rx == NULL && (l->udp_rx = malloc(65536)) == NULL)
       goto nomem;
     if (eng.use_tls && (l->cipher_rx = malloc(65536)) == NULL) goto nomem;
+    if (eng.coro && (r = ab_sched_new(&l->sched, &l->loop)) < 0) goto nomem;
   }
   if (workers && (r = ab__pool_start(&eng, workers)) < 0) goto nomem;
   for (uint32_t li = 0; li < eng.nloops; li++)
@@ -583,6 +590,9 @@ stop:
       ab__errors_add(out->errors, &out->nerrors, l->errors[k].code, l->errors[k].count);
     if (out->error[0] == '\0' && l->first_error[0] != '\0')
       snprintf(out->error, sizeof(out->error), "%s", l->first_error);
+    if (l->sched && ab_sched_free(l->sched) != 0)
+      fprintf(stderr, "arkbench: loop %u: coroutine tasks still alive at the end\n", li);
+    l->sched = NULL;
     uv_loop_close(&l->loop);
     free_clients(l);
   }

@@ -26,7 +26,7 @@ enum { AB_PROTO_TCP = 1, AB_PROTO_UDP, AB_PROTO_TLS, AB_PROTO_WS, AB_PROTO_WSS,
 #define AB_UDP_MAX_PAYLOAD 65507
 enum { AB_FRAMING_LENGTH = 1, AB_FRAMING_RAW = 2 };
 enum { AB_MODEL_SHARDED = 1, AB_MODEL_SHARED = 2 };
-enum { AB_EXEC_CALLBACK = 1 };
+enum { AB_EXEC_CALLBACK = 1, AB_EXEC_COROUTINE = 2 };
 
 typedef struct {
   int protocol;      /* AB_PROTO_* */

@@ -22,6 +22,7 @@
 #include "histogram.h"
 #include "codec.h"
 #include "outbuf.h"
+#include "scheduler.h"
 #include "tls.h"
 #include "ws.h"
 
@@ -100,6 +101,12 @@ typedef struct ab__client_s {
   size_t rcap, rlen;
   ab_outbuf_t out;
   ab__layers_t ly;              /* layered protocols only */
+  /* execution = coroutine (coro_echo.c) */
+  ab_task_t *task;
+  int co_waiting, co_err;
+  uint64_t co_now;              /* clock at the last read */
+  uint8_t *sbuf, *cbuf;         /* request batch; its ciphertext */
+  size_t scap, ccap;
   /* udp only */
   uint8_t *dgram;               /* one datagram being built */
   uint64_t highest_seq;         /* highest sequence whose reply arrived */
@@ -122,6 +129,10 @@ typedef struct ab__sconn_s {
   uint8_t *held;
   size_t hcap, hlen, hoff;
   ab__layers_t ly;              /* layered protocols only */
+  ab_task_t *task;              /* execution = coroutine */
+  int co_waiting, co_err;
+  uint8_t *cbuf;
+  size_t ccap;
   uint64_t jobs_out;            /* jobs submitted, not yet returned */
   uint64_t jobs_back;           /* returned jobs not yet released */
 } ab__sconn_t;
@@ -141,6 +152,7 @@ struct ab__loop_s {
   uv_udp_t userver;             /* udp: the one server socket of this loop */
   uint8_t *udp_rx;              /* udp: receive buffer (64 KiB) */
   uint8_t *cipher_rx;           /* tls: ciphertext read buffer (64 KiB) */
+  ab_sched_t *sched;            /* execution = coroutine */
   struct ab__udp_job_s *udp_free; /* udp + pool: recycled datagram jobs */
 
   ab__client_t *clients;        /* this loop's clients */
@@ -183,6 +195,7 @@ struct ab__engine_s {
   uint32_t reached[AB__ST_COUNT];
   ab_udp_buffers_t udp_client_buffers, udp_server_buffers;
   int layered;                  /* protocol goes through stream.c */
+  int coro;                     /* execution = coroutine: coro_echo.c */
   const char *host;             /* Host header / WebSocket host */
   const char *verify_host;      /* name the server certificate must match */
   int use_tls, use_ws;
@@ -228,6 +241,19 @@ void ab__sclient_pump(ab__client_t *c);
 void ab__sserver_accept(ab__sconn_t *s);
 void ab__sserver_release(ab__sconn_t *s, uint64_t n);
 void ab__layers_free(ab__layers_t *ly);
+/* read path pieces shared with coro_echo.c */
+void ab__ly_alloc(ab__layers_t *ly, ab__loop_t *l, uint8_t **rbuf, size_t *rcap,
+                  size_t rlen, uv_buf_t *buf);
+int ab__ly_ingest(ab__layers_t *ly, uint8_t **rbuf, size_t *rcap, size_t *rlen,
+                  const uv_buf_t *buf, ssize_t n);
+/* makes room for want_free more bytes after len; 0 or AB_ENOMEM */
+int ab__grow(uint8_t **buf, size_t *cap, size_t len, size_t want_free);
+
+/* coro_echo.c: execution = coroutine */
+void ab__co_client_start(ab__client_t *c);
+void ab__co_client_wake(ab__client_t *c);
+void ab__co_server_accept(ab__sconn_t *s);
+void ab__co_job_done(ab__sconn_t *s);
 
 /* udp.c */
 int ab__udp_server_open(ab__loop_t *l);

@@ -144,6 +144,7 @@ static int l_run_case(lua_State *L) {
   cfg.framing = strcmp(framing, "raw") == 0 ? AB_FRAMING_RAW
                 : strcmp(framing, "length") == 0 ? AB_FRAMING_LENGTH : 0;
   if (strcmp(exec, "callback") == 0) cfg.execution = AB_EXEC_CALLBACK;
+  else if (strcmp(exec, "coroutine") == 0) cfg.execution = AB_EXEC_COROUTINE;
   else return config_error(L, lua_pushfstring(L, "execution '%s' is not built into the engine yet", exec));
   unsigned n = 0;
   char model[16] = "";

@@ -69,7 +69,7 @@ static int ly_flush(ab__layers_t *ly, ab_outbuf_t *sock) {
   return ab_outbuf_flush(sock);
 }
 
-static int grow(uint8_t **buf, size_t *cap, size_t len, size_t want_free) {
+int ab__grow(uint8_t **buf, size_t *cap, size_t len, size_t want_free) {
   if (*cap - len >= want_free) return 0;
   size_t want = *cap ? *cap * 2 : 2 * READ_CHUNK;
   while (want - len < want_free) want *= 2;
@@ -80,13 +80,13 @@ static int grow(uint8_t **buf, size_t *cap, size_t len, size_t want_free) {
   return 0;
 }
 
-static void ly_alloc(ab__layers_t *ly, ab__loop_t *l, uint8_t **rbuf, size_t *rcap,
+void ab__ly_alloc(ab__layers_t *ly, ab__loop_t *l, uint8_t **rbuf, size_t *rcap,
                      size_t rlen, uv_buf_t *buf) {
   if (ly->tls) {
     *buf = uv_buf_init((char *)l->cipher_rx, READ_CHUNK);
     return;
   }
-  if (grow(rbuf, rcap, rlen, READ_CHUNK) != 0) {
+  if (ab__grow(rbuf, rcap, rlen, READ_CHUNK) != 0) {
     *buf = uv_buf_init(NULL, 0);
     return;
   }
@@ -96,7 +96,7 @@ static void ly_alloc(ab__layers_t *ly, ab__loop_t *l, uint8_t **rbuf, size_t *rc
 /* What the socket delivered becomes plaintext at rbuf[rlen..].  For TLS it
  * also drives the handshake.  Returns 0, or AB_ECLOSED (close_notify: the
  * plaintext before it is kept), or a negative error. */
-static int ly_ingest(ab__layers_t *ly, uint8_t **rbuf, size_t *rcap, size_t *rlen,
+int ab__ly_ingest(ab__layers_t *ly, uint8_t **rbuf, size_t *rcap, size_t *rlen,
                      const uv_buf_t *buf, ssize_t n) {
   if (ly->tls == NULL) {
     *rlen += (size_t)n;
@@ -106,7 +106,7 @@ static int ly_ingest(ab__layers_t *ly, uint8_t **rbuf, size_t *rcap, size_t *rle
   if (r < 0) return r;
   if (ly->state == AB__LY_HS_TLS) return 0; /* the caller drives it */
   for (;;) {
-    if (grow(rbuf, rcap, *rlen, TLS_CHUNK) != 0) return AB_ENOMEM;
+    if (ab__grow(rbuf, rcap, *rlen, TLS_CHUNK) != 0) return AB_ENOMEM;
     size_t got = 0;
     r = ab_tls_read(ly->tls, *rbuf + *rlen, *rcap - *rlen, &got);
     *rlen += got;
@@ -183,7 +183,7 @@ static void send_upgrade(ab__client_t *c) {
 static void sc_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
   ab__client_t *c = h->data;
   (void)hint;
-  ly_alloc(&c->ly, c->loop, &c->rbuf, &c->rcap, c->rlen, buf);
+  ab__ly_alloc(&c->ly, c->loop, &c->rbuf, &c->rcap, c->rlen, buf);
 }
 
 static void sc_pump(ab__client_t *c, uint64_t now) {
@@ -292,7 +292,7 @@ static void sc_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
     return;
   }
   uint64_t now = ab_now_ns();
-  int ir = ly_ingest(&c->ly, &c->rbuf, &c->rcap, &c->rlen, buf, nread);
+  int ir = ab__ly_ingest(&c->ly, &c->rbuf, &c->rcap, &c->rlen, buf, nread);
   if (ir < 0 && ir != AB_ECLOSED) {
     if (c->ly.state != AB__LY_READY)
       hs_fail(c, ir, "TLS", c->ly.tls ? ab_tls_error(c->ly.tls) : NULL);
@@ -315,7 +315,7 @@ static void sc_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
     (void)none;
     size_t got = 0;
     for (;;) {
-      if (grow(&c->rbuf, &c->rcap, c->rlen, TLS_CHUNK) != 0) break;
+      if (ab__grow(&c->rbuf, &c->rcap, c->rlen, TLS_CHUNK) != 0) break;
       int rr = ab_tls_read(c->ly.tls, c->rbuf + c->rlen, c->rcap - c->rlen, &got);
       c->rlen += got;
       if (rr < 0 || got == 0) break;
@@ -453,7 +453,7 @@ void ab__sclient_connect(ab__client_t *c, const struct sockaddr_in *addr) {
 static void ss_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
   ab__sconn_t *s = h->data;
   (void)hint;
-  ly_alloc(&s->ly, s->loop, &s->rbuf, &s->rcap, s->rlen, buf);
+  ab__ly_alloc(&s->ly, s->loop, &s->rbuf, &s->rcap, s->rlen, buf);
 }
 
 /* The reply to one request (work already done). */
@@ -491,7 +491,7 @@ static int hold(ab__sconn_t *s, const ab_msgview_t *m) {
     s->hlen -= s->hoff;
     s->hoff = 0;
   }
-  if (grow(&s->held, &s->hcap, s->hlen, need) != 0) return AB_ENOMEM;
+  if (ab__grow(&s->held, &s->hcap, s->hlen, need) != 0) return AB_ENOMEM;
   uint32_t len = (uint32_t)m->len;
   memcpy(s->held + s->hlen, &len, 4);
   memcpy(s->held + s->hlen + 4, m->data, m->len);
@@ -509,7 +509,7 @@ static void ss_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
     else ab__sconn_error(s, (int)nread, "read");
     return;
   }
-  int ir = ly_ingest(&s->ly, &s->rbuf, &s->rcap, &s->rlen, buf, nread);
+  int ir = ab__ly_ingest(&s->ly, &s->rbuf, &s->rcap, &s->rlen, buf, nread);
   if (ir < 0 && ir != AB_ECLOSED) {
     ab__sconn_error(s, ir, "TLS");
     return;
@@ -531,7 +531,7 @@ static void ss_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
     s->ly.state = eng->use_ws ? AB__LY_HS_WS : AB__LY_READY;
     for (;;) {
       size_t got = 0;
-      if (grow(&s->rbuf, &s->rcap, s->rlen, TLS_CHUNK) != 0) break;
+      if (ab__grow(&s->rbuf, &s->rcap, s->rlen, TLS_CHUNK) != 0) break;
       int rr = ab_tls_read(s->ly.tls, s->rbuf + s->rlen, s->rcap - s->rlen, &got);
       s->rlen += got;
       if (rr < 0 || got == 0) break;

@@ -22,6 +22,9 @@
 void ab__client_on_closed(uv_handle_t *h) {
   ab__client_t *c = h->data;
   ab__layers_free(&c->ly);
+  free(c->sbuf);
+  free(c->cbuf);
+  c->sbuf = c->cbuf = NULL;
   ab_outbuf_free(&c->out);
   free(c->rbuf);
   c->rbuf = NULL;
@@ -58,6 +61,9 @@ void ab__client_fail(ab__client_t *c, int code, const char *what) {
   ab__loop_t *l = c->loop;
   if (!c->alive) return;
   c->alive = 0;
+  /* a coroutine blocked on this connection returns AB_EINTR and ends
+   * before its handle closes (from inside itself it just returns) */
+  if (c->task && ab_task_current() != c->task) ab_sched_cancel(c->task);
   if (l->phase != AB__PH_STOPPING) {
     char msg[200];
     snprintf(msg, sizeof(msg), "connection %u: %s: %s (%s)", c->id, what,
@@ -248,7 +254,8 @@ void ab__clients_connect_more(ab__loop_t *l) {
   while (l->connects_started < l->nclients &&
          l->connects_started - (l->nclients - l->connects_pending) < CONNECTS_IN_FLIGHT) {
     ab__client_t *c = &l->clients[l->connects_started++];
-    if (l->eng->layered) ab__sclient_connect(c, &l->connect_addr);
+    if (l->eng->coro) ab__co_client_start(c);
+    else if (l->eng->layered) ab__sclient_connect(c, &l->connect_addr);
     else ab__client_connect(c, &l->connect_addr);
   }
 }

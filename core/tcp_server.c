@@ -23,6 +23,8 @@
 static void on_sclosed(uv_handle_t *h) {
   ab__sconn_t *s = h->data;
   ab__layers_free(&s->ly);
+  free(s->cbuf);
+  s->cbuf = NULL;
   ab_outbuf_free(&s->out);
   free(s->rbuf);
   free(s->held);
@@ -174,7 +176,8 @@ void ab__server_work_returned(ab__sconn_t *s, uint64_t n) {
 
 static void job_done(ab__job_t *job) {
   ab__sconn_t *s = (ab__sconn_t *)((char *)job - offsetof(ab__sconn_t, job));
-  if (s->loop->eng->layered) ab__sserver_release(s, 1);
+  if (s->loop->eng->coro) ab__co_job_done(s);
+  else if (s->loop->eng->layered) ab__sserver_release(s, 1);
   else ab__server_work_returned(s, 1);
 }
 
@@ -203,6 +206,10 @@ static void on_connection(uv_stream_t *server, int status) {
   }
   uv_tcp_nodelay(&s->tcp, 1);
   ab_outbuf_init(&s->out, (uv_stream_t *)&s->tcp, on_swrite_error);
+  if (l->eng->coro) {
+    ab__co_server_accept(s);
+    return;
+  }
   if (l->eng->layered) {
     ab__sserver_accept(s);
     return;

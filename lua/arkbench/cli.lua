@@ -143,6 +143,11 @@ local function finish_results(dir, spec_name, runs, meta)
     local written, rerr = report.write_reports(dir, runs, summary)
     if not written then io_stderr:write("arkbench: cannot write the reports: ", tostring(rerr), "\n") end
     io_stdout:write(report.terminal_table(summary), "\n")
+    -- execution as an axis: the reference's table, callback -> coroutine
+    -- per case with the ratio, and the median of the per-case ratios
+    local compare = require("arkbench.compare")
+    local paired = compare.within({ dir = dir, summary = summary }, "execution")
+    if paired then io_stdout:write("\n", compare.format(paired)) end
     return summary, written ~= nil
 end
 
@@ -163,6 +168,23 @@ function _M.run(args)
         end
         io_stdout:write(str_format("%d cases, %d runs\n", #cases, runs_total))
         return 0
+    end
+
+    -- features the scenario format has but this build does not run yet
+    -- are refused before anything runs, never run as something else
+    for _, c in ipairs(cases) do
+        if c.execution == "lua" then
+            return die(o.path .. ": execution = \"lua\" (Lua-driven connections) is not built yet;"
+                .. " use callback or coroutine")
+        end
+        if c.rate then
+            return die(o.path .. ": rate (open-loop load) is not built yet; remove it to run"
+                .. " closed loop")
+        end
+        if c.execution == "coroutine" and c.protocol == "udp" then
+            return die(o.path .. ": execution = \"coroutine\" runs the stream protocols (tcp,"
+                .. " tls, ws, wss, http, https), not udp")
+        end
     end
 
     -- file descriptors: each connection has a client and a server end in
