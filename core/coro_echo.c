@@ -280,6 +280,7 @@ static void c_main(void *arg) {
   }
   c->ly.state = AB__LY_READY;
   c->alive = 1;
+  c->loop->ready_clients++;
   if (eng->use_tls || eng->use_ws) ab_hist_record(&l->handshake, ab_now_ns() - c->ly.t_connected);
   report_connected(c);
 
@@ -409,6 +410,7 @@ static void s_main(void *arg) {
       if (wait_event(&s->co_waiting) < 0 || s->co_err) goto done;
     }
     s->ly.state = AB__LY_READY;
+    ab__record_tls(eng, s->ly.tls);
     drain_tls(&s->ly, &s->rbuf, &s->rcap, &s->rlen);
   }
   if (eng->use_ws) {

@@ -523,8 +523,20 @@ int ab_run_case(const ab_case_cfg_t *cfg, ab_result_t *out) {
 
   /* connect */
   send_cmd(&eng, AB__CMD_CONNECT, 0, 0);
-  if (!wait_stage(&eng, AB__ST_CONNECTED, cfg->timeout_s + 10))
+  if (!wait_stage(&eng, AB__ST_CONNECTED, cfg->timeout_s + 10)) {
     snprintf(out->error, sizeof(out->error), "connecting did not finish in time");
+  } else {
+    /* nobody to measure with: end now, with the first error as the cause
+     * (a refused ALPN fails fast, it does not sit out the duration) */
+    uint32_t ready = 0;
+    pthread_mutex_lock(&eng.mu);
+    for (uint32_t li = 0; li < eng.nloops; li++) ready += eng.loops[li].ready_clients;
+    const char *why = "";
+    for (uint32_t li = 0; li < eng.nloops && !why[0]; li++) why = eng.loops[li].first_error;
+    if (ready == 0)
+      snprintf(out->error, sizeof(out->error), "no connection could be set up: %s", why);
+    pthread_mutex_unlock(&eng.mu);
+  }
 
   /* warm-up */
   if (cfg->warmup_s > 0 && out->error[0] == '\0') {
@@ -585,6 +597,7 @@ stop:
     out->server_connections += l->srv_connections;
     out->server_messages += l->srv_messages;
     out->server_bytes += l->srv_bytes;
+    out->server_resets += l->srv_resets;
     out->work_sink ^= l->work_sink;
     for (int k = 0; k < l->nerrors; k++)
       ab__errors_add(out->errors, &out->nerrors, l->errors[k].code, l->errors[k].count);

@@ -105,6 +105,7 @@ typedef struct {
   int tls_resumed;
   /* server side (every role that runs one) */
   uint64_t server_connections, server_messages, server_bytes;
+  uint64_t server_resets;  /* server role: clients that reset (not errors) */
 } ab_result_t;
 
 /* Checks cfg; returns 0 or AB_ECONFIG with a sentence in err[0..errlen). */

@@ -158,6 +158,7 @@ struct ab__loop_s {
   ab__client_t *clients;        /* this loop's clients */
   uint32_t nclients;
   uint32_t connects_pending;    /* connects not finished yet */
+  uint32_t ready_clients;       /* connected (and handshaken) clients */
   uint32_t connects_started;    /* clients[0..started) have been started */
   struct sockaddr_in connect_addr;
   ab__sconn_t *sconns;          /* list head */
@@ -173,7 +174,7 @@ struct ab__loop_s {
   uint64_t sent, completed, drained, timed_out, message_errors, unfinished;
   uint64_t warmup_completed;
   uint64_t udp_late, udp_reordered, udp_duplicated, udp_server_drops;
-  uint64_t srv_connections, srv_messages, srv_bytes;
+  uint64_t srv_connections, srv_messages, srv_bytes, srv_resets;
   ab_error_count_t errors[AB_MAX_ERROR_CLASSES];
   int nerrors;
   char first_error[256];
@@ -227,6 +228,13 @@ void ab__client_on_closed(uv_handle_t *h);
  * address in server role, else 127.0.0.1:0; SO_REUSEPORT when shared by
  * several loops).  Returns an fd or a negative errno. */
 int ab__server_socket(ab__loop_t *l, int type);
+
+/* A server connection's read failed: an orderly EOF or, in server role, a
+ * client's reset (not ours to count as a failure: counted apart) closes it
+ * quietly; anything else is an error. */
+void ab__sconn_read_failed(ab__sconn_t *s, ssize_t nread);
+/* Server side: the first completed TLS handshake's parameters. */
+void ab__record_tls(ab__engine_t *eng, ab_tls_conn_t *tls);
 
 /* tcp_server.c */
 int ab__server_listen(ab__loop_t *l);

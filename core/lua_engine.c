@@ -299,7 +299,8 @@ static int l_run_case(lua_State *L) {
     push_encoded(L, &r->handshake);
     lua_setfield(L, -2, "handshake_histogram");
   }
-  if (r->tls_version[0] || r->tls_sni[0]) {
+  if (cfg.protocol == AB_PROTO_TLS || cfg.protocol == AB_PROTO_WSS ||
+      cfg.protocol == AB_PROTO_HTTPS) {
     lua_newtable(L);
     lua_pushstring(L, r->tls_version);
     lua_setfield(L, -2, "version");
@@ -347,6 +348,7 @@ static int l_run_case(lua_State *L) {
   SETNUM("server_connections", r->server_connections);
   SETNUM("server_messages", r->server_messages);
   SETNUM("server_bytes", r->server_bytes);
+  SETNUM("server_resets", r->server_resets);
   lua_pushliteral(L, "closed");
   lua_setfield(L, -2, "load_model");
   if (cfg.protocol == AB_PROTO_UDP) {

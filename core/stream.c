@@ -121,6 +121,23 @@ static void consume(uint8_t *buf, size_t *len, size_t used) {
   if (*len > 0) memmove(buf, buf + used, *len);
 }
 
+void ab__record_tls(ab__engine_t *eng, ab_tls_conn_t *tls) {
+  ab_tls_info_t info;
+  if (ab_tls_info(tls, &info) != 0) return;
+  /* once per run: the first handshake a server completes (engine lock:
+   * once per connection, never per message) */
+  pthread_mutex_lock(&eng->mu);
+  if (eng->tls_sni[0] == '\0' && info.sni && info.sni[0])
+    snprintf(eng->tls_sni, sizeof(eng->tls_sni), "%s", info.sni);
+  if (eng->cfg->role == AB_ROLE_SERVER && eng->tls_version[0] == '\0') {
+    snprintf(eng->tls_version, sizeof(eng->tls_version), "%s", info.version ? info.version : "");
+    snprintf(eng->tls_cipher, sizeof(eng->tls_cipher), "%s", info.cipher ? info.cipher : "");
+    snprintf(eng->tls_alpn, sizeof(eng->tls_alpn), "%.63s", info.alpn);
+    eng->tls_resumed = info.resumed;
+  }
+  pthread_mutex_unlock(&eng->mu);
+}
+
 /* ---- client ------------------------------------------------------------ */
 
 static void report_connected(ab__client_t *c) {
@@ -147,6 +164,7 @@ static void client_ready(ab__client_t *c) {
   ab__loop_t *l = c->loop;
   c->ly.state = AB__LY_READY;
   c->alive = 1;
+  c->loop->ready_clients++;
   if (l->eng->use_tls || l->eng->use_ws)
     ab_hist_record(&l->handshake, ab_now_ns() - c->ly.t_connected);
   if (c->ly.tls && c->id == 0) {
@@ -505,8 +523,7 @@ static void ss_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
   ab__engine_t *eng = l->eng;
   if (nread == 0 || s->closing) return;
   if (nread < 0) {
-    if (nread == UV_EOF) ab__sconn_close(s);
-    else ab__sconn_error(s, (int)nread, "read");
+    ab__sconn_read_failed(s, nread);
     return;
   }
   int ir = ab__ly_ingest(&s->ly, &s->rbuf, &s->rcap, &s->rlen, buf, nread);
@@ -524,10 +541,7 @@ static void ss_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
       return;
     }
     if (h == 0) return;
-    ab_tls_info_t info;
-    if (ab_tls_info(s->ly.tls, &info) == 0 && info.sni && info.sni[0] &&
-        eng->tls_sni[0] == '\0')
-      snprintf(eng->tls_sni, sizeof(eng->tls_sni), "%s", info.sni);
+    ab__record_tls(eng, s->ly.tls);
     s->ly.state = eng->use_ws ? AB__LY_HS_WS : AB__LY_READY;
     for (;;) {
       size_t got = 0;

@@ -237,6 +237,7 @@ static void on_connect(uv_connect_t *req, int status) {
     ab__client_close(c);
   } else {
     c->alive = 1;
+    c->loop->ready_clients++;
     int r = uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
     if (r < 0) ab__client_fail(c, r, "read start");
   }

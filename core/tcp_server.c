@@ -50,6 +50,19 @@ void ab__sconn_error(ab__sconn_t *s, int code, const char *what) {
   ab__sconn_close(s);
 }
 
+void ab__sconn_read_failed(ab__sconn_t *s, ssize_t nread) {
+  ab__loop_t *l = s->loop;
+  if (nread == UV_EOF) {
+    ab__sconn_close(s);
+  } else if (l->eng->cfg->role == AB_ROLE_SERVER &&
+             (nread == UV_ECONNRESET || nread == UV_EPIPE)) {
+    l->srv_resets++;
+    ab__sconn_close(s);
+  } else {
+    ab__sconn_error(s, (int)nread, "read");
+  }
+}
+
 static void on_swrite_error(ab_outbuf_t *ob, int err) {
   ab__sconn_t *s = (ab__sconn_t *)((char *)ob - offsetof(ab__sconn_t, out));
   ab__sconn_error(s, err, "write");
@@ -72,16 +85,21 @@ static void on_salloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
   *buf = uv_buf_init((char *)s->rbuf + s->rlen, (unsigned)(s->rcap - s->rlen));
 }
 
-/* Length of the frame at p (prefix included), 0 if incomplete, <0 error. */
-static int64_t frame_len(const ab__engine_t *eng, const uint8_t *p, size_t avail) {
+/* Length of the frame at p (prefix included), 0 if incomplete, <0 error;
+ * *payload gets the message's own length. */
+static int64_t frame_len(const ab__engine_t *eng, const uint8_t *p, size_t avail,
+                         uint64_t *payload) {
   const ab_case_cfg_t *cfg = eng->cfg;
-  if (cfg->framing == AB_FRAMING_RAW)
+  if (cfg->framing == AB_FRAMING_RAW) {
+    *payload = cfg->payload;
     return avail >= cfg->payload ? (int64_t)cfg->payload : 0;
+  }
   uint64_t len;
   int r = ab_prefix_decode(p, avail, eng->max_frame, &len);
   if (r == AB_EAGAIN) return 0;
   if (r < 0) return r;
   if (avail < (size_t)r + len) return 0;
+  *payload = len;
   return (int64_t)((size_t)r + len);
 }
 
@@ -104,16 +122,16 @@ static void on_sread(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
     if (nread == 0) return;
     /* EOF or reset from our own clients at the end is normal; counted only
      * while the run is live */
-    if (nread == UV_EOF) ab__sconn_close(s);
-    else ab__sconn_error(s, (int)nread, "read");
+    ab__sconn_read_failed(s, nread);
     return;
   }
   if (s->closing) return;
   s->rlen += (size_t)nread;
   size_t off = 0;
-  uint64_t frames = 0;
+  uint64_t frames = 0, payload_bytes = 0;
   for (;;) {
-    int64_t n = frame_len(eng, s->rbuf + off, s->rlen - off);
+    uint64_t pl = 0;
+    int64_t n = frame_len(eng, s->rbuf + off, s->rlen - off, &pl);
     if (n == 0) break;
     if (n < 0) {
       ab__sconn_error(s, (int)n, "request framing");
@@ -121,10 +139,11 @@ static void on_sread(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
     }
     off += (size_t)n;
     frames++;
+    payload_bytes += pl;
   }
   if (frames == 0) return;
   l->srv_messages += frames;
-  l->srv_bytes += off;
+  l->srv_bytes += payload_bytes;
   if (eng->pool) {
     if (s->hcap - s->hlen < off) {
       size_t want = s->hcap ? s->hcap * 2 : 65536;
@@ -158,7 +177,8 @@ void ab__server_work_returned(ab__sconn_t *s, uint64_t n) {
   if (s->closing) return;
   size_t start = s->hoff, end = s->hoff;
   while (s->jobs_back > 0) {
-    int64_t len = frame_len(s->loop->eng, s->held + end, s->hlen - end);
+    uint64_t pl;
+    int64_t len = frame_len(s->loop->eng, s->held + end, s->hlen - end, &pl);
     if (len <= 0) break; /* cannot happen: held frames are whole */
     end += (size_t)len;
     s->jobs_back--;

@@ -296,6 +296,7 @@ void ab__udp_client_open(ab__client_t *c, const struct sockaddr_in *addr) {
     if (c->udp.data) ab__client_close(c);
   } else {
     c->alive = 1;
+    c->loop->ready_clients++;
   }
 }
 

@@ -71,7 +71,7 @@ function _M.main(args)
         ok = r.ok, error = r.error, protocol = o.protocol, listen = o.listen,
         topology = o.topology, loops = r.loops, workers = r.workers,
         connections = r.server_connections, messages = r.server_messages,
-        bytes = r.server_bytes, served_s = r.measured_s, cpu_percent = r.cpu_percent,
+        bytes = r.server_bytes, resets = r.server_resets, served_s = r.measured_s, cpu_percent = r.cpu_percent,
         cpu_user_s = r.cpu_user_s, cpu_sys_s = r.cpu_sys_s,
         cpu_machine_percent = r.cpu_machine_percent, rss_peak_bytes = r.rss_peak_bytes,
         rss_end_bytes = r.rss_end_bytes, errors = r.errors,

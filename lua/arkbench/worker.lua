@@ -98,6 +98,7 @@ function _M.main(args)
     }
     local function finish(code)
         obj.elapsed_s = (core.now_ns() - t0) / 1e9
+        if obj.error == nil then obj.error = json.null end
         io_stdout:write(json.encode(obj), "\n")
         io_stdout:flush()
         return code
