@@ -177,7 +177,8 @@ static void tick_cb(uv_timer_t *t) {
 static void pump_all(ab__loop_t *l) {
   int udp = l->eng->cfg->protocol == AB_PROTO_UDP;
   for (uint32_t i = 0; i < l->nclients; i++) {
-    if (l->eng->coro) ab__co_client_wake(&l->clients[i]);
+    if (l->eng->hooks) l->eng->hooks->client_wake(l->exec_state, &l->clients[i]);
+    else if (l->eng->coro) ab__co_client_wake(&l->clients[i]);
     else if (udp) ab__udp_pump(&l->clients[i]);
     else if (l->eng->layered) ab__sclient_pump(&l->clients[i]);
     else ab__client_pump(&l->clients[i]);
@@ -297,7 +298,8 @@ int ab_case_check(const ab_case_cfg_t *cfg, char *err, size_t errlen) {
 #define BAD(...) do { snprintf(err, errlen, __VA_ARGS__); return AB_ECONFIG; } while (0)
   if (cfg->protocol < AB_PROTO_TCP || cfg->protocol > AB_PROTO_HTTPS) BAD("unknown protocol");
   if (cfg->protocol == AB_PROTO_UDP && cfg->payload > AB_UDP_MAX_PAYLOAD) BAD("udp payload %u is over the UDP limit of 65507 bytes", cfg->payload);
-  if (cfg->execution != AB_EXEC_CALLBACK && cfg->execution != AB_EXEC_COROUTINE) BAD("execution must be callback or coroutine");
+  if (cfg->execution < AB_EXEC_CALLBACK || cfg->execution > AB_EXEC_HOOKS) BAD("execution must be callback, coroutine or lua");
+  if (cfg->execution == AB_EXEC_HOOKS && (cfg->hooks == NULL || !cfg->hooks->loop_open || !cfg->hooks->client_start || !cfg->hooks->client_wake)) BAD("execution hooks are incomplete");
   if (cfg->execution == AB_EXEC_COROUTINE && cfg->protocol == AB_PROTO_UDP) BAD("execution coroutine runs the stream protocols (tcp, tls, ws, wss, http, https), not udp");
   if (cfg->framing != AB_FRAMING_LENGTH && cfg->framing != AB_FRAMING_RAW) BAD("framing must be length or raw");
   if (cfg->payload < AB_MSG_MIN_PAYLOAD || cfg->payload > AB_MSG_MAX_PAYLOAD) BAD("payload %u out of range 16 .. 16777216", cfg->payload);
@@ -337,7 +339,10 @@ static void warm_tls(ab__engine_t *eng) {
 static int setup_protocol(ab__engine_t *eng, const ab_case_cfg_t *cfg, ab_result_t *out) {
   int p = cfg->protocol;
   eng->layered = p != AB_PROTO_TCP && p != AB_PROTO_UDP;
-  eng->coro = cfg->execution == AB_EXEC_COROUTINE;
+  /* a hooks-driven run serves with the coroutine echo unless the hooks
+   * serve connections themselves */
+  eng->coro = cfg->execution == AB_EXEC_COROUTINE || cfg->execution == AB_EXEC_HOOKS;
+  eng->hooks = cfg->execution == AB_EXEC_HOOKS ? cfg->hooks : NULL;
   eng->use_tls = p == AB_PROTO_TLS || p == AB_PROTO_WSS || p == AB_PROTO_HTTPS;
   eng->use_ws = p == AB_PROTO_WS || p == AB_PROTO_WSS;
   eng->codec_vt = eng->use_ws ? &ab_codec_ws
@@ -494,6 +499,13 @@ int ab_run_case(const ab_case_cfg_t *cfg, ab_result_t *out) {
       goto nomem;
     if (eng.use_tls && (l->cipher_rx = malloc(65536)) == NULL) goto nomem;
     if (eng.coro && (r = ab_sched_new(&l->sched, &l->loop)) < 0) goto nomem;
+    if (eng.hooks) {
+      l->exec_state = eng.hooks->loop_open(eng.hooks->arg, l, out->error, sizeof(out->error));
+      if (l->exec_state == NULL) {
+        r = AB_ECONFIG;
+        goto fail;
+      }
+    }
   }
   if (workers && (r = ab__pool_start(&eng, workers)) < 0) goto nomem;
   for (uint32_t li = 0; li < eng.nloops; li++)
@@ -603,6 +615,8 @@ stop:
       ab__errors_add(out->errors, &out->nerrors, l->errors[k].code, l->errors[k].count);
     if (out->error[0] == '\0' && l->first_error[0] != '\0')
       snprintf(out->error, sizeof(out->error), "%s", l->first_error);
+    if (eng.hooks && l->exec_state) eng.hooks->loop_close(eng.hooks->arg, l->exec_state);
+    l->exec_state = NULL;
     if (l->sched && ab_sched_free(l->sched) != 0)
       fprintf(stderr, "arkbench: loop %u: coroutine tasks still alive at the end\n", li);
     l->sched = NULL;
@@ -647,6 +661,10 @@ fail:
     l->phase = AB__PH_STOPPING;
     uv_walk(&l->loop, close_walk_cb, NULL);
     uv_run(&l->loop, UV_RUN_DEFAULT);
+    if (eng.hooks && l->exec_state) eng.hooks->loop_close(eng.hooks->arg, l->exec_state);
+    l->exec_state = NULL;
+    ab_sched_free(l->sched);
+    l->sched = NULL;
     uv_loop_close(&l->loop);
   }
   if (eng.loops)

@@ -26,7 +26,30 @@ enum { AB_PROTO_TCP = 1, AB_PROTO_UDP, AB_PROTO_TLS, AB_PROTO_WS, AB_PROTO_WSS,
 #define AB_UDP_MAX_PAYLOAD 65507
 enum { AB_FRAMING_LENGTH = 1, AB_FRAMING_RAW = 2 };
 enum { AB_MODEL_SHARDED = 1, AB_MODEL_SHARED = 2 };
-enum { AB_EXEC_CALLBACK = 1, AB_EXEC_COROUTINE = 2 };
+enum { AB_EXEC_CALLBACK = 1, AB_EXEC_COROUTINE = 2, AB_EXEC_HOOKS = 3 };
+
+/* execution = "lua" (and any other driver of connections written outside
+ * the core): the engine keeps topology, phases, timing and accounting, and
+ * hands each connection end to these callbacks.  Everything but loop_open
+ * runs on the loop's own thread; loop_open runs on the calling thread
+ * before the loop thread starts, loop_close after it ended.  `state` is
+ * what loop_open returned for that loop.  The types are the engine's
+ * internals (engine_int.h); see core/lua_exec.c for the Lua driver. */
+struct ab__loop_s;
+struct ab__client_s;
+struct ab__sconn_s;
+typedef struct ab_exec_hooks_s {
+  void *arg;
+  void *(*loop_open)(void *arg, struct ab__loop_s *l, char *err, size_t errlen);
+  void (*loop_close)(void *arg, void *state);
+  /* a client connection to start (its task connects, then drives it) */
+  void (*client_start)(void *state, struct ab__client_s *c);
+  /* the phase changed (warm-up or measure began): sending may resume */
+  void (*client_wake)(void *state, struct ab__client_s *c);
+  /* an accepted server connection; NULL = the built-in echo serves it */
+  void (*server_accept)(void *state, struct ab__sconn_s *s);
+  /* after the loop stopped (STOP): every task is cancelled by the engine */
+} ab_exec_hooks_t;
 
 typedef struct {
   int protocol;      /* AB_PROTO_* */
@@ -61,6 +84,7 @@ typedef struct {
   void (*on_listening)(int port, void *arg);
   void *on_listening_arg;
   volatile int *stop;
+  const ab_exec_hooks_t *hooks; /* execution AB_EXEC_HOOKS */
 } ab_case_cfg_t;
 
 enum { AB_ROLE_BOTH = 0, AB_ROLE_CLIENT = 1, AB_ROLE_SERVER = 2 };

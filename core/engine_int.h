@@ -152,7 +152,8 @@ struct ab__loop_s {
   uv_udp_t userver;             /* udp: the one server socket of this loop */
   uint8_t *udp_rx;              /* udp: receive buffer (64 KiB) */
   uint8_t *cipher_rx;           /* tls: ciphertext read buffer (64 KiB) */
-  ab_sched_t *sched;            /* execution = coroutine */
+  ab_sched_t *sched;            /* execution = coroutine or hooks */
+  void *exec_state;             /* execution = hooks: loop_open's result */
   struct ab__udp_job_s *udp_free; /* udp + pool: recycled datagram jobs */
 
   ab__client_t *clients;        /* this loop's clients */
@@ -197,6 +198,7 @@ struct ab__engine_s {
   ab_udp_buffers_t udp_client_buffers, udp_server_buffers;
   int layered;                  /* protocol goes through stream.c */
   int coro;                     /* execution = coroutine: coro_echo.c */
+  const ab_exec_hooks_t *hooks; /* execution = hooks (lua) */
   const char *host;             /* Host header / WebSocket host */
   const char *verify_host;      /* name the server certificate must match */
   int use_tls, use_ws;

@@ -255,7 +255,8 @@ void ab__clients_connect_more(ab__loop_t *l) {
   while (l->connects_started < l->nclients &&
          l->connects_started - (l->nclients - l->connects_pending) < CONNECTS_IN_FLIGHT) {
     ab__client_t *c = &l->clients[l->connects_started++];
-    if (l->eng->coro) ab__co_client_start(c);
+    if (l->eng->hooks) l->eng->hooks->client_start(l->exec_state, c);
+    else if (l->eng->coro) ab__co_client_start(c);
     else if (l->eng->layered) ab__sclient_connect(c, &l->connect_addr);
     else ab__client_connect(c, &l->connect_addr);
   }

@@ -226,6 +226,10 @@ static void on_connection(uv_stream_t *server, int status) {
   }
   uv_tcp_nodelay(&s->tcp, 1);
   ab_outbuf_init(&s->out, (uv_stream_t *)&s->tcp, on_swrite_error);
+  if (l->eng->hooks && l->eng->hooks->server_accept) {
+    l->eng->hooks->server_accept(l->exec_state, s);
+    return;
+  }
   if (l->eng->coro) {
     ab__co_server_accept(s);
     return;
