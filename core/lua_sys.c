@@ -13,6 +13,7 @@
  *                                             `want` when given)
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -144,6 +145,18 @@ static int l_build_info(lua_State *L) {
   return 1;
 }
 
+/* core.pin_cpu(n) -> true | nil, err: pins the calling thread (and the
+ * threads it starts afterwards, which inherit it) to logical CPU n. */
+static int l_pin_cpu(lua_State *L) {
+  int n = (int)luaL_checkinteger(L, 1);
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(n, &set);
+  if (sched_setaffinity(0, sizeof(set), &set) != 0) return ab_lua_fail(L, -errno);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
 static int l_nofile_limit(lua_State *L) {
   struct rlimit rl;
   if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return ab_lua_fail(L, -errno);
@@ -171,7 +184,8 @@ void ab_lua_register_sys(lua_State *L) {
       {"isatty", l_isatty},           {"getpid", l_getpid},
       {"sha256", l_sha256},           {"sha256_file", l_sha256_file},
       {"uname", l_uname},             {"build_info", l_build_info},
-      {"nofile_limit", l_nofile_limit}, {NULL, NULL}};
+      {"nofile_limit", l_nofile_limit}, {"pin_cpu", l_pin_cpu},
+      {NULL, NULL}};
   for (const luaL_Reg *r = fns; r->name; r++) {
     lua_pushcfunction(L, r->func);
     lua_setfield(L, -2, r->name);

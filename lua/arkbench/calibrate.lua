@@ -31,6 +31,7 @@ local _M = {}
 local USAGE = [[
 usage: arkbench calibrate [--pairs N] [--warmup S] [--duration S]
                           [--payload B --clients C --window W] [--floor-only]
+                          [--cpu N | --no-pin]
 
 Measures the floor of loopback TCP echo on this host (a raw epoll echo with
 no timing, checks or framing) and arkbench's own engine on the same load, as
@@ -43,6 +44,10 @@ N alternating pairs (default 5), and prints the ratio arkbench / floor.
   --clients C       ones; missing values default to 1024 B, 16 clients,
   --window W        window 16 (arkbench needs payload >= 16)
   --floor-only    run only the floor (no engine needed)
+  --cpu N         pin the process to logical CPU N (default: the last one);
+                  both sides then run on the same core, so neither wins by
+                  landing on the CPU that takes the network interrupts
+  --no-pin        leave placement to the kernel
 
 Default configurations: (a) 1024 B, 16 clients, window 16 (throughput);
 (b) 64 B, 1 client, window 1 (latency: floor mean RTT vs arkbench p50).
@@ -61,6 +66,7 @@ local OPTIONS = {
     payload = { min = 1, max = 16 * 1024 * 1024, int = true },
     clients = { min = 1, max = 100000, int = true },
     window = { min = 1, max = 4096, int = true },
+    cpu = { min = 0, max = 4095, int = true },
 }
 
 local function errf(fmt, ...)
@@ -78,6 +84,8 @@ local function parse(args)
             opts.help = true
         elseif a == "--floor-only" then
             opts.floor_only = true
+        elseif a == "--no-pin" then
+            opts.no_pin = true
         else
             local name, value = str_match(a, "^%-%-([%w-]+)=(.*)$")
             if not name then
@@ -265,10 +273,11 @@ local function report(configs, samples, opts)
             .. "omits per-message timing, payload checks and framing.")
     end
     local u = core.uname and core.uname() or {}
-    say(str_format("host: %s %s %s; %d %s per configuration, warm-up %s s, "
+    say(str_format("host: %s %s %s; %s; %d %s per configuration, warm-up %s s, "
         .. "measure %s s per run.",
         tostring(u.sysname or "?"), tostring(u.release or "?"),
-        tostring(u.machine or "?"), opts.pairs,
+        tostring(u.machine or "?"),
+        opts.pinned and ("pinned to CPU " .. opts.pinned) or "not pinned", opts.pairs,
         opts.floor_only and (opts.pairs == 1 and "run" or "runs")
             or (opts.pairs == 1 and "pair (floor, then arkbench)"
                 or "alternating pairs (floor, then arkbench)"),
@@ -347,6 +356,26 @@ function _M.main(args)
                 .. "the floor alone.")
             return 1
         end
+    end
+    if not opts.no_pin and core.pin_cpu then
+        local cpu = opts.cpu
+        if cpu == nil then
+            local f = io.open("/proc/cpuinfo")
+            local n = 0
+            if f then
+                for line in f:lines() do
+                    if line:match("^processor%s*:") then n = n + 1 end
+                end
+                f:close()
+            end
+            cpu = n > 0 and n - 1 or 0
+        end
+        local ok, perr2 = core.pin_cpu(cpu)
+        if not ok then
+            errf("cannot pin to CPU %d: %s", cpu, tostring(perr2))
+            return 2
+        end
+        opts.pinned = cpu
     end
     local samples = {}
     for k, c in ipairs(configs) do
