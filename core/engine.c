@@ -587,8 +587,11 @@ stop:
 
   ab_cpu_sample_t cend;
   ab_cpu_sample(&cend);
-  out->rss_peak_bytes = cend.maxrss_bytes;
   out->rss_end_bytes = ab_rss_now_bytes();
+  /* ru_maxrss is the kernel's high-water mark, updated lazily: never report
+   * a peak below what is resident now */
+  out->rss_peak_bytes = cend.maxrss_bytes > out->rss_end_bytes ? cend.maxrss_bytes
+                                                               : out->rss_end_bytes;
 
   for (uint32_t li = 0; li < eng.nloops; li++) {
     ab__loop_t *l = &eng.loops[li];

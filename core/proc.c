@@ -271,6 +271,9 @@ static void intr_cb(uv_poll_t *p, int status, int events) {
   drain_intr_pipe();
   if (intr_signal == 0) return; /* cleared meanwhile */
   uv_poll_stop(p);
+  /* the check after spawning already handled this signal: its byte in the
+   * pipe must not count as a second Ctrl-C (which skips the grace) */
+  if (r->res->interrupted) return;
   if (!r->alive) return; /* the child finished first: its result stands */
   r->res->interrupted = 1;
   start_termination(r, AB_PROC_INTR_GRACE_MS);

@@ -36,6 +36,7 @@ commands:
       --pairs N --duration S --warmup S --payload B --clients C --window W
   serve               only the server side, until SIGINT/SIGTERM
       --protocol P --listen HOST:PORT --topology T --work N --framing F --payload B
+      --cert-out FILE (TLS: write the generated certificate) --tls-version V --alpn LIST
   report DIR          rebuild summary.json, report.md, report.html and charts/
                       from runs.jsonl (+ env.json) and print the table
       --csv               also write runs.csv (per run) and cases.csv (per case)
@@ -206,6 +207,28 @@ function _M.run(args)
     local runner = require("arkbench.runner")
     local started = core.wall_s()
     local dir = o.out or ("results/" .. spec.name .. "/" .. env.utc_stamp(started))
+    local existing = io.open(dir .. "/runs.jsonl", "r")
+    if existing then
+        existing:close()
+        return die(dir .. " already holds a runs.jsonl; results are never mixed or"
+            .. " overwritten: choose another --out")
+    end
+    -- a busy machine makes every number wrong: say so before measuring
+    local la = io.open("/proc/loadavg")
+    if la then
+        local one = tonumber((la:read("*l") or ""):match("^(%S+)"))
+        la:close()
+        local f = io.open("/proc/cpuinfo")
+        local ncpu = 0
+        if f then
+            for line in f:lines() do if line:match("^processor%s*:") then ncpu = ncpu + 1 end end
+            f:close()
+        end
+        if one and ncpu > 0 and one > 0.5 * ncpu then
+            io_stderr:write(str_format("warning: this machine is busy (load average %.2f on %d"
+                .. " logical CPUs); the numbers will show it\n", one, ncpu))
+        end
+    end
     os.execute("mkdir -p '" .. dir:gsub("'", "'\\''") .. "'")
     local envinfo = env.collect({ scenario_path = o.path, started_utc = env.utc_iso(started),
                                   binary = core.exe_path and core.exe_path() or nil })
@@ -220,6 +243,7 @@ function _M.run(args)
     })
     local ended = core.wall_s()
     envinfo.ended_utc = env.utc_iso(ended)
+    envinfo.load_average_end = env.load_average() or json.null
     write_file(dir .. "/env.json", json.encode(envinfo, { indent = 2 }) .. "\n")
     finish_results(dir, spec.name, runs or {}, {
         scenario = spec.name, started_utc = env.utc_iso(started), ended_utc = envinfo.ended_utc,

@@ -124,6 +124,17 @@ local function sha256_file(path)
   return h
 end
 
+-- /proc/loadavg's 1, 5 and 15 minute averages, or nil.
+function _M.load_average(path)
+  local f = io.open(path or "/proc/loadavg")
+  if not f then return nil end
+  local line = f:read("*l") or ""
+  f:close()
+  local a, b, c = line:match("^(%S+)%s+(%S+)%s+(%S+)")
+  if not a then return nil end
+  return { tonumber(a), tonumber(b), tonumber(c) }
+end
+
 function _M.collect(opts)
   opts = opts or {}
   local files = opts.files or {}
@@ -160,6 +171,7 @@ function _M.collect(opts)
     scenario_path = or_null(spath),
     scenario_sha256 = or_null(source and core.sha256(source)),
     scenario_source = or_null(source),
+    load_average_start = or_null(_M.load_average(files.loadavg)),
     started_utc = or_null(opts.started_utc),
     ended_utc = or_null(opts.ended_utc),
   }

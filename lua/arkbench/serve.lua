@@ -4,10 +4,11 @@
 --   arkbench serve [--protocol tcp|udp|tls|ws|wss|http|https]
 --                  [--listen HOST:PORT] [--topology T] [--work N]
 --                  [--framing length|raw] [--payload B]
---                  [--cert FILE] [--tls-version 1.2|1.3] [--alpn LIST]
+--                  [--cert-out FILE] [--tls-version 1.2|1.3] [--alpn LIST]
 --
 -- TLS protocols generate an EC P-256 certificate in memory at start-up
--- (SAN localhost, 127.0.0.1, ::1); --cert FILE writes it as PEM so a
+-- (SAN localhost, 127.0.0.1, ::1); --cert-out FILE writes it as PEM (a
+-- new file: an existing one is never overwritten) so a
 -- client can verify it (`openssl s_client -CAfile FILE`, or a scenario's
 -- tls = { ca = FILE } with target =). --alpn is the server's protocol
 -- list, comma-separated; a client offering none of them fails the
@@ -30,7 +31,7 @@ local tonumber, io_stderr, io_stdout = tonumber, io.stderr, io.stdout
 local _M = {}
 
 local OPTS = { protocol = true, listen = true, topology = true, work = true,
-               framing = true, payload = true, cert = true, ["tls-version"] = true,
+               framing = true, payload = true, ["cert-out"] = true, ["tls-version"] = true,
                alpn = true }
 
 function _M.main(args)
@@ -54,6 +55,15 @@ function _M.main(args)
         o[k] = v
         i = i + 1
     end
+    if o["cert-out"] then
+        local f = io.open(o["cert-out"], "r")
+        if f then
+            f:close()
+            io_stderr:write("arkbench serve: --cert-out ", o["cert-out"], " already exists;"
+                .. " it would be overwritten (give a new file name)\n")
+            return 2
+        end
+    end
     local ppid = tonumber(os.getenv("ARKBENCH_PARENT_PID") or "")
     if ppid and core.die_with_parent then core.die_with_parent(ppid) end
     local t0 = core.now_ns()
@@ -61,7 +71,7 @@ function _M.main(args)
         role = "server", protocol = o.protocol, listen = o.listen, topology = o.topology,
         work = tonumber(o.work), framing = o.framing, payload = tonumber(o.payload),
         duration = 1, warmup = 0, timeout = 2,
-        tls = { cert = o.cert, version = o["tls-version"], alpn = o.alpn },
+        tls = { cert = o["cert-out"], version = o["tls-version"], alpn = o.alpn },
     })
     if not r then
         io_stderr:write("arkbench serve: ", tostring(err), "\n")

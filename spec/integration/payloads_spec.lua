@@ -334,7 +334,7 @@ return { name = "sni_same", protocol = "tls", payload = 64, clients = 2, window 
     it("target=: arkbench serve --protocol tls records it (serve's tls.sni_received)", function()
         local d = tmpdir()
         local cert = d .. "/cert.pem"
-        local srv = spawn({ BIN, "serve", "--protocol", "tls", "--listen", "127.0.0.1:0", "--cert", cert },
+        local srv = spawn({ BIN, "serve", "--protocol", "tls", "--listen", "127.0.0.1:0", "--cert-out", cert },
             { name = "serve tls" })
         finally(function() stop(srv) end)
         local port = wait_listening(srv)
@@ -361,7 +361,7 @@ describe("an ALPN the server does not offer (acceptance 6)", function()
     setup(function()
         local d = tmpdir()
         local cert = d .. "/cert.pem"
-        local srv = spawn({ BIN, "serve", "--protocol", "tls", "--listen", "127.0.0.1:0", "--cert", cert,
+        local srv = spawn({ BIN, "serve", "--protocol", "tls", "--listen", "127.0.0.1:0", "--cert-out", cert,
             "--alpn", "h2" }, { name = "serve tls --alpn h2" })
         local port = wait_listening(srv)
         res = run_scenario(string.format([[

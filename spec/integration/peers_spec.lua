@@ -264,7 +264,7 @@ for _, proto in ipairs({ "ws", "wss" }) do
         setup(function()
             local d = tmpdir()
             local cert = d .. "/cert.pem"
-            local srv = spawn({ BIN, "serve", "--protocol", proto, "--listen", "127.0.0.1:0", "--cert", cert },
+            local srv = spawn({ BIN, "serve", "--protocol", proto, "--listen", "127.0.0.1:0", "--cert-out", cert },
                 { name = "serve " .. proto })
             local port = wait_listening(srv)
             local argv = { PY, PEERS .. "/ws_client.py", proto .. "://127.0.0.1:" .. port .. "/echo" }
@@ -370,7 +370,7 @@ describe("openssl s_client against arkbench serve --protocol tls", function()
     setup(function()
         d = tmpdir()
         cert = d .. "/cert.pem"
-        srv = spawn({ BIN, "serve", "--protocol", "tls", "--listen", "127.0.0.1:0", "--cert", cert },
+        srv = spawn({ BIN, "serve", "--protocol", "tls", "--listen", "127.0.0.1:0", "--cert-out", cert },
             { name = "serve tls" })
         port = wait_listening(srv)
         write_file(d .. "/msg.bin", string.char(#PAYLOAD) .. PAYLOAD)
@@ -382,7 +382,7 @@ describe("openssl s_client against arkbench serve --protocol tls", function()
         -- control, against a second server: its certificate must NOT
         -- verify for another address
         local cert2 = d .. "/cert2.pem"
-        local srv2 = spawn({ BIN, "serve", "--protocol", "tls", "--listen", "127.0.0.1:0", "--cert", cert2 },
+        local srv2 = spawn({ BIN, "serve", "--protocol", "tls", "--listen", "127.0.0.1:0", "--cert-out", cert2 },
             { name = "serve tls (control)" })
         local port2 = wait_listening(srv2)
         bad_rc, bad_out, bad_err = run_cmd({ "sh", "-c", "openssl s_client -connect 127.0.0.1:" .. port2

@@ -47,7 +47,7 @@ local FIELDS = {
   "arkbench_version", "cpu_model", "logical_cpus", "memory_bytes", "os", "kernel", "machine",
   "hostname", "compiler", "c_flags", "build_type", "luajit", "libuv", "openssl", "sanitizers",
   "git_commit", "git_dirty", "binary_sha256", "scenario_path", "scenario_sha256",
-  "scenario_source", "started_utc", "ended_utc",
+  "scenario_source", "load_average_start", "started_utc", "ended_utc",
 }
 
 describe("env.utc_stamp / env.utc_iso", function()
@@ -140,7 +140,8 @@ describe("env.collect", function()
 
   it("has every field, null when it cannot be found", function()
     local e = env.collect({
-      files = { cpuinfo = "/nonexistent", meminfo = "/nonexistent", os_release = "/nonexistent" },
+      files = { cpuinfo = "/nonexistent", meminfo = "/nonexistent", os_release = "/nonexistent",
+                loadavg = "/nonexistent" },
       root = "/nonexistent", binary = "/nonexistent", scenario_path = "/nonexistent",
     })
     for _, k in ipairs(FIELDS) do
@@ -148,13 +149,23 @@ describe("env.collect", function()
     end
     for _, k in ipairs({ "cpu_model", "logical_cpus", "memory_bytes", "os", "git_commit",
       "git_dirty", "binary_sha256", "scenario_sha256", "scenario_source", "started_utc",
-      "ended_utc" }) do
+      "ended_utc", "load_average_start" }) do
       assert.are.equal(json.null, e[k], k)
     end
     assert.are.equal("/nonexistent", e.scenario_path)
     local keys = 0
     for _ in pairs(e) do keys = keys + 1 end
     assert.are.equal(#FIELDS, keys)
+  end)
+
+  it("reads the load average", function()
+    local d = os.tmpname()
+    local f = io.open(d, "w")
+    f:write("1.50 0.75 0.25 2/345 6789\n")
+    f:close()
+    assert.are.same({ 1.5, 0.75, 0.25 }, env.load_average(d))
+    os.remove(d)
+    assert.is_nil(env.load_average("/nonexistent"))
   end)
 
   it("encodes to strict JSON", function()
