@@ -22,7 +22,8 @@
   X(ETIMEDOUT, -4010, "timed out")                                            \
   X(ECLOSED, -4011, "peer closed the connection")                                \
   X(ECONFIG, -4012, "bad run configuration")                                  \
-  X(EINTR, -4013, "interrupted")
+  X(EINTR, -4013, "interrupted")                                              \
+  X(EHTTPSTATUS, -4014, "HTTP response status outside 2xx")
 
 typedef enum {
   AB_OK = 0,

@@ -507,7 +507,10 @@ void ab__co_server_accept(ab__sconn_t *s) {
   ab_outbuf_init(&s->ly.plain, NULL, NULL);
   int r = 0;
   if (eng->use_tls) r = ab_tls_conn_new(eng->tls_server, 0, NULL, &s->ly.tls);
-  if (r == 0) r = ab_codec_create(eng->codec_vt, &s->ly.plain, eng->max_frame, 0, &s->ly.codec);
+  if (r == 0)
+    r = ab_codec_create(eng->codec_vt, &s->ly.plain,
+                        eng->codec_vt == &ab_codec_raw ? eng->cfg->payload : eng->max_frame, 0,
+                        &s->ly.codec);
   if (r == 0) r = ab_task_c_new(l->sched, &s->task, STACK_SIZE, s_main, s);
   if (r < 0) {
     s->task = NULL;

@@ -75,9 +75,24 @@ int ab__server_socket(ab__loop_t *l, int type) {
     else ((struct sockaddr_in *)&ss)->sin_port = htons((uint16_t)port);
   }
   len = ss.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+  int one = 1;
+  /* several loops share the port through SO_REUSEPORT; first make sure no
+   * other process already holds it (it would silently share it too) */
+  int explicit_port = ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port != 0
+                                               : ((struct sockaddr_in *)&ss)->sin_port != 0;
+  if (cfg->role == AB_ROLE_SERVER && l->eng->nloops > 1 && l->index == 0 && explicit_port) {
+    int probe = socket(ss.ss_family, type | SOCK_CLOEXEC, 0);
+    if (probe < 0) return -errno;
+    setsockopt(probe, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (bind(probe, (struct sockaddr *)&ss, len) != 0) {
+      int e = -errno;
+      close(probe);
+      return e;
+    }
+    close(probe);
+  }
   int fd = socket(ss.ss_family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return -errno;
-  int one = 1;
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
   if (cfg->role == AB_ROLE_SERVER && l->eng->nloops > 1)
     setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
@@ -214,12 +229,13 @@ static void ctl_cb(uv_async_t *a) {
 
   switch (cmd) {
   case AB__CMD_CONNECT: {
-    struct sockaddr_in addr;
+    struct sockaddr_storage addr;
     ab__loop_t *srv = eng->cfg->model == AB_MODEL_SHARDED ? l : &eng->loops[0];
-    if (eng->cfg->role == AB_ROLE_CLIENT) memcpy(&addr, &eng->cfg->addr, sizeof(addr));
-    else uv_ip4_addr("127.0.0.1", srv->port, &addr);
+    if (eng->cfg->role == AB_ROLE_CLIENT) addr = eng->cfg->addr;
+    else uv_ip4_addr("127.0.0.1", srv->port, (struct sockaddr_in *)&addr);
     if (eng->cfg->protocol == AB_PROTO_UDP) {
-      for (uint32_t i = 0; i < l->nclients; i++) ab__udp_client_open(&l->clients[i], &addr);
+      for (uint32_t i = 0; i < l->nclients; i++)
+        ab__udp_client_open(&l->clients[i], (const struct sockaddr *)&addr);
       ab__loop_reached(l, AB__ST_CONNECTED);
       break;
     }
@@ -613,6 +629,13 @@ stop:
     out->server_messages += l->srv_messages;
     out->server_bytes += l->srv_bytes;
     out->server_resets += l->srv_resets;
+    if (l->http_non2xx) {
+      /* an echo that answers 500 is not a round trip that worked */
+      ab__errors_add(out->errors, &out->nerrors, AB_EHTTPSTATUS, l->http_non2xx);
+      if (out->error[0] == '\0')
+        snprintf(out->error, sizeof(out->error), "%llu responses had a status outside 2xx",
+                 (unsigned long long)l->http_non2xx);
+    }
     out->work_sink ^= l->work_sink;
     for (int k = 0; k < l->nerrors; k++)
       ab__errors_add(out->errors, &out->nerrors, l->errors[k].code, l->errors[k].count);

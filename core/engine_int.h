@@ -161,7 +161,7 @@ struct ab__loop_s {
   uint32_t connects_pending;    /* connects not finished yet */
   uint32_t ready_clients;       /* connected (and handshaken) clients */
   uint32_t connects_started;    /* clients[0..started) have been started */
-  struct sockaddr_in connect_addr;
+  struct sockaddr_storage connect_addr; /* v4 or v6 */
   ab__sconn_t *sconns;          /* list head */
 
   int phase;
@@ -176,6 +176,7 @@ struct ab__loop_s {
   uint64_t warmup_completed;
   uint64_t udp_late, udp_reordered, udp_duplicated, udp_server_drops;
   uint64_t srv_connections, srv_messages, srv_bytes, srv_resets;
+  uint64_t http_non2xx;          /* final responses outside 2xx (client) */
   ab_error_count_t errors[AB_MAX_ERROR_CLASSES];
   int nerrors;
   char first_error[256];
@@ -217,7 +218,7 @@ void ab__loop_error(ab__loop_t *l, int code, const char *what);
 void ab__loop_check_progress(ab__loop_t *l);
 
 /* tcp_client.c */
-void ab__client_connect(ab__client_t *c, const struct sockaddr_in *addr);
+void ab__client_connect(ab__client_t *c, const struct sockaddr *addr);
 /* Starts connects up to the per-loop limit of connects in flight. */
 void ab__clients_connect_more(ab__loop_t *l);
 void ab__client_pump(ab__client_t *c);
@@ -246,7 +247,7 @@ void ab__server_work_returned(ab__sconn_t *s, uint64_t n);
 void ab__server_close_all(ab__loop_t *l);
 
 /* stream.c: layered protocols */
-void ab__sclient_connect(ab__client_t *c, const struct sockaddr_in *addr);
+void ab__sclient_connect(ab__client_t *c, const struct sockaddr *addr);
 void ab__sclient_pump(ab__client_t *c);
 void ab__sserver_accept(ab__sconn_t *s);
 void ab__sserver_release(ab__sconn_t *s, uint64_t n);
@@ -267,7 +268,7 @@ void ab__co_job_done(ab__sconn_t *s);
 
 /* udp.c */
 int ab__udp_server_open(ab__loop_t *l);
-void ab__udp_client_open(ab__client_t *c, const struct sockaddr_in *addr);
+void ab__udp_client_open(ab__client_t *c, const struct sockaddr *addr);
 void ab__udp_pump(ab__client_t *c);
 void ab__udp_tick(ab__loop_t *l, uint64_t now);
 void ab__udp_free(ab__loop_t *l);

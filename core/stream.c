@@ -440,7 +440,7 @@ static void sc_connected(uv_connect_t *req, int status) {
   }
 }
 
-void ab__sclient_connect(ab__client_t *c, const struct sockaddr_in *addr) {
+void ab__sclient_connect(ab__client_t *c, const struct sockaddr *addr) {
   ab__loop_t *l = c->loop;
   int r = uv_tcp_init(&l->loop, &c->tcp);
   if (r == 0) {
@@ -449,7 +449,7 @@ void ab__sclient_connect(ab__client_t *c, const struct sockaddr_in *addr) {
     ab_outbuf_init(&c->out, (uv_stream_t *)&c->tcp, sc_write_error);
     uv_tcp_nodelay(&c->tcp, 1);
     c->connect_start_ns = ab_now_ns();
-    r = uv_tcp_connect(&c->creq, &c->tcp, (const struct sockaddr *)addr, sc_connected);
+    r = uv_tcp_connect(&c->creq, &c->tcp, addr, sc_connected);
   }
   if (r < 0) {
     if (c->tcp.data == NULL) {
@@ -619,7 +619,8 @@ void ab__sserver_accept(ab__sconn_t *s) {
   int r = 0;
   if (eng->use_tls) r = ab_tls_conn_new(eng->tls_server, 0, NULL, &s->ly.tls);
   if (r == 0)
-    r = ab_codec_create(eng->codec_vt, ly_out(&s->ly, &s->out), eng->max_frame, 0,
+    r = ab_codec_create(eng->codec_vt, ly_out(&s->ly, &s->out),
+                        eng->codec_vt == &ab_codec_raw ? eng->cfg->payload : eng->max_frame, 0,
                         &s->ly.codec);
   if (r == 0 && eng->use_ws) {
     s->ly.ws_hs = calloc(1, sizeof(ab_ws_hs_t));

@@ -15,12 +15,18 @@
 #include "ab_error.h"
 #include "clock.h"
 #include "engine_int.h"
+#include "codecs.h"
 #include "framing.h"
 
 #define READ_CHUNK 65536
 
 void ab__client_on_closed(uv_handle_t *h) {
   ab__client_t *c = h->data;
+  if (c->ly.codec && c->ly.codec->vt == &ab_codec_http) {
+    uint64_t n = 0;
+    ab_http_stats(c->ly.codec, &n);
+    c->loop->http_non2xx += n;
+  }
   ab__layers_free(&c->ly);
   free(c->sbuf);
   free(c->cbuf);
@@ -257,12 +263,12 @@ void ab__clients_connect_more(ab__loop_t *l) {
     ab__client_t *c = &l->clients[l->connects_started++];
     if (l->eng->hooks) l->eng->hooks->client_start(l->exec_state, c);
     else if (l->eng->coro) ab__co_client_start(c);
-    else if (l->eng->layered) ab__sclient_connect(c, &l->connect_addr);
-    else ab__client_connect(c, &l->connect_addr);
+    else if (l->eng->layered) ab__sclient_connect(c, (const struct sockaddr *)&l->connect_addr);
+    else ab__client_connect(c, (const struct sockaddr *)&l->connect_addr);
   }
 }
 
-void ab__client_connect(ab__client_t *c, const struct sockaddr_in *addr) {
+void ab__client_connect(ab__client_t *c, const struct sockaddr *addr) {
   ab__loop_t *l = c->loop;
   int r = uv_tcp_init(&l->loop, &c->tcp);
   if (r == 0) {
@@ -273,7 +279,7 @@ void ab__client_connect(ab__client_t *c, const struct sockaddr_in *addr) {
     /* one destination port gives ~28k ephemeral source ports (Linux
      * ip_local_port_range 32768-60999): past 20,000 connections per loop
      * use further loopback source addresses 127.0.0.2, .3, ... */
-    if (l->nclients > 20000) {
+    if (l->nclients > 20000 && addr->sa_family == AF_INET) {
       uint32_t k = (c->id / l->eng->nloops) / 20000 + 1;
       struct sockaddr_in src;
       char ip[32];
@@ -283,7 +289,7 @@ void ab__client_connect(ab__client_t *c, const struct sockaddr_in *addr) {
     }
     c->connect_start_ns = ab_now_ns();
     if (r == 0)
-      r = uv_tcp_connect(&c->creq, &c->tcp, (const struct sockaddr *)addr, on_connect);
+      r = uv_tcp_connect(&c->creq, &c->tcp, addr, on_connect);
   }
   if (r < 0) {
     char msg[160];

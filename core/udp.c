@@ -267,7 +267,7 @@ void ab__udp_pump(ab__client_t *c) {
   }
 }
 
-void ab__udp_client_open(ab__client_t *c, const struct sockaddr_in *addr) {
+void ab__udp_client_open(ab__client_t *c, const struct sockaddr *addr) {
   ab__loop_t *l = c->loop;
   const ab_case_cfg_t *cfg = l->eng->cfg;
   uint64_t t0 = ab_now_ns();
@@ -280,7 +280,7 @@ void ab__udp_client_open(ab__client_t *c, const struct sockaddr_in *addr) {
   if (r == 0) r = uv_udp_init(&l->loop, &c->udp);
   if (r == 0) {
     c->udp.data = c;
-    r = uv_udp_connect(&c->udp, (const struct sockaddr *)addr);
+    r = uv_udp_connect(&c->udp, addr);
     if (r == 0) {
       ab_udp_buffers_t rec;
       set_buffers(&c->udp, cfg->udp_send_buffer, cfg->udp_recv_buffer, &rec);

@@ -174,10 +174,6 @@ function _M.run(args)
     -- features the scenario format has but this build does not run yet
     -- are refused before anything runs, never run as something else
     for _, c in ipairs(cases) do
-        if c.execution == "lua" then
-            return die(o.path .. ": execution = \"lua\" (Lua-driven connections) is not built yet;"
-                .. " use callback or coroutine")
-        end
         if c.rate then
             return die(o.path .. ": rate (open-loop load) is not built yet; remove it to run"
                 .. " closed loop")
@@ -266,7 +262,12 @@ function _M.report(args)
     local stats = require("arkbench.stats")
     local runs, err = stats.read_jsonl(dir .. "/runs.jsonl")
     if not runs then return die(err) end
-    local meta = { interrupted = false }
+    -- an interrupted run says so in its own records
+    local interrupted = false
+    for _, r in ipairs(runs) do
+        if r.status == "interrupted" then interrupted = true end
+    end
+    local meta = { interrupted = interrupted }
     local json = require("arkbench.json")
     local f = io.open(dir .. "/env.json")
     if f then

@@ -56,8 +56,14 @@ local io_open, stderr = io.open, io.stderr
 
 local _M = {}
 
--- Seconds a worker gets beyond warmup + duration (connect, drain, start-up).
+-- Seconds a worker gets beyond warmup + duration (connect, drain, start-up);
+-- the environment variable ARKBENCH_RUN_TIMEOUT_EXTRA (seconds > 0)
+-- overrides it, e.g. for tests of runs that hang.
 _M.GRACE_S = 30
+do
+    local extra = tonumber(os.getenv("ARKBENCH_RUN_TIMEOUT_EXTRA") or "")
+    if extra and extra > 0 and extra < math.huge then _M.GRACE_S = extra end
+end
 -- Bytes of a failed worker's stderr quoted in `error`.
 _M.STDERR_TAIL = 2000
 -- Bytes of an unreadable last stdout line quoted in `error`.
@@ -156,7 +162,7 @@ local function ending(res, limit_s)
                                      res.term_signal and (" with " .. res.term_signal) or "")
     elseif res.timed_out then
         return "timeout", format("the worker did not finish within its hard limit of %g s"
-                                 .. " (warmup + duration + %g s) and was killed with %s",
+                                 .. " (warmup + duration + 3 x timeout + %g s) and was killed with %s",
                                  limit_s, _M.GRACE_S, res.term_signal or "SIGTERM")
     elseif res.term_signal then
         return "crashed", "the worker was killed by " .. res.term_signal
@@ -207,8 +213,11 @@ end
 -- One worker run -> run object (ready to append) and its JSON line.
 local function run_one(plan, ctx, case, case_json, rep)
     local case_id = case.case_id
+    -- the engine itself may wait up to three reply timeouts (connect,
+    -- warm-up drain, measure drain) on top of warm-up and duration
     local limit_s = plan.timeout_s
-        or (tonumber(case.warmup) or 0) + (tonumber(case.duration) or 0) + _M.GRACE_S
+        or (tonumber(case.warmup) or 0) + (tonumber(case.duration) or 0)
+           + 3 * (tonumber(case.timeout) or 2) + _M.GRACE_S
     local argv = worker_argv(plan, ctx.exe, case_json, rep)
     local t0 = core.now_ns()
     local res, spawn_err = core.spawn_wait(argv, { timeout_s = limit_s, env = ctx.env })

@@ -64,6 +64,29 @@ function _M.main(args)
             return 2
         end
     end
+    -- every value checked before anything listens
+    local matrix = require("arkbench.matrix")
+    local function int_in(k, lo, hi)
+        local n = tonumber(o[k])
+        if not n or n ~= math.floor(n) or n < lo or n > hi then
+            io_stderr:write(string.format("arkbench serve: --%s %s: expected an integer from %d"
+                .. " to %d\n", k, tostring(o[k]), lo, hi))
+            return nil
+        end
+        return n
+    end
+    if not int_in("work", 0, 10000000) or not int_in("payload", 16, 16777216) then return 2 end
+    if not matrix.topology(o.topology) then
+        io_stderr:write("arkbench serve: --topology ", o.topology,
+            ": expected sharded:N or shared:N with N from 1 to 256\n")
+        return 2
+    end
+    local port = tonumber(o.listen:match(":(%d+)$") or "")
+    if not port or port > 65535 then
+        io_stderr:write("arkbench serve: --listen ", o.listen, ": expected HOST:PORT with a port"
+            .. " from 0 to 65535\n")
+        return 2
+    end
     local ppid = tonumber(os.getenv("ARKBENCH_PARENT_PID") or "")
     if ppid and core.die_with_parent then core.die_with_parent(ppid) end
     local t0 = core.now_ns()

@@ -46,11 +46,28 @@ end
 
 -- placement = "split": the server side in its own process (arkbench serve)
 -- on an ephemeral loopback port; returns a handle or nil, error.
+local TLS_PROTOCOLS = { tls = true, wss = true, https = true }
+
 local function start_server(case)
     local argv = { shq(core.exe_path()), "serve", "--protocol", shq(case.protocol or "tcp"),
         "--listen", "127.0.0.1:0", "--topology", shq(case.topology or "sharded:1"),
         "--work", tostring(case.work or 0), "--framing", shq(case.framing or "length"),
         "--payload", tostring(case.payload or 1024) }
+    local cert
+    if TLS_PROTOCOLS[case.protocol] then
+        -- the server writes its generated certificate; the client trusts it
+        cert = os.tmpname()
+        os.remove(cert)
+        argv[#argv + 1] = "--cert-out"
+        argv[#argv + 1] = shq(cert)
+        local tls = case.tls or {}
+        if tls.version then argv[#argv + 1] = "--tls-version"; argv[#argv + 1] = shq(tls.version) end
+        if tls.alpn then
+            local a = type(tls.alpn) == "table" and table.concat(tls.alpn, ",") or tls.alpn
+            argv[#argv + 1] = "--alpn"
+            argv[#argv + 1] = shq(a)
+        end
+    end
     local f = io.popen("echo $$; ARKBENCH_PARENT_PID=" .. core.getpid() .. " exec "
         .. table.concat(argv, " ") .. " 2>&1")
     if not f then return nil, "split: cannot start the server process" end
@@ -60,7 +77,7 @@ local function start_server(case)
         local line = f:read("*l")
         if not line then break end
         local port = line:match("^listening on .*:(%d+)$")
-        if port then return { f = f, pid = pid, port = tonumber(port) } end
+        if port then return { f = f, pid = pid, port = tonumber(port), cert = cert } end
         seen[#seen + 1] = line
     end
     f:close()
@@ -130,16 +147,31 @@ function _M.main(args)
         end
         server = h
         run.role, run.target = "client", "127.0.0.1:" .. h.port
+        if h.cert then
+            local tls = {}
+            for k, v in pairs(case.tls or {}) do tls[k] = v end
+            tls.ca = h.cert
+            run.tls = tls
+        end
+    end
+    if case.execution == "lua" then
+        -- the loops load the scenario themselves (their own Lua states)
+        run.scenario_path, run.scenario_sets, run.quick = o.path, o.sets, o.quick
     end
     local res, rerr = core.run_case(run)
     local sobj, serr
-    if server then sobj, serr = stop_server(server) end
+    if server then
+        sobj, serr = stop_server(server)
+        if server.cert then os.remove(server.cert) end
+    end
     if not res then
         obj.error = rerr
         return finish(1)
     end
     merge(obj, res)
-    obj.status = res.ok and "ok" or "error"
+    -- a Lua error inside a hook (execution = "lua"): status script_error
+    obj.status = res.ok and "ok" or (res.script_error and "script_error" or "error")
+    obj.script_error = nil
     obj.error = res.error
     if server then
         -- split: the run's CPU and RSS are the client process's; the
