@@ -126,52 +126,14 @@ static void c_setup_fail(ab__client_t *c, int code, const char *what, const char
   report_connected(c);
 }
 
-/* One reply: check and account.  0 or an error code. */
-static int c_complete(ab__client_t *c, const ab_msgview_t *msg, uint64_t now) {
-  ab__loop_t *l = c->loop;
-  const ab_case_cfg_t *cfg = l->eng->cfg;
-  uint8_t ph;
-  uint32_t cid;
-  uint64_t seq;
-  if (msg->len != cfg->payload) return AB_ESIZE;
-  int r = ab_msg_check(msg->data, msg->len, &ph, &cid, &seq);
-  if (r < 0) return r;
-  uint32_t slot = (uint32_t)(seq % cfg->window);
-  if (cid != c->id || c->slot_ns[slot] == 0 || c->slot_seq[slot] != seq ||
-      c->slot_phase[slot] != ph)
-    return AB_ESEQ;
-  uint64_t rtt = now - c->slot_ns[slot];
-  c->slot_ns[slot] = 0;
-  c->inflight--;
-  if (ph == AB_PHASE_MEASURE) {
-    ab_hist_record(&l->rtt, rtt);
-    if (now <= l->deadline_ns) l->completed++;
-    else l->drained++;
-    l->meas_inflight--;
-  } else {
-    l->warmup_completed++;
-    l->warm_inflight--;
-  }
-  return 0;
-}
-
 /* Builds and writes as many messages as the window allows.  0 or error. */
 static int c_send(ab__client_t *c) {
   ab__loop_t *l = c->loop;
   const ab_case_cfg_t *cfg = l->eng->cfg;
   const ab_codec_vt_t *vt = l->eng->codec_vt;
-  uint8_t phase;
-  uint64_t dl;
-  if (l->phase == AB__PH_WARMUP) {
-    phase = AB_PHASE_WARMUP;
-    dl = l->warm_deadline_ns;
-  } else if (l->phase == AB__PH_MEASURE) {
-    phase = AB_PHASE_MEASURE;
-    dl = l->deadline_ns;
-  } else {
-    return 0;
-  }
-  if (c->inflight >= cfg->window) return 0;
+  uint64_t dl = 0;
+  uint8_t phase = ab__sending_phase(l, &dl);
+  if (phase == 0 || c->inflight >= cfg->window) return 0;
   uint32_t n = cfg->window - c->inflight;
   size_t most = (size_t)n * (vt->max_overhead + cfg->payload);
   if (ab__grow(&c->sbuf, &c->scap, 0, most) != 0) return AB_ENOMEM;
@@ -186,21 +148,7 @@ static int c_send(ab__client_t *c) {
   }
   uint64_t t = ab_now_ns();
   if (t >= dl) return 0; /* built too late: never sent */
-  for (uint32_t i = 0; i < n; i++) {
-    uint32_t slot = (uint32_t)((seq + i) % cfg->window);
-    c->slot_seq[slot] = seq + i;
-    c->slot_ns[slot] = t;
-    c->slot_phase[slot] = phase;
-  }
-  if (c->inflight == 0) c->oldest_seq = seq;
-  c->next_seq = seq + n;
-  c->inflight += n;
-  if (phase == AB_PHASE_MEASURE) {
-    l->sent += n;
-    l->meas_inflight += n;
-  } else {
-    l->warm_inflight += n;
-  }
+  ab__client_stamp(c, seq, n, t, phase);
   return co_write((uv_stream_t *)&c->tcp, &c->ly, &c->cbuf, &c->ccap, c->sbuf, total);
 }
 
@@ -285,7 +233,6 @@ static void c_main(void *arg) {
   report_connected(c);
 
   /* the echo loop */
-  uint32_t w = eng->cfg->window;
   for (;;) {
     if (!c->alive) return;
     if ((r = c_send(c)) < 0) {
@@ -313,7 +260,7 @@ static void c_main(void *arg) {
       r = vt->client_parse(c->ly.codec, c->rbuf + off, c->rlen - off, &used, &msg);
       off += used;
       if (r == 0) break;
-      if (r > 0) r = c_complete(c, &msg, now);
+      if (r > 0) r = ab__client_reply(c, &msg, now);
       if (r < 0) {
         ab__client_fail(c, r, "reply");
         return;
@@ -322,7 +269,7 @@ static void c_main(void *arg) {
     }
     consume(c->rbuf, &c->rlen, off);
     if (got) {
-      while (c->oldest_seq < c->next_seq && c->slot_ns[c->oldest_seq % w] == 0) c->oldest_seq++;
+      ab__client_advance_oldest(c);
       ab__loop_check_progress(l);
       continue; /* refill the window first */
     }

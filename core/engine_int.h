@@ -217,6 +217,21 @@ void ab__loop_reached(ab__loop_t *l, int stage);
 void ab__loop_error(ab__loop_t *l, int code, const char *what);
 void ab__loop_check_progress(ab__loop_t *l);
 
+/* tcp_client.c: the accounting every client path shares (tcp, layered,
+ * coroutine, udp, hooks) */
+/* The phase that sends now: AB_PHASE_WARMUP or AB_PHASE_MEASURE with its
+ * deadline in *dl, or 0 when nothing may be sent. */
+uint8_t ab__sending_phase(const ab__loop_t *l, uint64_t *dl);
+/* Marks messages seq .. seq+n-1 as handed to the socket at t in phase. */
+void ab__client_stamp(ab__client_t *c, uint64_t seq, uint32_t n, uint64_t t, uint8_t phase);
+/* A reply whose header (ph, cid, seq) checked out arrived at `now`: frees
+ * its slot and counts it.  AB_ESEQ when it is not a message in flight. */
+int ab__client_complete(ab__client_t *c, uint8_t ph, uint32_t cid, uint64_t seq, uint64_t now);
+/* A whole reply payload: checks every byte and completes it (stream.c). */
+int ab__client_reply(ab__client_t *c, const ab_msgview_t *msg, uint64_t now);
+/* After completions: moves oldest_seq past freed slots. */
+void ab__client_advance_oldest(ab__client_t *c);
+
 /* tcp_client.c */
 void ab__client_connect(ab__client_t *c, const struct sockaddr *addr);
 /* Starts connects up to the per-loop limit of connects in flight. */

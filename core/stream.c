@@ -208,19 +208,10 @@ static void sc_pump(ab__client_t *c, uint64_t now) {
   ab__loop_t *l = c->loop;
   const ab_case_cfg_t *cfg = l->eng->cfg;
   const ab_codec_vt_t *vt = l->eng->codec_vt;
-  uint8_t phase;
-  uint64_t dl;
+  uint64_t dl = 0;
   if (!c->alive || c->ly.state != AB__LY_READY) return;
-  if (l->phase == AB__PH_WARMUP) {
-    phase = AB_PHASE_WARMUP;
-    dl = l->warm_deadline_ns;
-  } else if (l->phase == AB__PH_MEASURE) {
-    phase = AB_PHASE_MEASURE;
-    dl = l->deadline_ns;
-  } else {
-    return;
-  }
-  if (c->inflight >= cfg->window || now >= dl) return;
+  uint8_t phase = ab__sending_phase(l, &dl);
+  if (phase == 0 || c->inflight >= cfg->window || now >= dl) return;
   uint32_t n = cfg->window - c->inflight;
   ab_outbuf_t *out = ly_out(&c->ly, &c->out);
   size_t most = vt->max_overhead + cfg->payload;
@@ -240,21 +231,7 @@ static void sc_pump(ab__client_t *c, uint64_t now) {
   }
   uint64_t t = ab_now_ns();
   if (t >= dl) return; /* built too late: never sent, never counted */
-  for (uint32_t i = 0; i < n; i++) {
-    uint32_t slot = (uint32_t)((seq + i) % cfg->window);
-    c->slot_seq[slot] = seq + i;
-    c->slot_ns[slot] = t;
-    c->slot_phase[slot] = phase;
-  }
-  if (c->inflight == 0) c->oldest_seq = seq;
-  c->next_seq = seq + n;
-  c->inflight += n;
-  if (phase == AB_PHASE_MEASURE) {
-    l->sent += n;
-    l->meas_inflight += n;
-  } else {
-    l->warm_inflight += n;
-  }
+  ab__client_stamp(c, seq, n, t, phase);
   ab_outbuf_commit(out, total);
   int r = ly_flush(&c->ly, &c->out);
   if (r < 0 && r != AB_ECLOSED) ab__client_fail(c, r, "send");
@@ -263,32 +240,13 @@ static void sc_pump(ab__client_t *c, uint64_t now) {
 void ab__sclient_pump(ab__client_t *c) { sc_pump(c, ab_now_ns()); }
 
 /* One reply: check it and account for it.  Returns 0 or an error code. */
-static int sc_complete(ab__client_t *c, const ab_msgview_t *msg, uint64_t now) {
-  ab__loop_t *l = c->loop;
-  const ab_case_cfg_t *cfg = l->eng->cfg;
+int ab__client_reply(ab__client_t *c, const ab_msgview_t *msg, uint64_t now) {
   uint8_t ph;
   uint32_t cid;
   uint64_t seq;
-  if (msg->len != cfg->payload) return AB_ESIZE;
+  if (msg->len != c->loop->eng->cfg->payload) return AB_ESIZE;
   int r = ab_msg_check(msg->data, msg->len, &ph, &cid, &seq);
-  if (r < 0) return r;
-  uint32_t slot = (uint32_t)(seq % cfg->window);
-  if (cid != c->id || c->slot_ns[slot] == 0 || c->slot_seq[slot] != seq ||
-      c->slot_phase[slot] != ph)
-    return AB_ESEQ;
-  uint64_t rtt = now - c->slot_ns[slot];
-  c->slot_ns[slot] = 0;
-  c->inflight--;
-  if (ph == AB_PHASE_MEASURE) {
-    ab_hist_record(&l->rtt, rtt);
-    if (now <= l->deadline_ns) l->completed++;
-    else l->drained++;
-    l->meas_inflight--;
-  } else {
-    l->warmup_completed++;
-    l->warm_inflight--;
-  }
-  return 0;
+  return r < 0 ? r : ab__client_complete(c, ph, cid, seq, now);
 }
 
 static void sc_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
@@ -365,7 +323,7 @@ static void sc_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
     size_t used = 0;
     ab_msgview_t msg;
     int r = vt->client_parse(c->ly.codec, c->rbuf + off, c->rlen - off, &used, &msg);
-    if (r > 0) r = sc_complete(c, &msg, now);
+    if (r > 0) r = ab__client_reply(c, &msg, now);
     off += used;
     if (r < 0) {
       ly_flush(&c->ly, &c->out); /* a close frame the codec wrote */
@@ -380,10 +338,7 @@ static void sc_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
   /* pongs and other control answers the codec queued */
   if (ly_out(&c->ly, &c->out)->len[ly_out(&c->ly, &c->out)->active] > 0)
     ly_flush(&c->ly, &c->out);
-  if (got_any) {
-    uint32_t w = eng->cfg->window;
-    while (c->oldest_seq < c->next_seq && c->slot_ns[c->oldest_seq % w] == 0) c->oldest_seq++;
-  }
+  if (got_any) ab__client_advance_oldest(c);
   if (ir == AB_ECLOSED) {
     ab__client_fail(c, AB_ECLOSED, "TLS close_notify");
     return;

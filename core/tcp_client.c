@@ -103,25 +103,74 @@ static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
   *buf = uv_buf_init((char *)c->rbuf + c->rlen, (unsigned)(c->rcap - c->rlen));
 }
 
+uint8_t ab__sending_phase(const ab__loop_t *l, uint64_t *dl) {
+  if (l->phase == AB__PH_WARMUP) {
+    *dl = l->warm_deadline_ns;
+    return AB_PHASE_WARMUP;
+  }
+  if (l->phase == AB__PH_MEASURE) {
+    *dl = l->deadline_ns;
+    return AB_PHASE_MEASURE;
+  }
+  return 0;
+}
+
+void ab__client_stamp(ab__client_t *c, uint64_t seq, uint32_t n, uint64_t t, uint8_t phase) {
+  ab__loop_t *l = c->loop;
+  uint32_t w = l->eng->cfg->window;
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t slot = (uint32_t)((seq + i) % w);
+    c->slot_seq[slot] = seq + i;
+    c->slot_ns[slot] = t;
+    c->slot_phase[slot] = phase;
+  }
+  if (c->inflight == 0) c->oldest_seq = seq;
+  c->next_seq = seq + n;
+  c->inflight += n;
+  if (phase == AB_PHASE_MEASURE) {
+    l->sent += n;
+    l->meas_inflight += n;
+  } else {
+    l->warm_inflight += n;
+  }
+}
+
+int ab__client_complete(ab__client_t *c, uint8_t ph, uint32_t cid, uint64_t seq, uint64_t now) {
+  ab__loop_t *l = c->loop;
+  uint32_t slot = (uint32_t)(seq % l->eng->cfg->window);
+  if (cid != c->id || c->slot_ns[slot] == 0 || c->slot_seq[slot] != seq ||
+      c->slot_phase[slot] != ph)
+    return AB_ESEQ;
+  uint64_t rtt = now - c->slot_ns[slot];
+  c->slot_ns[slot] = 0;
+  c->inflight--;
+  if (ph == AB_PHASE_MEASURE) {
+    ab_hist_record(&l->rtt, rtt);
+    if (now <= l->deadline_ns) l->completed++;
+    else l->drained++;
+    l->meas_inflight--;
+  } else {
+    l->warmup_completed++;
+    l->warm_inflight--;
+  }
+  return 0;
+}
+
+void ab__client_advance_oldest(ab__client_t *c) {
+  uint32_t w = c->loop->eng->cfg->window;
+  while (c->oldest_seq < c->next_seq && c->slot_ns[c->oldest_seq % w] == 0) c->oldest_seq++;
+}
+
 /* Fills the window.  now is a recent clock reading used only to decide
  * whether the phase still sends; the batch is stamped with a fresh reading
  * taken after the messages are built, just before they reach the socket. */
 static void pump(ab__client_t *c, uint64_t now) {
   ab__loop_t *l = c->loop;
   const ab_case_cfg_t *cfg = l->eng->cfg;
-  uint8_t phase;
-  uint64_t dl;
+  uint64_t dl = 0;
   if (!c->alive) return;
-  if (l->phase == AB__PH_WARMUP) {
-    phase = AB_PHASE_WARMUP;
-    dl = l->warm_deadline_ns;
-  } else if (l->phase == AB__PH_MEASURE) {
-    phase = AB_PHASE_MEASURE;
-    dl = l->deadline_ns;
-  } else {
-    return;
-  }
-  if (c->inflight >= cfg->window || now >= dl) return;
+  uint8_t phase = ab__sending_phase(l, &dl);
+  if (phase == 0 || c->inflight >= cfg->window || now >= dl) return;
   uint32_t n = cfg->window - c->inflight;
   size_t pfx = cfg->framing == AB_FRAMING_LENGTH ? ab_prefix_size(cfg->payload) : 0;
   size_t fsz = pfx + cfg->payload;
@@ -137,21 +186,7 @@ static void pump(ab__client_t *c, uint64_t now) {
   }
   uint64_t t = ab_now_ns();
   if (t >= dl) return; /* built but too late: never sent, never counted */
-  for (uint32_t i = 0; i < n; i++) {
-    uint32_t slot = (uint32_t)((seq + i) % cfg->window);
-    c->slot_seq[slot] = seq + i;
-    c->slot_ns[slot] = t;
-    c->slot_phase[slot] = phase;
-  }
-  if (c->inflight == 0) c->oldest_seq = seq;
-  c->next_seq = seq + n;
-  c->inflight += n;
-  if (phase == AB_PHASE_MEASURE) {
-    l->sent += n;
-    l->meas_inflight += n;
-  } else {
-    l->warm_inflight += n;
-  }
+  ab__client_stamp(c, seq, n, t, phase);
   ab_outbuf_commit(&c->out, (size_t)n * fsz);
   ab_outbuf_flush(&c->out); /* errors arrive through on_write_error */
 }
@@ -173,7 +208,6 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
   c->rlen += (size_t)nread;
   if (!c->alive) return;
   size_t off = 0;
-  uint32_t w = cfg->window;
   for (;;) {
     const uint8_t *p = c->rbuf + off;
     size_t avail = c->rlen - off;
@@ -197,35 +231,17 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     uint32_t cid;
     uint64_t seq;
     int r = ab_msg_check(p + hdr, (size_t)len, &ph, &cid, &seq);
-    if (r == 0 && cid != c->id) r = AB_ESEQ;
-    uint32_t slot = (uint32_t)(seq % w);
-    if (r == 0 && (c->slot_ns[slot] == 0 || c->slot_seq[slot] != seq ||
-                   c->slot_phase[slot] != ph))
-      r = AB_ESEQ;
+    if (r == 0) r = ab__client_complete(c, ph, cid, seq, now);
     if (r < 0) {
       ab__client_fail(c, r, "reply check");
       return;
-    }
-    uint64_t rtt = now - c->slot_ns[slot];
-    c->slot_ns[slot] = 0;
-    c->inflight--;
-    if (ph == AB_PHASE_MEASURE) {
-      ab_hist_record(&l->rtt, rtt);
-      if (now <= l->deadline_ns) l->completed++;
-      else l->drained++;
-      l->meas_inflight--;
-    } else {
-      l->warmup_completed++;
-      l->warm_inflight--;
     }
     off += hdr + (size_t)len;
   }
   if (off > 0) {
     c->rlen -= off;
     if (c->rlen > 0) memmove(c->rbuf, c->rbuf + off, c->rlen);
-    while (c->oldest_seq < c->next_seq &&
-           c->slot_ns[c->oldest_seq % w] == 0)
-      c->oldest_seq++;
+    ab__client_advance_oldest(c);
     pump(c, now);
     ab__loop_check_progress(l);
   }
