@@ -11,56 +11,24 @@
 --
 -- Runs $ARKBENCH_BIN (ctest sets it), else $ARKBENCH_ROOT/bin/arkbench.
 -- Runtime: ~25 s (one short run of 10 cases, four renders).
+package.path = (os.getenv("ARKBENCH_ROOT") or ".") .. "/spec/?.lua;" .. package.path
 local cjson = require("cjson")
+local files = require("helpers.files")
+local proc = require("helpers.proc")
+local ark = require("helpers.arkbench")
 
-local ROOT = os.getenv("ARKBENCH_ROOT") or "."
-local BIN = os.getenv("ARKBENCH_BIN") or (ROOT .. "/bin/arkbench")
+local ROOT = ark.ROOT
 local DRIVER = ROOT .. "/spec/integration/chromium_driver.sh"
-
-local function shq(s)
-  return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
-end
-
-local function read_file(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("*a")
-  f:close()
-  return s
-end
-
-local function write_file(path, text)
-  local f = assert(io.open(path, "wb"))
-  f:write(text)
-  f:close()
-end
-
-local function status(cmd)
-  local p = io.popen(cmd .. " >/dev/null 2>&1; echo $?")
-  local rc = tonumber(p:read("*a"):match("(%d+)"))
-  p:close()
-  return rc
-end
+local shq, read_file, write_file, status = files.shq, files.read_file, files.write_file, proc.status
 
 local function chromium()
-  local p = io.popen("command -v chromium || command -v chromium-browser")
-  local path = p:read("*l")
-  p:close()
-  return path
+  return proc.sh_out("command -v chromium || command -v chromium-browser"):match("[^\n]+")
 end
 
-local dirs = {}
-local function tmpdir()
-  local p = os.tmpname()
-  os.remove(p)
-  p = p .. "_chromium"
-  assert(status("mkdir -p " .. shq(p)) == 0)
-  dirs[#dirs + 1] = p
-  return p
-end
+local function tmpdir() return files.tmpdir("_chromium") end
 
 teardown(function()
-  for _, d in ipairs(dirs) do os.execute("rm -rf " .. shq(d)) end
+  files.remove_tmpdirs()
 end)
 
 -- { dom =, log =, rc = } of rendering page (an absolute path)
@@ -118,10 +86,7 @@ describe("report.html in headless Chromium", function()
 
   setup(function()
     DIR = tmpdir() .. "/result"
-    local p = io.popen("cd " .. shq(ROOT) .. " && " .. shq(BIN) .. " run scenarios/tcp.lua --quick --filter payload=1024"
-      .. " --out " .. shq(DIR) .. " >/dev/null 2>&1; echo $?")
-    local rc = tonumber(p:read("*a"):match("(%d+)"))
-    p:close()
+    local rc = ark.run({ "run", "scenarios/tcp.lua", "--quick", "--filter", "payload=1024", "--out", DIR })
     assert.are.equal(0, rc)
     summary = cjson.decode(read_file(DIR .. "/summary.json"))
     page = render(DIR .. "/report.html", DIR .. "/report.png")

@@ -11,59 +11,17 @@
 -- as under a terminal. (A plain `cmd &` from a non-interactive shell would
 -- start arkbench with SIGINT ignored, which a terminal never does.)
 -- Runtime: ~10 s.
-local cjson = require("cjson").new()
-cjson.decode_invalid_numbers(false)
+package.path = (os.getenv("ARKBENCH_ROOT") or ".") .. "/spec/?.lua;" .. package.path
+local files = require("helpers.files")
+local proc = require("helpers.proc")
+local ark = require("helpers.arkbench")
 
-local ROOT = os.getenv("ARKBENCH_ROOT") or "."
-local BIN = os.getenv("ARKBENCH_BIN") or (ROOT .. "/bin/arkbench")
+local BIN, cjson = ark.BIN, ark.cjson
+local shq, read_file, write_file = files.shq, files.read_file, files.write_file
+local sh_ok, capture, now_s, wait_for, pid_alive = proc.sh_ok, proc.sh_out, proc.now, proc.wait_for, proc.exists
 
-local function shq(s)
-    return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
-end
-
-local function sh_ok(cmd)
-    local r = os.execute(cmd)
-    return r == true or r == 0
-end
-
-local function read_file(path)
-    local f = io.open(path, "rb")
-    if not f then return nil end
-    local s = f:read("*a")
-    f:close()
-    return s
-end
-
-local function write_file(path, text)
-    local f = assert(io.open(path, "wb"))
-    f:write(text)
-    f:close()
-end
-
-local function capture(cmd)
-    local p = io.popen(cmd)
-    local s = p:read("*a")
-    p:close()
-    return s
-end
-
-local ok_core, core = pcall(require, "arkbench.core")
-local function now_s()
-    if ok_core and core.now_ns then return core.now_ns() / 1e9 end
-    return tonumber(capture("date +%s.%N"))
-end
-
-local function sleep(s) os.execute("sleep " .. s) end
-
-local dirs, groups = {}, {}
-local function tmpdir()
-    local p = os.tmpname()
-    os.remove(p)
-    p = p .. "_e2e_intr"
-    assert(sh_ok("mkdir -p " .. shq(p)))
-    dirs[#dirs + 1] = p
-    return p
-end
+local groups = {}
+local function tmpdir() return files.tmpdir("_e2e_intr") end
 
 teardown(function()
     -- never leave a run of ours behind, whatever failed (a wrapper that wrote
@@ -71,7 +29,7 @@ teardown(function()
     for _, g in ipairs(groups) do
         if not read_file(g.dir .. "/rc") then os.execute("kill -KILL -" .. g.pgid .. " 2>/dev/null") end
     end
-    for _, d in ipairs(dirs) do os.execute("rm -rf " .. shq(d)) end
+    files.remove_tmpdirs()
 end)
 
 local WRAPPER = [[
@@ -83,20 +41,6 @@ sh -c 'echo $$ > "$1/orch.pid.tmp" && mv "$1/orch.pid.tmp" "$1/orch.pid" && exec
   sh "$1" "$2" "$3" >"$1/stdout" 2>"$1/stderr" </dev/null
 echo $? > "$1/rc.tmp" && mv "$1/rc.tmp" "$1/rc"
 ]]
-
-local function wait_for(pred, timeout, step)
-    local deadline = now_s() + timeout
-    while true do
-        local v = pred()
-        if v then return v end
-        if now_s() > deadline then return nil end
-        sleep(step or 0.02)
-    end
-end
-
-local function pid_alive(pid)
-    return sh_ok("kill -0 " .. pid .. " 2>/dev/null")
-end
 
 local function count_lines(path)
     local n = 0

@@ -10,208 +10,22 @@
 -- Needs: wrk, openssl, /usr/bin/python3 with python3-websockets
 -- ($ARKBENCH_PYTHON overrides the interpreter).
 -- Runtime: ~15 s.
-local cjson_mod = require("cjson")
+package.path = (os.getenv("ARKBENCH_ROOT") or ".") .. "/spec/?.lua;" .. package.path
+local files = require("helpers.files")
+local proc = require("helpers.proc")
+local ark = require("helpers.arkbench")
+local peers = require("helpers.peers")
 
-local ROOT = os.getenv("ARKBENCH_ROOT") or "."
-local BIN = os.getenv("ARKBENCH_BIN") or (ROOT .. "/bin/arkbench")
--- Debian's interpreter, where python3-websockets lives (a python3 earlier
--- on PATH, e.g. a pyenv shim, would not have it).
-local PY = os.getenv("ARKBENCH_PYTHON") or "/usr/bin/python3"
+local ROOT, PY, cjson, shq, write_file = ark.ROOT, peers.PY, ark.cjson, files.shq, files.write_file
+local run_cmd, stop, wait_listening, last_json = proc.run_cmd, proc.stop, peers.wait_listening, peers.last_json
+local assert_identity, brief = ark.assert_identity, ark.brief
 
-local cjson = cjson_mod.new()
-cjson.decode_invalid_numbers(false)
-
-local function shq(s)
-    return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
-end
-
-local function read_file(path)
-    local f = io.open(path, "rb")
-    if not f then return nil end
-    local s = f:read("*a")
-    f:close()
-    return s
-end
-
-local function write_file(path, text)
-    local f = assert(io.open(path, "wb"))
-    f:write(text)
-    f:close()
-end
-
-local function sh_ok(cmd)
-    local r = os.execute(cmd)
-    return r == true or r == 0
-end
-
-local function sh_out(cmd)
-    local p = io.popen(cmd)
-    local s = p:read("*a")
-    p:close()
-    return s
-end
-
-local okcore, core = pcall(require, "arkbench.core")
-local function now()
-    if okcore and core.now_ns then return core.now_ns() / 1e9 end
-    return tonumber(sh_out("date +%s.%N"))
-end
-
-local function sleep(s)
-    os.execute("sleep " .. string.format("%.3f", s))
-end
-
-local dirs = {}
-local function tmpdir()
-    local p = os.tmpname()
-    os.remove(p)
-    p = p .. "_peers"
-    assert(sh_ok("mkdir -p " .. shq(p)))
-    dirs[#dirs + 1] = p
-    return p
-end
-
--- Background processes: each runs under `timeout` (a hard bound even if
--- this spec dies), stdout/stderr to files; proc.pid is timeout's pid,
--- which forwards SIGTERM/SIGINT to the program.
-local procs = {}
-
-local function alive(pid)
-    if not sh_ok("kill -0 " .. pid .. " 2>/dev/null") then return false end
-    local st = read_file("/proc/" .. pid .. "/stat")
-    if st and st:match("^%d+ %b() Z") then return false end
-    return true
-end
-
-local function spawn(argv, opts)
-    opts = opts or {}
-    local d = tmpdir()
-    local cmd = {}
-    for _, a in ipairs(argv) do cmd[#cmd + 1] = shq(a) end
-    local line = "cd " .. shq(opts.cwd or ROOT) .. " && { PYTHONDONTWRITEBYTECODE=1 timeout -k 3 " .. (opts.limit or 120) .. " "
-        .. table.concat(cmd, " ") .. " >" .. shq(d .. "/stdout") .. " 2>" .. shq(d .. "/stderr")
-        .. " </dev/null & echo $!; }"
-    local pid = tonumber(sh_out(line):match("(%d+)"))
-    assert(pid, "could not start " .. table.concat(argv, " "))
-    local p = { pid = pid, dir = d, argv = argv, name = opts.name or argv[1] }
-    procs[#procs + 1] = p
-    return p
-end
-
-local function stdout_of(p) return read_file(p.dir .. "/stdout") or "" end
-local function stderr_of(p) return read_file(p.dir .. "/stderr") or "" end
-
--- Waits for `listening on HOST:PORT`; returns the port.
-local function wait_listening(p, limit)
-    local t_end = now() + (limit or 15)
-    while now() < t_end do
-        local port = stdout_of(p):match("listening on [%d%.]+:(%d+)")
-        if port then return tonumber(port) end
-        if not alive(p.pid) then break end
-        sleep(0.05)
-    end
-    error(p.name .. " did not print 'listening on HOST:PORT'; stdout:\n" .. stdout_of(p)
-        .. "\nstderr:\n" .. stderr_of(p))
-end
-
--- Stops p (SIGTERM, then SIGKILL after `grace` s); returns its stdout.
-local function stop(p, grace)
-    if not p.stopped then
-        p.stopped = true
-        if alive(p.pid) then
-            os.execute("kill -TERM " .. p.pid .. " 2>/dev/null")
-            local t_end = now() + (grace or 5)
-            while alive(p.pid) and now() < t_end do sleep(0.05) end
-            if alive(p.pid) then
-                p.killed = true
-                os.execute("kill -KILL " .. p.pid .. " 2>/dev/null")
-            end
-        end
-    end
-    return stdout_of(p)
-end
-
-local function stop_all()
-    for _, p in ipairs(procs) do pcall(stop, p, 2) end
-end
+local function tmpdir() return files.tmpdir("_peers") end
 
 teardown(function()
-    stop_all()
-    for _, d in ipairs(dirs) do os.execute("rm -rf " .. shq(d)) end
+    proc.stop_all()
+    files.remove_tmpdirs()
 end)
-
--- The last line of `text` that is a JSON object, decoded.
-local function last_json(text, what)
-    local last
-    for line in (text or ""):gmatch("[^\n]+") do
-        if line:match("^%s*{") then last = line end
-    end
-    assert.is_truthy(last, (what or "output") .. " has no JSON line:\n" .. tostring(text))
-    local ok, v = pcall(cjson.decode, last)
-    assert.is_true(ok, (what or "output") .. " is not JSON: " .. tostring(v) .. "\n" .. last)
-    return v
-end
-
--- Runs a command in the shell with a hard time limit; returns exit code,
--- stdout, stderr, wall seconds.
-local function run_cmd(argv, opts)
-    opts = opts or {}
-    local d = tmpdir()
-    local cmd = {}
-    for _, a in ipairs(argv) do cmd[#cmd + 1] = shq(a) end
-    local line = "cd " .. shq(opts.cwd or ROOT) .. " && PYTHONDONTWRITEBYTECODE=1 timeout -k 3 " .. (opts.limit or 60) .. " "
-        .. table.concat(cmd, " ") .. " >" .. shq(d .. "/stdout") .. " 2>" .. shq(d .. "/stderr")
-        .. " " .. (opts.stdin and ("<" .. shq(opts.stdin)) or "</dev/null") .. "; echo $?"
-    local t0 = now()
-    local rc = tonumber(sh_out(line):match("(%d+)"))
-    return rc, read_file(d .. "/stdout") or "", read_file(d .. "/stderr") or "", now() - t0
-end
-
--- Writes a scenario and runs it; returns { rc, stdout, stderr, wall, runs }.
-local function run_scenario(text, opts)
-    opts = opts or {}
-    local d = tmpdir()
-    local path = d .. "/" .. (opts.name or "peer") .. ".lua"
-    write_file(path, text)
-    local out = d .. "/out"
-    local rc, so, se, wall = run_cmd({ BIN, "run", path, "--out", out }, { limit = opts.limit or 90 })
-    local runs = {}
-    for line in (read_file(out .. "/runs.jsonl") or ""):gmatch("[^\n]+") do
-        local ok, v = pcall(cjson.decode, line)
-        assert.is_true(ok, "runs.jsonl line is not JSON: " .. line)
-        runs[#runs + 1] = v
-    end
-    return { rc = rc, stdout = so, stderr = se, wall = wall, runs = runs }
-end
-
-local function assert_identity(r)
-    local where = tostring(r.case_id)
-    for _, k in ipairs({ "sent", "completed", "drained", "timed_out", "message_errors", "unfinished" }) do
-        assert.are.equal("number", type(r[k]), where .. ": " .. k .. " is not a number")
-    end
-    assert.are.equal(r.sent, r.completed + r.drained + r.timed_out + r.message_errors + r.unfinished,
-        where .. ": sent ~= completed + drained + timed_out + message_errors + unfinished")
-end
-
-local function count_keys(t)
-    local n = 0
-    for _ in pairs(t or {}) do n = n + 1 end
-    return n
-end
-
-local function sum_values(t)
-    local n = 0
-    for _, v in pairs(t or {}) do n = n + v end
-    return n
-end
-
-local function brief(r)
-    return string.format("%s: ok=%s status=%s error=%s sent=%s completed=%s drained=%s timed_out=%s "
-        .. "message_errors=%s unfinished=%s errors=%s elapsed_s=%s",
-        tostring(r.case_id), tostring(r.ok), tostring(r.status), tostring(r.error), tostring(r.sent),
-        tostring(r.completed), tostring(r.drained), tostring(r.timed_out), tostring(r.message_errors),
-        tostring(r.unfinished), cjson.encode(r.errors or {}), tostring(r.elapsed_s))
-end
 
 local PEERS = ROOT .. "/spec/fixtures/peers"
 
@@ -220,7 +34,7 @@ describe("wrk (Lua POST /echo script) against arkbench serve --protocol http", f
     local rc, out, err, serve_json
 
     setup(function()
-        local srv = spawn({ BIN, "serve", "--protocol", "http", "--listen", "127.0.0.1:0" }, { name = "serve http" })
+        local srv = peers.serve("http")
         local port = wait_listening(srv)
         rc, out, err = run_cmd({ "wrk", "-t1", "-c16", "-d1s", "--timeout", "5s",
             "-s", PEERS .. "/wrk_post_echo.lua", "http://127.0.0.1:" .. port .. "/echo" }, { limit = 30 })
@@ -264,8 +78,7 @@ for _, proto in ipairs({ "ws", "wss" }) do
         setup(function()
             local d = tmpdir()
             local cert = d .. "/cert.pem"
-            local srv = spawn({ BIN, "serve", "--protocol", proto, "--listen", "127.0.0.1:0", "--cert-out", cert },
-                { name = "serve " .. proto })
+            local srv = peers.serve(proto, { "--cert-out", cert })
             local port = wait_listening(srv)
             local argv = { PY, PEERS .. "/ws_client.py", proto .. "://127.0.0.1:" .. port .. "/echo" }
             if proto == "wss" then
@@ -320,17 +133,15 @@ describe("arkbench's ws client (target=) against a python3-websockets echo serve
     local res, peer
 
     setup(function()
-        local srv = spawn({ PY, PEERS .. "/ws_echo_server.py" }, { name = "ws_echo_server.py" })
-        local port = wait_listening(srv)
         local list = {}
         for _, n in ipairs(PAYLOADS) do list[#list + 1] = tostring(n) end
-        res = run_scenario(string.format([[
+        res, peer = peers.scenario_against_python(PEERS .. "/ws_echo_server.py", function(port)
+            return string.format([[
 return { name = "ws_peer", protocol = "ws", target = "127.0.0.1:%d",
          payload = { %s }, clients = 1, window = 1,
          warmup = 0, duration = 0.2, repetitions = 1 }
-]], port, table.concat(list, ", ")), { name = "ws_peer" })
-        sleep(0.2)
-        peer = last_json(stop(srv), "ws_echo_server.py's output")
+]], port, table.concat(list, ", "))
+        end, { name = "ws_peer", settle = 0.2 })
     end)
 
     it("runs ok for payloads 16, 125, 126, 65535, 65536 and 1 MiB", function()
@@ -370,8 +181,7 @@ describe("openssl s_client against arkbench serve --protocol tls", function()
     setup(function()
         d = tmpdir()
         cert = d .. "/cert.pem"
-        srv = spawn({ BIN, "serve", "--protocol", "tls", "--listen", "127.0.0.1:0", "--cert-out", cert },
-            { name = "serve tls" })
+        srv = peers.serve("tls", { "--cert-out", cert })
         port = wait_listening(srv)
         write_file(d .. "/msg.bin", string.char(#PAYLOAD) .. PAYLOAD)
         -- keep stdin open a moment so s_client reads the echo before it quits
@@ -382,8 +192,7 @@ describe("openssl s_client against arkbench serve --protocol tls", function()
         -- control, against a second server: its certificate must NOT
         -- verify for another address
         local cert2 = d .. "/cert2.pem"
-        local srv2 = spawn({ BIN, "serve", "--protocol", "tls", "--listen", "127.0.0.1:0", "--cert-out", cert2 },
-            { name = "serve tls (control)" })
+        local srv2 = peers.serve("tls", { "--cert-out", cert2 }, "serve tls (control)")
         local port2 = wait_listening(srv2)
         bad_rc, bad_out, bad_err = run_cmd({ "sh", "-c", "openssl s_client -connect 127.0.0.1:" .. port2
             .. " -CAfile " .. shq(cert2) .. " -verify_return_error -verify_ip 127.0.0.2 -brief </dev/null" },
@@ -425,15 +234,13 @@ describe("arkbench's http client (target=) against a Python http.server echo pee
     local res, peer
 
     setup(function()
-        local srv = spawn({ PY, PEERS .. "/http_echo.py" }, { name = "http_echo.py" })
-        local port = wait_listening(srv)
-        res = run_scenario(string.format([[
+        res, peer = peers.scenario_against_python(PEERS .. "/http_echo.py", function(port)
+            return string.format([[
 return { name = "http_peer", protocol = "http", target = "127.0.0.1:%d", payload = 1024,
          load = { { clients = 1, window = 1 }, { clients = 4, window = 4 } },
          warmup = 0, duration = 0.3, repetitions = 1 }
-]], port), { name = "http_peer" })
-        sleep(0.2)
-        peer = last_json(stop(srv), "http_echo.py's output")
+]], port)
+        end, { name = "http_peer", settle = 0.2 })
     end)
 
     it("runs ok, 1x1 and 4x4 (pipelined)", function()

@@ -8,63 +8,20 @@
 --
 -- Runs $ARKBENCH_BIN (ctest sets it), else $ARKBENCH_ROOT/bin/arkbench.
 -- Runtime: ~20 s (three short runs of 10, 10 and 1 cases).
-local cjson_mod = require("cjson")
+package.path = (os.getenv("ARKBENCH_ROOT") or ".") .. "/spec/?.lua;" .. package.path
 local core = require("arkbench.core")
+local files = require("helpers.files")
+local proc = require("helpers.proc")
+local ark = require("helpers.arkbench")
 
-local ROOT = os.getenv("ARKBENCH_ROOT") or "."
-local BIN = os.getenv("ARKBENCH_BIN") or (ROOT .. "/bin/arkbench")
+local cjson, run, sh_ok = ark.cjson, ark.run, proc.sh_ok
+local shq, read_file, write_file = files.shq, files.read_file, files.write_file
 
-local cjson = cjson_mod.new()
-cjson.decode_invalid_numbers(false)
-
-local function shq(s)
-  return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
-end
-
-local function read_file(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("*a")
-  f:close()
-  return s
-end
-
-local function write_file(path, text)
-  local f = assert(io.open(path, "wb"))
-  f:write(text)
-  f:close()
-end
-
-local function sh_ok(cmd)
-  local r = os.execute(cmd)
-  return r == true or r == 0
-end
-
-local dirs = {}
-local function tmpdir()
-  local p = os.tmpname()
-  os.remove(p)
-  p = p .. "_report"
-  assert(sh_ok("mkdir -p " .. shq(p)))
-  dirs[#dirs + 1] = p
-  return p
-end
+local function tmpdir() return files.tmpdir("_report") end
 
 teardown(function()
-  for _, d in ipairs(dirs) do os.execute("rm -rf " .. shq(d)) end
+  files.remove_tmpdirs()
 end)
-
--- exit code, stdout, stderr of `arkbench args...`
-local function run(args)
-  local d = tmpdir()
-  local cmd = "cd " .. shq(ROOT) .. " && " .. shq(BIN)
-  for _, a in ipairs(args) do cmd = cmd .. " " .. shq(a) end
-  cmd = cmd .. " >" .. shq(d .. "/stdout") .. " 2>" .. shq(d .. "/stderr") .. " </dev/null; echo $?"
-  local p = io.popen(cmd)
-  local rc = tonumber(p:read("*a"):match("(%d+)"))
-  p:close()
-  return rc, read_file(d .. "/stdout") or "", read_file(d .. "/stderr") or ""
-end
 
 local function ls(dir)
   local out = {}

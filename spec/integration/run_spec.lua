@@ -7,42 +7,14 @@
 -- the launcher $ARKBENCH_ROOT/bin/arkbench (which rebuilds first); every
 -- result goes under a fresh temp folder.
 -- Runtime: ~10 s (short runs: --quick or duration=0.2, one repetition).
-local cjson_mod = require("cjson")
+package.path = (os.getenv("ARKBENCH_ROOT") or ".") .. "/spec/?.lua;" .. package.path
+local files = require("helpers.files")
+local proc = require("helpers.proc")
+local ark = require("helpers.arkbench")
 
-local ROOT = os.getenv("ARKBENCH_ROOT") or "."
-local BIN = os.getenv("ARKBENCH_BIN") or (ROOT .. "/bin/arkbench")
-
--- A decoder that refuses NaN, Infinity and hex numbers (cjson's default
--- accepts them).
-local cjson = cjson_mod.new()
-cjson.decode_invalid_numbers(false)
-
-local function shq(s)
-    return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
-end
-
-local function read_file(path)
-    local f = io.open(path, "rb")
-    if not f then return nil end
-    local s = f:read("*a")
-    f:close()
-    return s
-end
-
-local function write_file(path, text)
-    local f = assert(io.open(path, "wb"))
-    f:write(text)
-    f:close()
-end
-
-local function sh_ok(cmd)
-    local r = os.execute(cmd)
-    return r == true or r == 0
-end
-
-local function exists(path)
-    return sh_ok("test -e " .. shq(path))
-end
+local ROOT, BIN, cjson, run = ark.ROOT, ark.BIN, ark.cjson, ark.run
+local shq, read_file, write_file, exists = files.shq, files.read_file, files.write_file, files.exists
+local sh_ok = proc.sh_ok
 
 local function lines_of(text)
     local out = {}
@@ -50,42 +22,14 @@ local function lines_of(text)
     return out
 end
 
-local dirs = {}
-local function tmpdir()
-    local p = os.tmpname()
-    os.remove(p)
-    p = p .. "_e2e_run"
-    assert(sh_ok("mkdir -p " .. shq(p)))
-    dirs[#dirs + 1] = p
-    return p
-end
+local function tmpdir() return files.tmpdir("_e2e_run") end
 
 teardown(function()
-    for _, d in ipairs(dirs) do os.execute("rm -rf " .. shq(d)) end
+    files.remove_tmpdirs()
 end)
 
 local function sha256_of(path)
-    local p = io.popen("sha256sum " .. shq(path) .. " 2>/dev/null")
-    local s = p:read("*a")
-    p:close()
-    return s:match("^(%x+)")
-end
-
--- Runs `exe args...` with a shell from cwd, env a table of NAME=value
--- strings; returns exit code, stdout, stderr.
-local function run(args, opts)
-    opts = opts or {}
-    local d = tmpdir()
-    local envs = {}
-    for _, e in ipairs(opts.env or {}) do envs[#envs + 1] = shq(e) end
-    local cmd = "cd " .. shq(opts.cwd or ROOT) .. " && env " .. table.concat(envs, " ") .. " "
-        .. shq(opts.exe or BIN)
-    for _, a in ipairs(args) do cmd = cmd .. " " .. shq(a) end
-    cmd = cmd .. " >" .. shq(d .. "/stdout") .. " 2>" .. shq(d .. "/stderr") .. " </dev/null; echo $?"
-    local p = io.popen(cmd)
-    local rc = tonumber(p:read("*a"):match("(%d+)"))
-    p:close()
-    return rc, read_file(d .. "/stdout") or "", read_file(d .. "/stderr") or ""
+    return proc.sh_out("sha256sum " .. shq(path) .. " 2>/dev/null"):match("^(%x+)")
 end
 
 -- Strict JSON text check: outside string literals there must be no NaN,
