@@ -21,6 +21,7 @@
 #include "engine.h"
 #include "histogram.h"
 #include "codec.h"
+#include "framing.h"
 #include "outbuf.h"
 #include "scheduler.h"
 #include "tls.h"
@@ -225,8 +226,29 @@ uint8_t ab__sending_phase(const ab__loop_t *l, uint64_t *dl);
 /* Marks messages seq .. seq+n-1 as handed to the socket at t in phase. */
 void ab__client_stamp(ab__client_t *c, uint64_t seq, uint32_t n, uint64_t t, uint8_t phase);
 /* A reply whose header (ph, cid, seq) checked out arrived at `now`: frees
- * its slot and counts it.  AB_ESEQ when it is not a message in flight. */
-int ab__client_complete(ab__client_t *c, uint8_t ph, uint32_t cid, uint64_t seq, uint64_t now);
+ * its slot and counts it.  AB_ESEQ when it is not a message in flight.
+ * (Inline: it runs once per message.) */
+static inline int ab__client_complete(ab__client_t *c, uint8_t ph, uint32_t cid, uint64_t seq, uint64_t now) {
+  struct ab__loop_s *l = c->loop;
+  uint32_t slot = (uint32_t)(seq % l->eng->cfg->window);
+  if (cid != c->id || c->slot_ns[slot] == 0 || c->slot_seq[slot] != seq ||
+      c->slot_phase[slot] != ph)
+    return AB_ESEQ;
+  uint64_t rtt = now - c->slot_ns[slot];
+  c->slot_ns[slot] = 0;
+  c->inflight--;
+  if (ph == AB_PHASE_MEASURE) {
+    ab_hist_record(&l->rtt, rtt);
+    if (now <= l->deadline_ns) l->completed++;
+    else l->drained++;
+    l->meas_inflight--;
+  } else {
+    l->warmup_completed++;
+    l->warm_inflight--;
+  }
+  return 0;
+}
+
 /* A whole reply payload: checks every byte and completes it (stream.c). */
 int ab__client_reply(ab__client_t *c, const ab_msgview_t *msg, uint64_t now);
 /* After completions: moves oldest_seq past freed slots. */

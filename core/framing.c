@@ -32,30 +32,6 @@ size_t ab_prefix_encode(uint8_t *out, uint64_t len) {
   return 9;
 }
 
-int ab_prefix_decode(const uint8_t *in, size_t avail, uint64_t max_len,
-                     uint64_t *len) {
-  if (avail < 1) return AB_EAGAIN;
-  uint64_t v;
-  int n;
-  if (in[0] < 254) {
-    v = in[0];
-    n = 1;
-  } else if (in[0] == 254) {
-    if (avail < 3) return AB_EAGAIN;
-    v = (uint64_t)in[1] | (uint64_t)in[2] << 8;
-    if (v < 254) return AB_EFRAME;
-    n = 3;
-  } else {
-    if (avail < 9) return AB_EAGAIN;
-    v = get_u64(in + 1);
-    if (v <= 65535) return AB_EFRAME;
-    n = 9;
-  }
-  if (v > max_len) return AB_EFRAME;
-  *len = v;
-  return n;
-}
-
 static inline uint64_t seed_of(uint32_t conn, uint64_t seq) {
   return seq * UINT64_C(0xD1B54A32D192ED03) ^ ((uint64_t)conn << 32 | conn);
 }

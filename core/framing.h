@@ -26,6 +26,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ab_error.h"
+
 #define AB_MSG_HEADER 16
 #define AB_MSG_MIN_PAYLOAD 16
 #define AB_MSG_MAX_PAYLOAD (16u * 1024 * 1024)
@@ -44,8 +46,35 @@ size_t ab_prefix_encode(uint8_t *out, uint64_t len);
 /* Reads a prefix from in[0..avail).  Returns the prefix size (> 0) and sets
  * *len; AB_EAGAIN when more bytes are needed; AB_EFRAME when the prefix is
  * not minimal or len > max_len. */
-int ab_prefix_decode(const uint8_t *in, size_t avail, uint64_t max_len,
-                     uint64_t *len);
+static inline uint64_t ab__get_u64le(const uint8_t *p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
+  return v;
+}
+
+static inline int ab_prefix_decode(const uint8_t *in, size_t avail, uint64_t max_len,
+                     uint64_t *len) {
+  if (avail < 1) return AB_EAGAIN;
+  uint64_t v;
+  int n;
+  if (in[0] < 254) {
+    v = in[0];
+    n = 1;
+  } else if (in[0] == 254) {
+    if (avail < 3) return AB_EAGAIN;
+    v = (uint64_t)in[1] | (uint64_t)in[2] << 8;
+    if (v < 254) return AB_EFRAME;
+    n = 3;
+  } else {
+    if (avail < 9) return AB_EAGAIN;
+    v = ab__get_u64le(in + 1);
+    if (v <= 65535) return AB_EFRAME;
+    n = 9;
+  }
+  if (v > max_len) return AB_EFRAME;
+  *len = v;
+  return n;
+}
 
 /* Fills p[0..len) with the message for (phase, conn, seq); len >= 16. */
 void ab_msg_fill(uint8_t *p, size_t len, uint8_t phase, uint32_t conn,

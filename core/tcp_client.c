@@ -135,27 +135,6 @@ void ab__client_stamp(ab__client_t *c, uint64_t seq, uint32_t n, uint64_t t, uin
   }
 }
 
-int ab__client_complete(ab__client_t *c, uint8_t ph, uint32_t cid, uint64_t seq, uint64_t now) {
-  ab__loop_t *l = c->loop;
-  uint32_t slot = (uint32_t)(seq % l->eng->cfg->window);
-  if (cid != c->id || c->slot_ns[slot] == 0 || c->slot_seq[slot] != seq ||
-      c->slot_phase[slot] != ph)
-    return AB_ESEQ;
-  uint64_t rtt = now - c->slot_ns[slot];
-  c->slot_ns[slot] = 0;
-  c->inflight--;
-  if (ph == AB_PHASE_MEASURE) {
-    ab_hist_record(&l->rtt, rtt);
-    if (now <= l->deadline_ns) l->completed++;
-    else l->drained++;
-    l->meas_inflight--;
-  } else {
-    l->warmup_completed++;
-    l->warm_inflight--;
-  }
-  return 0;
-}
-
 void ab__client_advance_oldest(ab__client_t *c) {
   uint32_t w = c->loop->eng->cfg->window;
   while (c->oldest_seq < c->next_seq && c->slot_ns[c->oldest_seq % w] == 0) c->oldest_seq++;
