@@ -4,6 +4,9 @@
  *                  execution="callback", payload=, clients=, window=,
  *                  topology="sharded:N"|"shared:N", work=, warmup=,
  *                  duration=, timeout= }
+ *     execution="lua" also reads scenario_path, scenario_sets, quick, index
+ *     and case_id (core/lua_exec.h); its result may hold script_error =
+ *     true (status "script_error") and errors.ESCRIPT.
  *     -> result | nil, "ECONFIG: ...", "ECONFIG"
  *
  * result holds the measured fields of a run object (docs/run-object.md):
@@ -28,6 +31,7 @@
 #include "ab_error.h"
 #include "engine.h"
 #include "lua_core.h"
+#include "lua_exec.h"
 #include "procstat.h"
 
 static const char *opt_string(lua_State *L, const char *key, const char *def) {
@@ -145,6 +149,7 @@ static int l_run_case(lua_State *L) {
                 : strcmp(framing, "length") == 0 ? AB_FRAMING_LENGTH : 0;
   if (strcmp(exec, "callback") == 0) cfg.execution = AB_EXEC_CALLBACK;
   else if (strcmp(exec, "coroutine") == 0) cfg.execution = AB_EXEC_COROUTINE;
+  else if (strcmp(exec, "lua") == 0) cfg.execution = AB_EXEC_HOOKS;
   else return config_error(L, lua_pushfstring(L, "execution '%s' is not built into the engine yet", exec));
   unsigned n = 0;
   char model[16] = "";
@@ -255,17 +260,36 @@ static int l_run_case(lua_State *L) {
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
   }
-  if (ab_case_check(&cfg, err, sizeof(err)) != 0) return config_error(L, err);
+  /* execution = "lua": the scenario's Lua code drives the connections
+   * (lua_exec.c); the run table says which scenario, sets and case */
+  ab_lua_exec_t *lx = NULL;
+  if (cfg.execution == AB_EXEC_HOOKS) {
+    if (cfg.protocol != AB_PROTO_TCP)
+      return config_error(L, lua_pushfstring(L, "execution \"lua\" drives plain tcp connections;"
+                                                " protocol '%s' is not supported with it", proto));
+    if (ab_lua_exec_new(L, 1, &lx, err, sizeof(err)) != 0) return config_error(L, err);
+    cfg.hooks = ab_lua_exec_hooks(lx);
+  }
+  if (ab_case_check(&cfg, err, sizeof(err)) != 0) {
+    ab_lua_exec_free(lx);
+    return config_error(L, err);
+  }
 
   ab_result_t *r = malloc(sizeof(*r));
-  if (r == NULL) return ab_lua_fail(L, AB_ENOMEM);
+  if (r == NULL) {
+    ab_lua_exec_free(lx);
+    return ab_lua_fail(L, AB_ENOMEM);
+  }
   int rc = ab_run_case(&cfg, r);
+  const char *script_msg = NULL;
+  int script_errors = lx ? ab_lua_exec_script_errors(lx, &script_msg) : 0;
   if (rc < 0) {
     lua_pushnil(L);
     lua_pushfstring(L, "%s: %s", ab_err_name(rc), r->error);
     lua_pushstring(L, ab_err_name(rc));
     ab_result_free(r);
     free(r);
+    ab_lua_exec_free(lx);
     return 3;
   }
   int ncpu = ab_logical_cpus();
@@ -372,6 +396,23 @@ static int l_run_case(lua_State *L) {
     }
     lua_setfield(L, -2, "buffers");
     lua_setfield(L, -2, "udp");
+  }
+  if (lx) {
+    /* a script error: status script_error with the whole message (file:line,
+     * traceback); payload MiB/s from the reply bytes actually read */
+    if (script_errors > 0) {
+      lua_pushboolean(L, 0);
+      lua_setfield(L, -2, "ok");
+      lua_pushboolean(L, 1);
+      lua_setfield(L, -2, "script_error");
+      lua_pushstring(L, script_msg ? script_msg : "script error");
+      lua_setfield(L, -2, "error");
+      lua_getfield(L, -1, "errors");
+      SETNUM("ESCRIPT", script_errors);
+      lua_pop(L, 1);
+    }
+    SETNUM("payload_mib_per_s", (double)ab_lua_exec_reply_bytes(lx) / r->measured_s / 1048576.0);
+    ab_lua_exec_free(lx);
   }
   ab_result_free(r);
   free(r);

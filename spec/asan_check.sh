@@ -19,5 +19,10 @@ ARKBENCH_ROOT="$ROOT" "$OUT/arkbench" run "$ROOT/scenarios/tcp.lua" --quick \
 lines=$(wc -l <"$RES/r/runs.jsonl")
 [ "$lines" -eq 4 ] || { echo "expected 4 runs, got $lines"; exit 1; }
 if grep -q '"ok":false' "$RES/r/runs.jsonl"; then echo "a sanitized run failed:"; cat "$RES/r/runs.jsonl"; exit 1; fi
-echo "asan: C tests and $lines sanitized runs ok"
+# Lua-driven connections (client and server in Lua) under the sanitizers
+ARKBENCH_ROOT="$ROOT" "$OUT/arkbench" run "$ROOT/scenarios/custom/line_echo.lua" --quick \
+  --out "$RES/lua" >"$RES/out2" 2>"$RES/err2" || {
+  echo "sanitized Lua run failed:"; cat "$RES/out2" "$RES/err2"; exit 1; }
+if grep -q '"ok":false' "$RES/lua/runs.jsonl"; then echo "a sanitized Lua run failed:"; cat "$RES/lua/runs.jsonl"; exit 1; fi
+echo "asan: C tests and $lines sanitized runs ok, Lua runs ok"
 rm -rf "$RES"
