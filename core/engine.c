@@ -48,6 +48,14 @@ void ab__loop_error(ab__loop_t *l, int code, const char *what) {
     snprintf(l->first_error, sizeof(l->first_error), "%s", what);
 }
 
+void ab__engine_abort(ab__loop_t *l) {
+  ab__engine_t *eng = l->eng;
+  pthread_mutex_lock(&eng->mu);
+  eng->aborted = 1;
+  pthread_cond_broadcast(&eng->cv);
+  pthread_mutex_unlock(&eng->mu);
+}
+
 void ab__loop_reached(ab__loop_t *l, int stage) {
   ab__engine_t *eng = l->eng;
   pthread_mutex_lock(&eng->mu);
@@ -302,12 +310,24 @@ static int wait_stage(ab__engine_t *eng, int stage, double timeout_s) {
   uint64_t until = ab_now_ns() + (uint64_t)(timeout_s * 1e9);
   struct timespec ts = {(time_t)(until / 1000000000u), (long)(until % 1000000000u)};
   pthread_mutex_lock(&eng->mu);
-  while (eng->reached[stage] < eng->nloops) {
+  while (eng->reached[stage] < eng->nloops && !eng->aborted) {
     if (pthread_cond_timedwait(&eng->cv, &eng->mu, &ts) == ETIMEDOUT) break;
   }
-  int all = eng->reached[stage] >= eng->nloops;
+  int all = eng->reached[stage] >= eng->nloops && !eng->aborted;
   pthread_mutex_unlock(&eng->mu);
   return all;
+}
+
+/* Sleeps until t_ns or an abort; returns 1 when aborted. */
+static int sleep_or_abort(ab__engine_t *eng, uint64_t t_ns) {
+  struct timespec ts = {(time_t)(t_ns / 1000000000u), (long)(t_ns % 1000000000u)};
+  pthread_mutex_lock(&eng->mu);
+  while (!eng->aborted && ab_now_ns() < t_ns) {
+    if (pthread_cond_timedwait(&eng->cv, &eng->mu, &ts) == ETIMEDOUT) break;
+  }
+  int aborted = eng->aborted;
+  pthread_mutex_unlock(&eng->mu);
+  return aborted;
 }
 
 int ab_case_check(const ab_case_cfg_t *cfg, char *err, size_t errlen) {
@@ -552,7 +572,8 @@ int ab_run_case(const ab_case_cfg_t *cfg, ab_result_t *out) {
   /* connect */
   send_cmd(&eng, AB__CMD_CONNECT, 0, 0);
   if (!wait_stage(&eng, AB__ST_CONNECTED, cfg->timeout_s + 10)) {
-    snprintf(out->error, sizeof(out->error), "connecting did not finish in time");
+    if (!eng.aborted)
+      snprintf(out->error, sizeof(out->error), "connecting did not finish in time");
   } else {
     /* nobody to measure with: end now, with the first error as the cause
      * (a refused ALPN fails fast, it does not sit out the duration) */
@@ -567,10 +588,10 @@ int ab_run_case(const ab_case_cfg_t *cfg, ab_result_t *out) {
   }
 
   /* warm-up */
-  if (cfg->warmup_s > 0 && out->error[0] == '\0') {
+  if (cfg->warmup_s > 0 && out->error[0] == '\0' && !eng.aborted) {
     uint64_t t = ab_now_ns();
     send_cmd(&eng, AB__CMD_WARMUP, t + (uint64_t)(cfg->warmup_s * 1e9), 0);
-    if (!wait_stage(&eng, AB__ST_WARM_DONE, cfg->warmup_s + cfg->timeout_s + 5))
+    if (!wait_stage(&eng, AB__ST_WARM_DONE, cfg->warmup_s + cfg->timeout_s + 5) && !eng.aborted)
       snprintf(out->error, sizeof(out->error), "warm-up did not drain in time");
   }
 
@@ -580,15 +601,16 @@ int ab_run_case(const ab_case_cfg_t *cfg, ab_result_t *out) {
   uint64_t t_start = ab_now_ns();
   uint64_t dur_ns = (uint64_t)(cfg->duration_s * 1e9);
   uint64_t deadline = t_start + dur_ns;
-  if (out->error[0] == '\0') {
+  if (out->error[0] == '\0' && !eng.aborted) {
     send_cmd(&eng, AB__CMD_MEASURE, t_start, deadline);
-    ab_sleep_until_ns(deadline);
+    if (sleep_or_abort(&eng, deadline)) dur_ns = ab_now_ns() - t_start;
   }
   ab_cpu_sample(&c1);
   uint64_t t_cpu1 = ab_now_ns();
-  if (out->error[0] == '\0' &&
-      !wait_stage(&eng, AB__ST_MEASURE_DONE, cfg->timeout_s + 5))
+  if (out->error[0] == '\0' && !eng.aborted &&
+      !wait_stage(&eng, AB__ST_MEASURE_DONE, cfg->timeout_s + 5) && !eng.aborted)
     snprintf(out->error, sizeof(out->error), "the drain did not finish in time");
+  /* the measured interval: [start, deadline], or to the abort */
   out->measured_s = (double)dur_ns / 1e9;
   out->cpu_wall_s = (double)(t_cpu1 - t_start) / 1e9;
   out->cpu_user_s = c1.user_s - c0.user_s;

@@ -198,6 +198,7 @@ struct ab__engine_s {
   pthread_cond_t cv;
   uint32_t reached[AB__ST_COUNT];
   ab_udp_buffers_t udp_client_buffers, udp_server_buffers;
+  int aborted;                  /* ab__engine_abort: stop waiting now */
   int layered;                  /* protocol goes through stream.c */
   int coro;                     /* execution = coroutine: coro_echo.c */
   const ab_exec_hooks_t *hooks; /* execution = hooks (lua) */
@@ -214,6 +215,9 @@ struct ab__engine_s {
 };
 
 /* engine.c */
+/* From any loop thread: the run cannot go on (a script error): the
+ * coordinator stops waiting for phases and deadlines and ends the run. */
+void ab__engine_abort(ab__loop_t *l);
 void ab__loop_reached(ab__loop_t *l, int stage);
 void ab__loop_error(ab__loop_t *l, int code, const char *what);
 void ab__loop_check_progress(ab__loop_t *l);
