@@ -179,6 +179,20 @@ return {
         assert_ok(assert(runs["clients=2"], "the other part did not run"))
     end)
 
+    it("stops a run within 1 s of a script error, not at its 5 s deadline", function()
+        local path = FIX .. "script_error.lua"
+        local rc, out, err, dir = run({ path, "--set", "duration=5", "--set", "warmup=0",
+                                        "--set", "repetitions=1", "--filter", "clients=1" })
+        assert.are.equal(1, rc, out .. err)
+        local runs = by_case(read_runs(dir))
+        local bad = assert(runs["clients=1"], "no run for the failing part")
+        assert.are.equal("script_error", bad.status)
+        -- the error comes after 100 round trips (a few ms); the worker's whole
+        -- life, start-up included, stays far below the 5 s duration
+        assert.is_true(bad.elapsed_s < 1.5, "elapsed " .. tostring(bad.elapsed_s))
+        assert_identity(bad)
+    end)
+
     it("ends a client stuck in a loop that never yields by the per-run limit; the others run", function()
         local rc, out, err, dir = run({ FIX .. "stuck.lua", "--quick" },
             "ARKBENCH_RUN_TIMEOUT_EXTRA=2")
