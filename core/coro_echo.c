@@ -383,11 +383,16 @@ static void s_main(void *arg) {
     }
   }
   s->ly.state = AB__LY_READY;
+  /* plain tcp without a pool echoes whole frames straight from the read
+   * buffer, as the callback server does, instead of copying each through
+   * server_reply */
+  int direct = !eng->pool && !s->ly.tls && (vt == &ab_codec_length || vt == &ab_codec_raw);
   for (;;) {
     size_t off = 0;
     uint64_t held = 0;
+    size_t run_lo = 0, run_hi = 0; /* frames to echo from rbuf[run_lo, run_hi) */
     for (;;) {
-      size_t used = 0;
+      size_t used = 0, before = off;
       ab_msgview_t msg;
       r = vt->server_parse(s->ly.codec, s->rbuf + off, s->rlen - off, &used, &msg);
       off += used;
@@ -399,6 +404,16 @@ static void s_main(void *arg) {
       }
       l->srv_messages++;
       l->srv_bytes += msg.len;
+      if (direct && msg.data >= s->rbuf + before && msg.data + msg.len <= s->rbuf + off) {
+        if (eng->cfg->work) l->work_sink ^= ab_work(eng->cfg->work, l->work_sink + 1);
+        if (run_hi != before) run_lo = before; /* (always contiguous in practice) */
+        run_hi = off;
+        continue;
+      }
+      if (run_hi > run_lo) { /* keep the order: earlier frames first */
+        ab_outbuf_append(&s->ly.plain, s->rbuf + run_lo, run_hi - run_lo);
+        run_lo = run_hi = 0;
+      }
       if (eng->pool) {
         /* hand the work to the pool; replies go out when all returned */
         size_t need = 4 + msg.len;
@@ -417,6 +432,20 @@ static void s_main(void *arg) {
           goto done;
         }
       }
+    }
+    if (run_hi > run_lo) {
+      /* straight from rbuf when nothing is queued before it; what the
+       * kernel does not take is copied first, because a blocked write must
+       * not point into rbuf (the read callback may move it) */
+      ab_outbuf_t *pl = &s->ly.plain;
+      size_t n = run_hi - run_lo, done_n = 0;
+      if (pl->len[pl->active] == 0) {
+        uv_buf_t b = uv_buf_init((char *)s->rbuf + run_lo, (unsigned)n);
+        int w = uv_try_write((uv_stream_t *)&s->tcp, &b, 1);
+        if (w < 0 && w != UV_EAGAIN) goto done;
+        done_n = w < 0 ? 0 : (size_t)w;
+      }
+      if (done_n < n) ab_outbuf_append(pl, s->rbuf + run_lo + done_n, n - done_n);
     }
     consume(s->rbuf, &s->rlen, off);
     if (held) {
