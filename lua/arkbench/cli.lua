@@ -184,6 +184,41 @@ function _M.run(args)
         end
     end
 
+    -- execution = "lua" needs a driver, runs over tcp, and a function
+    -- message needs an expect: refused here, before anything runs
+    for pi, part in ipairs(spec.parts or { spec }) do
+        local ex = part.keys.execution
+        local uses_lua = ex == "lua"
+        if type(ex) == "table" then
+            for _, e in ipairs(ex) do if e == "lua" then uses_lua = true end end
+        end
+        if uses_lua then
+            local h = part.hooks or {}
+            local where = o.path .. (spec.parts and (" (part " .. pi .. ")") or "")
+            local protos = type(part.keys.protocol) == "table" and part.keys.protocol
+                           or { part.keys.protocol or "tcp" }
+            for _, p in ipairs(protos) do
+                if p ~= "tcp" then
+                    return die(where .. ": execution = \"lua\" runs over protocol tcp, not " .. p)
+                end
+            end
+            if h.client == nil and h.message == nil then
+                return die(where .. ": execution = \"lua\" needs client = function(conn) or"
+                    .. " message (with expect); see docs/lua-api.md")
+            end
+            if type(h.message) == "function" and h.expect == nil then
+                return die(where .. ": message is a function, so expect is needed (a length,"
+                    .. " \"line\" or function(buf)); see docs/lua-api.md")
+            end
+            local w = part.keys.window
+            local wmax = type(w) == "table" and math.max(unpack(w)) or w or 1
+            if h.client ~= nil and wmax > 1 then
+                io_stderr:write("warning: " .. where .. ": window is not used by client ="
+                    .. " function(conn) (each conn:call is one round trip at a time)\n")
+            end
+        end
+    end
+
     -- file descriptors: each connection has a client and a server end in
     -- the worker; raise our limit (workers inherit it) or refuse now
     local most = 0
@@ -245,6 +280,7 @@ function _M.run(args)
         scenario = spec.name, started_utc = env.utc_iso(started), ended_utc = envinfo.ended_utc,
         interrupted = code == 130,
     })
+    io_stdout:flush()
     io_stderr:write("results: ", dir, "\n")
     return code
 end
