@@ -44,6 +44,13 @@ static int light_message(ab__lx_loop_t *lx, ab__lx_conn_t *k, uint64_t i, const 
     return -1;
   }
   *p = lua_tolstring(L, -1, n);
+  if (*n == 0) {
+    const char *at = fn_where(L, AB__LX_IDX_MESSAGE);
+    ab__lx_script_error(lx, lua_pushfstring(L, "%s: message(%d) returned an empty string; "
+                                        "expected the request's bytes", at, (int)i));
+    lua_pop(L, 3);
+    return -1;
+  }
   return 0;
 }
 

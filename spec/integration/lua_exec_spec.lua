@@ -193,6 +193,19 @@ return {
         assert_identity(bad)
     end)
 
+    it("names the user's line for a malformed receive pattern and an empty message", function()
+        for _, case in ipairs({ { "bad_pattern.lua", 5, 'conn:receive: bad pattern "["' },
+                                { "empty_message.lua", 3, "returned an empty string" } }) do
+            local path = FIX .. case[1]
+            local rc, out, err, dir = run({ path })
+            assert.are.equal(1, rc, out .. err)
+            local r = read_runs(dir)[1]
+            assert.are.equal("script_error", r.status)
+            assert.is_truthy(r.error:find(path .. ":" .. case[2] .. ":", 1, true), r.error)
+            assert.is_truthy(r.error:find(case[3], 1, true), r.error)
+        end
+    end)
+
     it("ends a client stuck in a loop that never yields by the per-run limit; the others run", function()
         local rc, out, err, dir = run({ FIX .. "stuck.lua", "--quick" },
             "ARKBENCH_RUN_TIMEOUT_EXTRA=2")
@@ -226,8 +239,6 @@ return {
       message = function(i) if i > 5 then local t; return t.x end return "a\n" end },
     { execution = "lua", clients = 4, server = server,
       client = function(conn) coroutine.yield() end },
-    { execution = "lua", clients = 5, server = server },
-    { execution = "lua", clients = 6, server = server, protocol = "ws", message = "a\n" },
 }
 ]])
         local rc, out, err, dir = run({ file, "--quick" })
@@ -239,14 +250,30 @@ return {
             assert.are.equal(status, r.status, id .. ": " .. tostring(r.error))
             assert.is_truthy(r.error:find(text, 1, true), id .. ": " .. r.error)
         end
-        check("protocol=tcp clients=1", "script_error",
+        check("clients=1", "script_error",
             file .. ":10: bad argument #1 to 'send' (string expected, got number)")
-        check("protocol=tcp clients=2", "script_error",
+        check("clients=2", "script_error",
             file .. ":12: expect(buf) returned string; expected nil (reply incomplete)")
-        check("protocol=tcp clients=3", "script_error", file .. ":14: attempt to index local 't'")
-        check("protocol=tcp clients=4", "script_error", "coroutine.yield()")
-        check("protocol=tcp clients=4", "script_error", file .. ":16:")
-        check("protocol=tcp clients=5", "error", "needs client = function(conn)")
-        check("protocol=ws clients=6", "error", "drives plain tcp connections")
+        check("clients=3", "script_error", file .. ":14: attempt to index local 't'")
+        check("clients=4", "script_error", "coroutine.yield()")
+        check("clients=4", "script_error", file .. ":16:")
+    end)
+
+    it("refuses before running a part with no driver, a non-tcp protocol, a message function without expect", function()
+        local d = tmpdir()
+        for i, case in ipairs({
+            { 'return { execution = "lua", clients = 5 }', 'needs client = function(conn)' },
+            { 'return { execution = "lua", protocol = "ws", message = "a\\n", expect = "line" }',
+              'runs over protocol tcp, not ws' },
+            { 'return { execution = "lua", message = function(i) return "a" end }',
+              'message is a function, so expect is needed' },
+        }) do
+            local file = d .. "/refuse" .. i .. ".lua"
+            write_file(file, case[1])
+            local rc, out, err, dir = run({ file, "--quick" })
+            assert.are.equal(2, rc, out .. err)
+            assert.is_truthy(err:find(case[2], 1, true), err)
+            assert.is_nil(io.open(dir .. "/runs.jsonl"), "nothing may run")
+        end
     end)
 end)
