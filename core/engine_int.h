@@ -209,9 +209,6 @@ struct ab__engine_s {
   ab_tls_ctx_t *tls_server, *tls_client;
   char tls_version[16], tls_cipher[64], tls_alpn[64], tls_sni[128];
   int tls_resumed;
-  uint64_t http_non2xx, ws_pings;
-  int failed_start;             /* a loop could not start */
-  char start_error[256];
 };
 
 /* engine.c */

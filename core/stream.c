@@ -287,8 +287,6 @@ static void sc_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
     if (h == 0) return;
     /* records that came with the end of the handshake */
     c->ly.state = AB__LY_READY; /* lets ly_ingest read plaintext */
-    uv_buf_t none = uv_buf_init(NULL, 0);
-    (void)none;
     size_t got = 0;
     for (;;) {
       if (ab__grow(&c->rbuf, &c->rcap, c->rlen, TLS_CHUNK) != 0) break;
