@@ -71,23 +71,6 @@ static int co_write(uv_stream_t *st, ab__layers_t *ly, uint8_t **cbuf, size_t *c
   return ab_task_write(st, *cbuf, got);
 }
 
-/* Plaintext that arrived with the end of the handshake. */
-static void drain_tls(ab__layers_t *ly, uint8_t **rbuf, size_t *rcap, size_t *rlen) {
-  for (;;) {
-    size_t got = 0;
-    if (ab__grow(rbuf, rcap, *rlen, 16384) != 0) return;
-    int r = ab_tls_read(ly->tls, *rbuf + *rlen, *rcap - *rlen, &got);
-    *rlen += got;
-    if (r < 0 || got == 0) return;
-  }
-}
-
-static void consume(uint8_t *buf, size_t *len, size_t used) {
-  if (used == 0) return;
-  *len -= used;
-  if (*len > 0) memmove(buf, buf + used, *len);
-}
-
 /* ---- client ------------------------------------------------------------- */
 
 static void c_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
@@ -109,21 +92,13 @@ static void c_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
   wake(c->task, &c->co_waiting);
 }
 
-static void report_connected(ab__client_t *c) {
-  ab__loop_t *l = c->loop;
-  if (c->ly.reported) return;
-  c->ly.reported = 1;
-  if (--l->connects_pending == 0) ab__loop_reached(l, AB__ST_CONNECTED);
-  else ab__clients_connect_more(l);
-}
-
 static void c_setup_fail(ab__client_t *c, int code, const char *what, const char *detail) {
   char msg[256];
   snprintf(msg, sizeof(msg), "connection %u: %s: %s (%s)", c->id, what,
            detail && detail[0] ? detail : ab_strerror(code), ab_err_name(code));
   ab__loop_error(c->loop, code, msg);
   c->alive = 0;
-  report_connected(c);
+  ab__client_reported(c);
 }
 
 /* Builds and writes as many messages as the window allows.  0 or error. */
@@ -197,7 +172,7 @@ static void c_main(void *arg) {
       }
     }
     c->ly.state = AB__LY_READY;
-    drain_tls(&c->ly, &c->rbuf, &c->rcap, &c->rlen);
+    ab__ly_drain_tls(&c->ly, &c->rbuf, &c->rcap, &c->rlen);
   }
   if (eng->use_ws) {
     char key[AB_WS_KEY_LEN + 1], req[1024];
@@ -214,7 +189,7 @@ static void c_main(void *arg) {
     for (;;) {
       size_t used = 0;
       int h = ab_ws_hs_feed(&hs, c->rbuf, c->rlen, &used);
-      consume(c->rbuf, &c->rlen, used);
+      ab__consume(c->rbuf, &c->rlen, used);
       if (h < 0) {
         c_setup_fail(c, AB_EPROTO, "websocket upgrade", "the server's 101 answer was not valid");
         return;
@@ -230,7 +205,7 @@ static void c_main(void *arg) {
   c->alive = 1;
   c->loop->ready_clients++;
   if (eng->use_tls || eng->use_ws) ab_hist_record(&l->handshake, ab_now_ns() - c->ly.t_connected);
-  report_connected(c);
+  ab__client_reported(c);
 
   /* the echo loop */
   for (;;) {
@@ -267,7 +242,7 @@ static void c_main(void *arg) {
       }
       got = 1;
     }
-    consume(c->rbuf, &c->rlen, off);
+    ab__consume(c->rbuf, &c->rlen, off);
     if (got) {
       ab__client_advance_oldest(c);
       ab__loop_check_progress(l);
@@ -358,7 +333,7 @@ static void s_main(void *arg) {
     }
     s->ly.state = AB__LY_READY;
     ab__record_tls(eng, s->ly.tls);
-    drain_tls(&s->ly, &s->rbuf, &s->rcap, &s->rlen);
+    ab__ly_drain_tls(&s->ly, &s->rbuf, &s->rcap, &s->rlen);
   }
   if (eng->use_ws) {
     ab_ws_hs_t hs;
@@ -370,7 +345,7 @@ static void s_main(void *arg) {
         char reply[512];
         int n = ab_ws_hs_reply(&hs, reply, sizeof(reply));
         if (n > 0) ab_outbuf_append(&s->ly.plain, reply, (size_t)n);
-        consume(s->rbuf, &s->rlen, used);
+        ab__consume(s->rbuf, &s->rlen, used);
         s_flush(s);
         if (h < 0) {
           ab__loop_error(l, AB_EPROTO, "server: websocket upgrade refused");
@@ -378,7 +353,7 @@ static void s_main(void *arg) {
         }
         break;
       }
-      consume(s->rbuf, &s->rlen, used);
+      ab__consume(s->rbuf, &s->rlen, used);
       if (wait_event(&s->co_waiting) < 0 || s->co_err) goto done;
     }
   }
@@ -447,7 +422,7 @@ static void s_main(void *arg) {
       }
       if (done_n < n) ab_outbuf_append(pl, s->rbuf + run_lo + done_n, n - done_n);
     }
-    consume(s->rbuf, &s->rlen, off);
+    ab__consume(s->rbuf, &s->rlen, off);
     if (held) {
       while (s->jobs_back < held) {
         if (wait_event(&s->co_waiting) < 0) goto done;

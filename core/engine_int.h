@@ -290,7 +290,14 @@ void ab__sclient_pump(ab__client_t *c);
 void ab__sserver_accept(ab__sconn_t *s);
 void ab__sserver_release(ab__sconn_t *s, uint64_t n);
 void ab__layers_free(ab__layers_t *ly);
-/* read path pieces shared with coro_echo.c */
+/* pieces shared with coro_echo.c */
+/* Plaintext that arrived with the end of a TLS handshake, appended. */
+void ab__ly_drain_tls(ab__layers_t *ly, uint8_t **rbuf, size_t *rcap, size_t *rlen);
+/* Drops buf[0..used) and moves the rest to the front. */
+void ab__consume(uint8_t *buf, size_t *len, size_t used);
+/* A client's connect (and handshakes) finished, well or not: counts it
+ * towards the CONNECTED stage once, and starts the next paced connect. */
+void ab__client_reported(ab__client_t *c);
 void ab__ly_alloc(ab__layers_t *ly, ab__loop_t *l, uint8_t **rbuf, size_t *rcap,
                   size_t rlen, uv_buf_t *buf);
 int ab__ly_ingest(ab__layers_t *ly, uint8_t **rbuf, size_t *rcap, size_t *rlen,

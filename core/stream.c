@@ -115,7 +115,17 @@ int ab__ly_ingest(ab__layers_t *ly, uint8_t **rbuf, size_t *rcap, size_t *rlen,
   }
 }
 
-static void consume(uint8_t *buf, size_t *len, size_t used) {
+void ab__ly_drain_tls(ab__layers_t *ly, uint8_t **rbuf, size_t *rcap, size_t *rlen) {
+  for (;;) {
+    size_t got = 0;
+    if (ab__grow(rbuf, rcap, *rlen, TLS_CHUNK) != 0) return;
+    int r = ab_tls_read(ly->tls, *rbuf + *rlen, *rcap - *rlen, &got);
+    *rlen += got;
+    if (r < 0 || got == 0) return;
+  }
+}
+
+void ab__consume(uint8_t *buf, size_t *len, size_t used) {
   if (used == 0) return;
   *len -= used;
   if (*len > 0) memmove(buf, buf + used, *len);
@@ -140,7 +150,7 @@ void ab__record_tls(ab__engine_t *eng, ab_tls_conn_t *tls) {
 
 /* ---- client ------------------------------------------------------------ */
 
-static void report_connected(ab__client_t *c) {
+void ab__client_reported(ab__client_t *c) {
   ab__loop_t *l = c->loop;
   if (c->ly.reported) return;
   c->ly.reported = 1;
@@ -157,7 +167,7 @@ static void hs_fail(ab__client_t *c, int code, const char *what, const char *det
   ab__loop_error(l, code, msg);
   c->alive = 0;
   ab__client_close(c);
-  report_connected(c);
+  ab__client_reported(c);
 }
 
 static void client_ready(ab__client_t *c) {
@@ -177,7 +187,7 @@ static void client_ready(ab__client_t *c) {
       e->tls_resumed = info.resumed;
     }
   }
-  report_connected(c);
+  ab__client_reported(c);
 }
 
 static void send_upgrade(ab__client_t *c) {
@@ -287,13 +297,7 @@ static void sc_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
     if (h == 0) return;
     /* records that came with the end of the handshake */
     c->ly.state = AB__LY_READY; /* lets ly_ingest read plaintext */
-    size_t got = 0;
-    for (;;) {
-      if (ab__grow(&c->rbuf, &c->rcap, c->rlen, TLS_CHUNK) != 0) break;
-      int rr = ab_tls_read(c->ly.tls, c->rbuf + c->rlen, c->rcap - c->rlen, &got);
-      c->rlen += got;
-      if (rr < 0 || got == 0) break;
-    }
+    ab__ly_drain_tls(&c->ly, &c->rbuf, &c->rcap, &c->rlen);
     if (eng->use_ws) {
       send_upgrade(c);
       if (c->closing) return;
@@ -304,7 +308,7 @@ static void sc_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
   if (c->ly.state == AB__LY_HS_WS) {
     size_t used = 0;
     int h = ab_ws_hs_feed(c->ly.ws_hs, c->rbuf, c->rlen, &used);
-    consume(c->rbuf, &c->rlen, used);
+    ab__consume(c->rbuf, &c->rlen, used);
     if (h < 0) {
       hs_fail(c, AB_EPROTO, "websocket upgrade", "the server's 101 answer was not valid");
       return;
@@ -332,7 +336,7 @@ static void sc_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
     if (r == 0 && off >= c->rlen) break;
     got_any = 1;
   }
-  consume(c->rbuf, &c->rlen, off);
+  ab__consume(c->rbuf, &c->rlen, off);
   /* pongs and other control answers the codec queued */
   if (ly_out(&c->ly, &c->out)->len[ly_out(&c->ly, &c->out)->active] > 0)
     ly_flush(&c->ly, &c->out);
@@ -496,19 +500,13 @@ static void ss_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
     if (h == 0) return;
     ab__record_tls(eng, s->ly.tls);
     s->ly.state = eng->use_ws ? AB__LY_HS_WS : AB__LY_READY;
-    for (;;) {
-      size_t got = 0;
-      if (ab__grow(&s->rbuf, &s->rcap, s->rlen, TLS_CHUNK) != 0) break;
-      int rr = ab_tls_read(s->ly.tls, s->rbuf + s->rlen, s->rcap - s->rlen, &got);
-      s->rlen += got;
-      if (rr < 0 || got == 0) break;
-    }
+    ab__ly_drain_tls(&s->ly, &s->rbuf, &s->rcap, &s->rlen);
   }
   if (s->ly.state == AB__LY_HS_WS) {
     size_t used = 0;
     int h = ab_ws_hs_feed(s->ly.ws_hs, s->rbuf, s->rlen, &used);
     if (h == 0) {
-      consume(s->rbuf, &s->rlen, used);
+      ab__consume(s->rbuf, &s->rlen, used);
       return;
     }
     char reply[512];
@@ -519,7 +517,7 @@ static void ss_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
       ss_close_after_flush(s);
       return;
     }
-    consume(s->rbuf, &s->rlen, used);
+    ab__consume(s->rbuf, &s->rlen, used);
     free(s->ly.ws_hs);
     s->ly.ws_hs = NULL;
     s->ly.state = AB__LY_READY;
@@ -554,13 +552,13 @@ static void ss_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
     } else {
       if (eng->cfg->work) l->work_sink ^= ab_work(eng->cfg->work, l->work_sink + 1);
       if (ss_reply(s, msg.data, msg.len) < 0) {
-        consume(s->rbuf, &s->rlen, off);
+        ab__consume(s->rbuf, &s->rlen, off);
         ss_close_after_flush(s);
         return;
       }
     }
   }
-  consume(s->rbuf, &s->rlen, off);
+  ab__consume(s->rbuf, &s->rlen, off);
   ly_flush(&s->ly, &s->out);
   if (ir == AB_ECLOSED) ab__sconn_close(s);
 }

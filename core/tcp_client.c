@@ -89,16 +89,9 @@ static void on_write_error(ab_outbuf_t *ob, int err) {
 static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
   ab__client_t *c = h->data;
   (void)hint;
-  if (c->rcap - c->rlen < READ_CHUNK) {
-    size_t want = c->rcap ? c->rcap * 2 : 2 * READ_CHUNK;
-    while (want - c->rlen < READ_CHUNK) want *= 2;
-    uint8_t *p = realloc(c->rbuf, want);
-    if (p == NULL) {
-      *buf = uv_buf_init(NULL, 0); /* libuv reports UV_ENOBUFS */
-      return;
-    }
-    c->rbuf = p;
-    c->rcap = want;
+  if (ab__grow(&c->rbuf, &c->rcap, c->rlen, READ_CHUNK) != 0) {
+    *buf = uv_buf_init(NULL, 0); /* libuv reports UV_ENOBUFS */
+    return;
   }
   *buf = uv_buf_init((char *)c->rbuf + c->rlen, (unsigned)(c->rcap - c->rlen));
 }

@@ -71,16 +71,9 @@ static void on_swrite_error(ab_outbuf_t *ob, int err) {
 static void on_salloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
   ab__sconn_t *s = h->data;
   (void)hint;
-  if (s->rcap - s->rlen < READ_CHUNK) {
-    size_t want = s->rcap ? s->rcap * 2 : 2 * READ_CHUNK;
-    while (want - s->rlen < READ_CHUNK) want *= 2;
-    uint8_t *p = realloc(s->rbuf, want);
-    if (p == NULL) {
-      *buf = uv_buf_init(NULL, 0);
-      return;
-    }
-    s->rbuf = p;
-    s->rcap = want;
+  if (ab__grow(&s->rbuf, &s->rcap, s->rlen, READ_CHUNK) != 0) {
+    *buf = uv_buf_init(NULL, 0); /* libuv reports UV_ENOBUFS */
+    return;
   }
   *buf = uv_buf_init((char *)s->rbuf + s->rlen, (unsigned)(s->rcap - s->rlen));
 }
