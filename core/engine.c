@@ -448,6 +448,9 @@ static void free_clients(ab__loop_t *l) {
   ab__udp_free(l);
   free(l->cipher_rx);
   l->cipher_rx = NULL;
+  free(l->io_rx);
+  free(l->io_tx);
+  l->io_rx = l->io_tx = NULL;
   free(l->clients);
   ab__sconn_t *s = l->sconns;
   while (s) {
@@ -501,6 +504,11 @@ int ab_run_case(const ab_case_cfg_t *cfg, ab_result_t *out) {
     ab_hist_init(&l->rtt);
     ab_hist_init(&l->connect);
     ab_hist_init(&l->handshake);
+    l->payload = cfg->payload;
+    l->window = cfg->window;
+    l->window_pow2 = (cfg->window & (cfg->window - 1)) == 0;
+    l->pfx = cfg->framing == AB_FRAMING_LENGTH ? (uint32_t)ab_prefix_size(cfg->payload) : 0;
+    l->fsz = l->pfx + (size_t)cfg->payload;
     l->nclients = out->conns_per_loop[li];
     l->clients = calloc(l->nclients ? l->nclients : 1, sizeof(ab__client_t));
     if (l->clients == NULL) goto nomem;
@@ -534,6 +542,9 @@ int ab_run_case(const ab_case_cfg_t *cfg, ab_result_t *out) {
     if (cfg->protocol == AB_PROTO_UDP && l->udp_rx == NULL && (l->udp_rx = malloc(65536)) == NULL)
       goto nomem;
     if (eng.use_tls && (l->cipher_rx = malloc(65536)) == NULL) goto nomem;
+    if (cfg->protocol == AB_PROTO_TCP && !eng.layered && !eng.coro &&
+        ((l->io_rx = malloc(AB__IO_RX)) == NULL || (l->io_tx = malloc(AB__IO_TX)) == NULL))
+      goto nomem;
     if (eng.coro && (r = ab_sched_new(&l->sched, &l->loop)) < 0) goto nomem;
     if (eng.hooks) {
       l->exec_state = eng.hooks->loop_open(eng.hooks->arg, l, out->error, sizeof(out->error));

@@ -24,6 +24,7 @@
 #include "framing.h"
 #include "outbuf.h"
 #include "scheduler.h"
+#include "sockio.h"
 #include "tls.h"
 #include "ws.h"
 
@@ -80,26 +81,37 @@ typedef struct {
  * (its message timed out) from a duplicate (it completed already). */
 enum { AB__UDP_OUT_NONE = 0, AB__UDP_OUT_DONE, AB__UDP_OUT_LOST };
 
+/* Plain tcp, callback: every recv of a connection with no partial frame
+ * kept lands in the loop's io_rx, and a client batch that fits is built in
+ * io_tx, so the bytes the kernel copies stay in a few hot cache lines
+ * whatever the connection count.  Frames larger than AB__IO_SHARED_MAX are
+ * read into the connection's own buffer. */
+#define AB__IO_RX ((size_t)256 << 10)
+#define AB__IO_TX ((size_t)256 << 10)
+#define AB__IO_SHARED_MAX ((size_t)64 << 10)
+
 typedef struct ab__client_s {
   union {                       /* first: handle.data points here too */
     uv_tcp_t tcp;
     uv_udp_t udp;
   };
+  /* what every message touches first, kept together */
   ab__loop_t *loop;
   uint32_t id;                  /* global connection id */
   int alive;                    /* connected and not failed */
   int closing;
-  uv_connect_t creq;
-  uint64_t connect_start_ns;
-  /* in-flight slots: message seq is in slot seq % window */
-  uint64_t *slot_seq;
-  uint64_t *slot_ns;            /* send time; 0 = slot free */
-  uint8_t *slot_phase;
   uint32_t inflight;
   uint64_t next_seq;            /* next sequence to send */
   uint64_t oldest_seq;          /* oldest possibly in flight */
+  /* in-flight slots: message seq is in slot ab__slot(loop, seq) */
+  uint64_t *slot_seq;
+  uint64_t *slot_ns;            /* send time; 0 = slot free */
+  uint8_t *slot_phase;
   uint8_t *rbuf;
   size_t rcap, rlen;
+  ab_sockio_t io;               /* plain tcp, callback: the socket's IO */
+  uv_connect_t creq;
+  uint64_t connect_start_ns;
   ab_outbuf_t out;
   ab__layers_t ly;              /* layered protocols only */
   /* execution = coroutine (coro_echo.c) */
@@ -120,11 +132,12 @@ typedef struct ab__client_s {
 typedef struct ab__sconn_s {
   uv_tcp_t tcp;
   ab__loop_t *loop;
-  ab__job_t job;                /* pool completions for this connection */
-  struct ab__sconn_s *next, *prev; /* loop's list of server connections */
   int closing;
   uint8_t *rbuf;
   size_t rcap, rlen;
+  ab_sockio_t io;               /* plain tcp, callback: the socket's IO */
+  ab__job_t job;                /* pool completions for this connection */
+  struct ab__sconn_s *next, *prev; /* loop's list of server connections */
   ab_outbuf_t out;
   /* shared:N only: frames waiting for their work to come back */
   uint8_t *held;
@@ -153,6 +166,15 @@ struct ab__loop_s {
   uv_udp_t userver;             /* udp: the one server socket of this loop */
   uint8_t *udp_rx;              /* udp: receive buffer (64 KiB) */
   uint8_t *cipher_rx;           /* tls: ciphertext read buffer (64 KiB) */
+  /* the case's shape, copied here for the per-message path */
+  uint64_t payload;             /* cfg->payload */
+  uint32_t window;              /* cfg->window */
+  uint32_t pfx;                 /* length prefix bytes (0 for raw framing) */
+  size_t fsz;                   /* pfx + payload: one frame */
+  int window_pow2;              /* window is a power of two */
+  uint8_t *io_rx;               /* plain tcp, callback: receive buffer
+                                   shared by the loop's connections */
+  uint8_t *io_tx;               /* and the client batch being built */
   ab_sched_t *sched;            /* execution = coroutine or hooks */
   void *exec_state;             /* execution = hooks: loop_open's result */
   struct ab__udp_job_s *udp_free; /* udp + pool: recycled datagram jobs */
@@ -229,9 +251,15 @@ void ab__client_stamp(ab__client_t *c, uint64_t seq, uint32_t n, uint64_t t, uin
 /* A reply whose header (ph, cid, seq) checked out arrived at `now`: frees
  * its slot and counts it.  AB_ESEQ when it is not a message in flight.
  * (Inline: it runs once per message.) */
+/* The in-flight slot of message seq: seq mod window, without a division
+ * when the window is a power of two. */
+static inline uint32_t ab__slot(const ab__loop_t *l, uint64_t seq) {
+  return l->window_pow2 ? (uint32_t)seq & (l->window - 1) : (uint32_t)(seq % l->window);
+}
+
 static inline int ab__client_complete(ab__client_t *c, uint8_t ph, uint32_t cid, uint64_t seq, uint64_t now) {
   struct ab__loop_s *l = c->loop;
-  uint32_t slot = (uint32_t)(seq % l->eng->cfg->window);
+  uint32_t slot = ab__slot(l, seq);
   if (cid != c->id || c->slot_ns[slot] == 0 || c->slot_seq[slot] != seq ||
       c->slot_phase[slot] != ph)
     return AB_ESEQ;

@@ -281,7 +281,7 @@ static int f_call_end(lua_State *L) {
   k->call_active = 0;
   ab__client_t *c = k->c;
   ab__lx_loop_t *lx = k->lx;
-  uint32_t slot = (uint32_t)(k->call_seq % lx->l->eng->cfg->window);
+  uint32_t slot = ab__slot(lx->l, k->call_seq);
   /* released meanwhile (the drain ended, the connection failed)? */
   if (c->slot_ns[slot] == 0 || c->slot_seq[slot] != k->call_seq) return 0;
   uint64_t now = k->now;

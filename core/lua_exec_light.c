@@ -127,7 +127,6 @@ void ab__lx_light_parse(ab__lx_conn_t *k) {
   ab__lx_loop_t *lx = k->lx;
   ab__client_t *c = k->c;
   ab__loop_t *l = lx->l;
-  uint32_t w = l->eng->cfg->window;
   int got = 0;
   while (c->alive && !lx->stopping) {
     size_t have = ab__lx_avail(k), used = 0;
@@ -151,7 +150,7 @@ void ab__lx_light_parse(ab__lx_conn_t *k) {
       if (r <= 0) break;
       k->hint = used < 32 ? 64 : 2 * used;
     }
-    uint32_t slot = (uint32_t)(c->oldest_seq % w);
+    uint32_t slot = ab__slot(l, c->oldest_seq);
     if (c->inflight == 0 || c->slot_ns[slot] == 0 || c->slot_seq[slot] != c->oldest_seq) {
       if (l->phase >= AB__PH_DONE) { /* late, after a forced end: dropped */
         ab__lx_consume(k, have);

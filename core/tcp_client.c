@@ -1,12 +1,13 @@
 /* tcp_client.c -- the built-in echo client over TCP, callback style.
  *
- * Per connection: `window` slots; message seq lives in slot seq % window.
- * A read callback takes one clock reading, completes every whole echo in the
- * buffer (full content check, RTT into the loop's histogram), then refills
- * the window in one batch: messages are written into the connection's
- * outbuf, the clock is read once more just before the bytes go to the
- * socket, and that time stamps the whole batch.  No allocation, lock or Lua
- * call per message.
+ * Per connection: `window` slots; message seq lives in slot seq mod window.
+ * The socket's IO is our own (sockio.h: recv/send on a uv_poll_t).  Each
+ * recv takes one clock reading, completes every whole echo it delivered
+ * (full content check, RTT into the loop's histogram), then refills the
+ * window in one batch: the messages are built in the loop's send scratch,
+ * the clock is read once more just before the bytes go to the socket, and
+ * that time stamps the whole batch.  No allocation, lock or Lua call per
+ * message.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +29,7 @@ void ab__client_on_closed(uv_handle_t *h) {
     c->loop->http_non2xx += n;
   }
   ab__layers_free(&c->ly);
+  ab_sockio_free(&c->io);
   free(c->sbuf);
   free(c->cbuf);
   c->sbuf = c->cbuf = NULL;
@@ -41,6 +43,7 @@ void ab__client_close(ab__client_t *c) {
   if (c->closing || c->tcp.data == NULL) return;
   c->closing = 1;
   c->alive = 0;
+  ab_sockio_close(&c->io); /* before the handle that owns the descriptor */
   uv_close((uv_handle_t *)&c->tcp, ab__client_on_closed);
 }
 
@@ -81,19 +84,9 @@ void ab__client_fail(ab__client_t *c, int code, const char *what) {
   ab__loop_check_progress(l);
 }
 
-static void on_write_error(ab_outbuf_t *ob, int err) {
-  ab__client_t *c = (ab__client_t *)((char *)ob - offsetof(ab__client_t, out));
+static void on_io_error(ab_sockio_t *io, int err) {
+  ab__client_t *c = (ab__client_t *)((char *)io - offsetof(ab__client_t, io));
   ab__client_fail(c, err, "write");
-}
-
-static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
-  ab__client_t *c = h->data;
-  (void)hint;
-  if (ab__grow(&c->rbuf, &c->rcap, c->rlen, READ_CHUNK) != 0) {
-    *buf = uv_buf_init(NULL, 0); /* libuv reports UV_ENOBUFS */
-    return;
-  }
-  *buf = uv_buf_init((char *)c->rbuf + c->rlen, (unsigned)(c->rcap - c->rlen));
 }
 
 uint8_t ab__sending_phase(const ab__loop_t *l, uint64_t *dl) {
@@ -110,9 +103,8 @@ uint8_t ab__sending_phase(const ab__loop_t *l, uint64_t *dl) {
 
 void ab__client_stamp(ab__client_t *c, uint64_t seq, uint32_t n, uint64_t t, uint8_t phase) {
   ab__loop_t *l = c->loop;
-  uint32_t w = l->eng->cfg->window;
-  for (uint32_t i = 0; i < n; i++) {
-    uint32_t slot = (uint32_t)((seq + i) % w);
+  uint32_t slot = ab__slot(l, seq);
+  for (uint32_t i = 0; i < n; i++, slot = slot + 1 == l->window ? 0 : slot + 1) {
     c->slot_seq[slot] = seq + i;
     c->slot_ns[slot] = t;
     c->slot_phase[slot] = phase;
@@ -129,93 +121,132 @@ void ab__client_stamp(ab__client_t *c, uint64_t seq, uint32_t n, uint64_t t, uin
 }
 
 void ab__client_advance_oldest(ab__client_t *c) {
-  uint32_t w = c->loop->eng->cfg->window;
-  while (c->oldest_seq < c->next_seq && c->slot_ns[c->oldest_seq % w] == 0) c->oldest_seq++;
+  const ab__loop_t *l = c->loop;
+  while (c->oldest_seq < c->next_seq && c->slot_ns[ab__slot(l, c->oldest_seq)] == 0) c->oldest_seq++;
 }
 
 /* Fills the window.  now is a recent clock reading used only to decide
  * whether the phase still sends; the batch is stamped with a fresh reading
- * taken after the messages are built, just before they reach the socket. */
+ * taken after the messages are built, just before they reach the socket.
+ * The batch is built in the loop's scratch when the socket has nothing
+ * pending and it fits, else at the end of the connection's pending output. */
 static void pump(ab__client_t *c, uint64_t now) {
   ab__loop_t *l = c->loop;
-  const ab_case_cfg_t *cfg = l->eng->cfg;
   uint64_t dl = 0;
   if (!c->alive) return;
   uint8_t phase = ab__sending_phase(l, &dl);
-  if (phase == 0 || c->inflight >= cfg->window || now >= dl) return;
-  uint32_t n = cfg->window - c->inflight;
-  size_t pfx = cfg->framing == AB_FRAMING_LENGTH ? ab_prefix_size(cfg->payload) : 0;
-  size_t fsz = pfx + cfg->payload;
-  uint8_t *dst = ab_outbuf_reserve(&c->out, (size_t)n * fsz);
+  if (phase == 0 || c->inflight >= l->window || now >= dl) return;
+  uint32_t n = l->window - c->inflight;
+  size_t pfx = l->pfx, fsz = l->fsz;
+  size_t bytes = (size_t)n * fsz;
+  int scratch = ab_sockio_idle(&c->io) && bytes <= AB__IO_TX;
+  uint8_t *dst = scratch ? l->io_tx : ab_sockio_reserve(&c->io, bytes);
   if (dst == NULL) {
     ab__client_fail(c, AB_ENOMEM, "send buffer");
     return;
   }
+  const uint8_t *batch = dst;
   uint64_t seq = c->next_seq;
   for (uint32_t i = 0; i < n; i++, dst += fsz) {
-    if (pfx) ab_prefix_encode(dst, cfg->payload);
-    ab_msg_fill(dst + pfx, cfg->payload, phase, c->id, seq + i);
+    if (pfx) ab_prefix_encode(dst, l->payload);
+    ab_msg_fill(dst + pfx, l->payload, phase, c->id, seq + i);
   }
   uint64_t t = ab_now_ns();
   if (t >= dl) return; /* built but too late: never sent, never counted */
   ab__client_stamp(c, seq, n, t, phase);
-  ab_outbuf_commit(&c->out, (size_t)n * fsz);
-  ab_outbuf_flush(&c->out); /* errors arrive through on_write_error */
+  int r = scratch ? ab_sockio_send(&c->io, batch, bytes) : ab_sockio_commit(&c->io, bytes);
+  if (r < 0) ab__client_fail(c, r, "write");
 }
 
 void ab__client_pump(ab__client_t *c) { pump(c, ab_now_ns()); }
 
-static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
-  ab__client_t *c = s->data;
-  ab__loop_t *l = c->loop;
-  const ab_case_cfg_t *cfg = l->eng->cfg;
-  (void)buf;
-  if (nread <= 0) {
-    if (nread == 0) return;
-    if (nread == UV_EOF) ab__client_fail(c, AB_ECLOSED, "read");
-    else ab__client_fail(c, (int)nread, "read");
-    return;
-  }
-  uint64_t now = ab_now_ns();
-  c->rlen += (size_t)nread;
-  if (!c->alive) return;
+/* Completes the whole replies in p[0..len).  Returns the bytes they take,
+ * or -1 after failing the connection. */
+static ssize_t complete_replies(ab__client_t *c, const uint8_t *p, size_t len, uint64_t now) {
+  const ab__loop_t *l = c->loop;
   size_t off = 0;
   for (;;) {
-    const uint8_t *p = c->rbuf + off;
-    size_t avail = c->rlen - off;
-    uint64_t len = cfg->payload;
+    const uint8_t *m = p + off;
+    size_t avail = len - off;
+    uint64_t plen = l->payload;
     size_t hdr = 0;
-    if (cfg->framing == AB_FRAMING_LENGTH) {
-      int r = ab_prefix_decode(p, avail, cfg->payload, &len);
+    if (l->pfx) {
+      int r = ab_prefix_decode(m, avail, l->payload, &plen);
       if (r == AB_EAGAIN) break;
       if (r < 0) {
         ab__client_fail(c, r, "reply framing");
-        return;
+        return -1;
       }
       hdr = (size_t)r;
-      if (len != cfg->payload) {
+      if (plen != l->payload) {
         ab__client_fail(c, AB_ESIZE, "reply length");
-        return;
+        return -1;
       }
     }
-    if (avail < hdr + len) break;
+    if (avail < hdr + plen) break;
     uint8_t ph;
     uint32_t cid;
     uint64_t seq;
-    int r = ab_msg_check(p + hdr, (size_t)len, &ph, &cid, &seq);
+    int r = ab_msg_check(m + hdr, (size_t)plen, &ph, &cid, &seq);
     if (r == 0) r = ab__client_complete(c, ph, cid, seq, now);
     if (r < 0) {
       ab__client_fail(c, r, "reply check");
+      return -1;
+    }
+    off += hdr + (size_t)plen;
+  }
+  return (ssize_t)off;
+}
+
+/* Reads until the socket has nothing more.  With no partial reply kept, a
+ * recv lands in the loop's shared buffer and only a trailing partial reply
+ * is copied to the connection's own; otherwise it appends to that. */
+static void on_readable(ab_sockio_t *io) {
+  ab__client_t *c = (ab__client_t *)((char *)io - offsetof(ab__client_t, io));
+  ab__loop_t *l = c->loop;
+  while (c->alive) {
+    int shared = c->rlen == 0 && l->fsz <= AB__IO_SHARED_MAX;
+    uint8_t *dst;
+    size_t room;
+    if (shared) {
+      dst = l->io_rx;
+      room = AB__IO_RX;
+    } else {
+      if (ab__grow(&c->rbuf, &c->rcap, c->rlen, READ_CHUNK) != 0) {
+        ab__client_fail(c, AB_ENOMEM, "read buffer");
+        return;
+      }
+      dst = c->rbuf + c->rlen;
+      room = c->rcap - c->rlen;
+    }
+    ssize_t n = ab_sockio_recv(io, dst, room);
+    if (n == 0) return;
+    if (n < 0) {
+      ab__client_fail(c, n == UV_EOF ? AB_ECLOSED : (int)n, "read");
       return;
     }
-    off += hdr + (size_t)len;
-  }
-  if (off > 0) {
-    c->rlen -= off;
-    if (c->rlen > 0) memmove(c->rbuf, c->rbuf + off, c->rlen);
-    ab__client_advance_oldest(c);
-    pump(c, now);
-    ab__loop_check_progress(l);
+    uint64_t now = ab_now_ns();
+    const uint8_t *base = shared ? dst : c->rbuf;
+    size_t len = shared ? (size_t)n : c->rlen + (size_t)n;
+    ssize_t off = complete_replies(c, base, len, now);
+    if (off < 0) return;
+    size_t rest = len - (size_t)off;
+    if (shared && rest > 0) {
+      if (ab__grow(&c->rbuf, &c->rcap, 0, rest) != 0) {
+        ab__client_fail(c, AB_ENOMEM, "read buffer");
+        return;
+      }
+      memcpy(c->rbuf, base + off, rest);
+    } else if (!shared && rest > 0 && off > 0) {
+      memmove(c->rbuf, c->rbuf + off, rest);
+    }
+    c->rlen = rest;
+    if (off > 0) {
+      ab__client_advance_oldest(c);
+      pump(c, now);
+      ab__loop_check_progress(l);
+    }
+    if ((size_t)n < room) return;
   }
 }
 
@@ -232,7 +263,7 @@ static void on_connect(uv_connect_t *req, int status) {
   } else {
     c->alive = 1;
     c->loop->ready_clients++;
-    int r = uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+    int r = ab_sockio_start(&c->io, &l->loop, &c->tcp, 0, on_readable, on_io_error);
     if (r < 0) ab__client_fail(c, r, "read start");
   }
   if (--l->connects_pending == 0) ab__loop_reached(l, AB__ST_CONNECTED);
@@ -262,7 +293,6 @@ void ab__client_connect(ab__client_t *c, const struct sockaddr *addr) {
   if (r == 0) {
     c->tcp.data = c;
     c->creq.data = c;
-    ab_outbuf_init(&c->out, (uv_stream_t *)&c->tcp, on_write_error);
     uv_tcp_nodelay(&c->tcp, 1);
     /* one destination port gives ~28k ephemeral source ports (Linux
      * ip_local_port_range 32768-60999): past 20,000 connections per loop
@@ -295,7 +325,7 @@ void ab__clients_tick(ab__loop_t *l, uint64_t now) {
   for (uint32_t i = 0; i < l->nclients; i++) {
     ab__client_t *c = &l->clients[i];
     if (!c->alive || c->inflight == 0) continue;
-    uint32_t slot = (uint32_t)(c->oldest_seq % cfg->window);
+    uint32_t slot = ab__slot(l, c->oldest_seq);
     uint64_t t = c->slot_ns[slot];
     if (t != 0 && now > t && now - t > limit)
       ab__client_fail(c, AB_ETIMEDOUT, "no reply within the timeout");

@@ -1,10 +1,13 @@
 /* tcp_server.c -- the built-in echo server over TCP, callback style.
  *
- * Reads into a per-connection buffer, cuts whole frames (length prefix or
- * fixed-size raw), does the configured `work` per frame and writes the
- * frames back unchanged.  When nothing is queued it writes straight from
- * the read buffer (uv_try_write) and copies only what the kernel did not
- * take.  In shared:N with a work pool, frames wait in `held` until the pool
+ * The socket's IO is our own (sockio.h: recv/send on a uv_poll_t).  A recv
+ * with no partial frame kept lands in the loop's shared buffer; whole
+ * frames (length prefix or fixed-size raw) are cut, the configured `work`
+ * is done per frame, and the frames are sent back unchanged straight from
+ * that buffer; only a trailing partial frame, or what the kernel did not
+ * take, is copied to the connection.  While output is pending the
+ * connection stops reading, so a client that does not read its replies is
+ * pushed back rather than buffered without bound.  In shared:N with a work pool, frames wait in `held` until the pool
  * returns their work, and are released in arrival order, so the echo order
  * on a connection is the send order whichever worker finishes first.
  */
@@ -23,6 +26,7 @@
 static void on_sclosed(uv_handle_t *h) {
   ab__sconn_t *s = h->data;
   ab__layers_free(&s->ly);
+  ab_sockio_free(&s->io);
   free(s->cbuf);
   s->cbuf = NULL;
   ab_outbuf_free(&s->out);
@@ -36,6 +40,7 @@ static void on_sclosed(uv_handle_t *h) {
 void ab__sconn_close(ab__sconn_t *s) {
   if (s->closing) return;
   s->closing = 1;
+  ab_sockio_close(&s->io); /* before the handle that owns the descriptor */
   uv_close((uv_handle_t *)&s->tcp, on_sclosed);
 }
 
@@ -63,32 +68,27 @@ void ab__sconn_read_failed(ab__sconn_t *s, ssize_t nread) {
   }
 }
 
+/* write errors of the layered and coroutine servers' outbuf */
 static void on_swrite_error(ab_outbuf_t *ob, int err) {
   ab__sconn_t *s = (ab__sconn_t *)((char *)ob - offsetof(ab__sconn_t, out));
   ab__sconn_error(s, err, "write");
 }
 
-static void on_salloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
-  ab__sconn_t *s = h->data;
-  (void)hint;
-  if (ab__grow(&s->rbuf, &s->rcap, s->rlen, READ_CHUNK) != 0) {
-    *buf = uv_buf_init(NULL, 0); /* libuv reports UV_ENOBUFS */
-    return;
-  }
-  *buf = uv_buf_init((char *)s->rbuf + s->rlen, (unsigned)(s->rcap - s->rlen));
+static void on_sio_error(ab_sockio_t *io, int err) {
+  ab__sconn_t *s = (ab__sconn_t *)((char *)io - offsetof(ab__sconn_t, io));
+  ab__sconn_error(s, err, "write");
 }
 
 /* Length of the frame at p (prefix included), 0 if incomplete, <0 error;
  * *payload gets the message's own length. */
-static int64_t frame_len(const ab__engine_t *eng, const uint8_t *p, size_t avail,
+static int64_t frame_len(const ab__loop_t *l, const uint8_t *p, size_t avail,
                          uint64_t *payload) {
-  const ab_case_cfg_t *cfg = eng->cfg;
-  if (cfg->framing == AB_FRAMING_RAW) {
-    *payload = cfg->payload;
-    return avail >= cfg->payload ? (int64_t)cfg->payload : 0;
+  if (l->pfx == 0) { /* raw framing */
+    *payload = l->payload;
+    return avail >= l->payload ? (int64_t)l->payload : 0;
   }
   uint64_t len;
-  int r = ab_prefix_decode(p, avail, eng->max_frame, &len);
+  int r = ab_prefix_decode(p, avail, l->eng->max_frame, &len);
   if (r == AB_EAGAIN) return 0;
   if (r < 0) return r;
   if (avail < (size_t)r + len) return 0;
@@ -97,59 +97,45 @@ static int64_t frame_len(const ab__engine_t *eng, const uint8_t *p, size_t avail
 }
 
 static void echo(ab__sconn_t *s, const uint8_t *p, size_t n) {
-  if (ab_outbuf_idle(&s->out)) {
-    ab_outbuf_write_direct(&s->out, p, n);
-  } else if (ab_outbuf_append(&s->out, p, n) != 0) {
-    ab__sconn_error(s, AB_ENOMEM, "send buffer");
-  } else {
-    ab_outbuf_flush(&s->out);
-  }
+  int r = ab_sockio_send(&s->io, p, n);
+  if (r < 0) ab__sconn_error(s, r, r == AB_ENOMEM ? "send buffer" : "write");
 }
 
-static void on_sread(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
-  ab__sconn_t *s = st->data;
+/* The whole frames in p[0..len): counted, worked on and echoed (or handed
+ * to the pool).  Returns the bytes they take, or -1 after closing s. */
+static ssize_t serve_frames(ab__sconn_t *s, const uint8_t *p, size_t len) {
   ab__loop_t *l = s->loop;
   ab__engine_t *eng = l->eng;
-  (void)buf;
-  if (nread <= 0) {
-    if (nread == 0) return;
-    /* EOF or reset from our own clients at the end is normal; counted only
-     * while the run is live */
-    ab__sconn_read_failed(s, nread);
-    return;
-  }
-  if (s->closing) return;
-  s->rlen += (size_t)nread;
   size_t off = 0;
   uint64_t frames = 0, payload_bytes = 0;
   for (;;) {
     uint64_t pl = 0;
-    int64_t n = frame_len(eng, s->rbuf + off, s->rlen - off, &pl);
+    int64_t n = frame_len(l, p + off, len - off, &pl);
     if (n == 0) break;
     if (n < 0) {
       ab__sconn_error(s, (int)n, "request framing");
-      return;
+      return -1;
     }
     off += (size_t)n;
     frames++;
     payload_bytes += pl;
   }
-  if (frames == 0) return;
+  if (frames == 0) return 0;
   l->srv_messages += frames;
   l->srv_bytes += payload_bytes;
   if (eng->pool) {
     if (s->hcap - s->hlen < off) {
       size_t want = s->hcap ? s->hcap * 2 : 65536;
       while (want - s->hlen < off) want *= 2;
-      uint8_t *p = realloc(s->held, want);
-      if (p == NULL) {
+      uint8_t *h = realloc(s->held, want);
+      if (h == NULL) {
         ab__sconn_error(s, AB_ENOMEM, "held frames");
-        return;
+        return -1;
       }
-      s->held = p;
+      s->held = h;
       s->hcap = want;
     }
-    memcpy(s->held + s->hlen, s->rbuf, off);
+    memcpy(s->held + s->hlen, p, off);
     s->hlen += off;
     s->jobs_out += frames;
     for (uint64_t i = 0; i < frames; i++) ab__pool_submit(eng->pool, &s->job);
@@ -159,10 +145,57 @@ static void on_sread(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
       for (uint64_t i = 0; i < frames; i++)
         l->work_sink ^= ab_work(work, l->work_sink + i);
     }
-    echo(s, s->rbuf, off);
+    echo(s, p, off);
+    if (s->closing) return -1;
   }
-  s->rlen -= off;
-  if (s->rlen > 0) memmove(s->rbuf, s->rbuf + off, s->rlen);
+  return (ssize_t)off;
+}
+
+/* Reads until the socket has nothing more or reading is paused by pending
+ * output. */
+static void on_sreadable(ab_sockio_t *io) {
+  ab__sconn_t *s = (ab__sconn_t *)((char *)io - offsetof(ab__sconn_t, io));
+  ab__loop_t *l = s->loop;
+  while (!s->closing && (io->events & UV_READABLE)) {
+    int shared = s->rlen == 0;
+    uint8_t *dst;
+    size_t room;
+    if (shared) {
+      dst = l->io_rx;
+      room = AB__IO_RX;
+    } else {
+      if (ab__grow(&s->rbuf, &s->rcap, s->rlen, READ_CHUNK) != 0) {
+        ab__sconn_error(s, AB_ENOMEM, "read buffer");
+        return;
+      }
+      dst = s->rbuf + s->rlen;
+      room = s->rcap - s->rlen;
+    }
+    ssize_t n = ab_sockio_recv(io, dst, room);
+    if (n == 0) return;
+    if (n < 0) {
+      /* EOF or reset from our own clients at the end is normal; counted
+       * only while the run is live */
+      ab__sconn_read_failed(s, n);
+      return;
+    }
+    const uint8_t *base = shared ? dst : s->rbuf;
+    size_t len = shared ? (size_t)n : s->rlen + (size_t)n;
+    ssize_t off = serve_frames(s, base, len);
+    if (off < 0) return;
+    size_t rest = len - (size_t)off;
+    if (shared && rest > 0) {
+      if (ab__grow(&s->rbuf, &s->rcap, 0, rest) != 0) {
+        ab__sconn_error(s, AB_ENOMEM, "read buffer");
+        return;
+      }
+      memcpy(s->rbuf, base + off, rest);
+    } else if (!shared && rest > 0 && off > 0) {
+      memmove(s->rbuf, s->rbuf + off, rest);
+    }
+    s->rlen = rest;
+    if ((size_t)n < room) return;
+  }
 }
 
 void ab__server_work_returned(ab__sconn_t *s, uint64_t n) {
@@ -171,7 +204,7 @@ void ab__server_work_returned(ab__sconn_t *s, uint64_t n) {
   size_t start = s->hoff, end = s->hoff;
   while (s->jobs_back > 0) {
     uint64_t pl;
-    int64_t len = frame_len(s->loop->eng, s->held + end, s->hlen - end, &pl);
+    int64_t len = frame_len(s->loop, s->held + end, s->hlen - end, &pl);
     if (len <= 0) break; /* cannot happen: held frames are whole */
     end += (size_t)len;
     s->jobs_back--;
@@ -231,7 +264,7 @@ static void on_connection(uv_stream_t *server, int status) {
     ab__sserver_accept(s);
     return;
   }
-  int r = uv_read_start((uv_stream_t *)&s->tcp, on_salloc, on_sread);
+  int r = ab_sockio_start(&s->io, &l->loop, &s->tcp, 1, on_sreadable, on_sio_error);
   if (r < 0) ab__sconn_error(s, r, "read start");
 }
 

@@ -191,7 +191,7 @@ static void on_crecv(uv_udp_t *u, ssize_t n, const uv_buf_t *buf,
     ab__loop_error(l, r, "udp client: reply check");
     return;
   }
-  uint32_t slot = (uint32_t)(seq % cfg->window);
+  uint32_t slot = ab__slot(l, seq);
   if (c->slot_ns[slot] == 0 || c->slot_seq[slot] != seq || c->slot_phase[slot] != ph) {
     uint8_t st = outcome_get(c, seq);
     if (st == AB__UDP_OUT_LOST) l->udp_late++;
@@ -237,7 +237,7 @@ void ab__udp_pump(ab__client_t *c) {
   }
   while (c->inflight < cfg->window) {
     uint64_t seq = c->next_seq;
-    uint32_t slot = (uint32_t)(seq % cfg->window);
+    uint32_t slot = ab__slot(l, seq);
     if (c->slot_ns[slot] != 0) break; /* an older message still owns it */
     ab_msg_fill(c->dgram, cfg->payload, phase, c->id, seq);
     uint64_t t = ab_now_ns();

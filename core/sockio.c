@@ -1,0 +1,189 @@
+/* sockio.c -- see sockio.h. */
+#include "sockio.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "ab_error.h"
+
+static int want_events(const ab_sockio_t *io) {
+  int pending = !ab_sockio_idle(io);
+  int ev = pending ? UV_WRITABLE : 0;
+  if (!(pending && io->pause_reads)) ev |= UV_READABLE;
+  return ev;
+}
+
+static void on_poll(uv_poll_t *h, int status, int events);
+
+/* Registers the events the state calls for; uv_poll_start re-arms the
+ * descriptor, so it runs only when they change (short writes). */
+static int rearm(ab_sockio_t *io) {
+  int ev = want_events(io);
+  if (ev == io->events || io->failed) return 0;
+  int r = uv_poll_start(&io->poll, ev, on_poll);
+  if (r < 0) return r;
+  io->events = ev;
+  return 0;
+}
+
+static void fail(ab_sockio_t *io, int err) {
+  if (io->failed) return;
+  io->failed = 1;
+  uv_poll_stop(&io->poll);
+  io->events = 0;
+  if (io->on_error) io->on_error(io, err);
+}
+
+/* Sends pending output until it is gone or the kernel stops taking it. */
+static int flush(ab_sockio_t *io) {
+  while (io->poff < io->plen) {
+    ssize_t w = send(io->fd, io->pend + io->poff, io->plen - io->poff, MSG_NOSIGNAL);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+      return -errno;
+    }
+    io->poff += (size_t)w;
+  }
+  if (io->poff == io->plen) io->poff = io->plen = 0;
+  return rearm(io);
+}
+
+/* EPOLLERR (libuv reports it as UV_EBADF and stops the watcher).  Data
+ * that arrived before the error is still there: the reader takes it and
+ * meets the error in its own recv, as it would without the error (a reset
+ * peer's last requests are still served).  What the reader does not meet
+ * is reported here. */
+static void on_socket_error(ab_sockio_t *io, int status) {
+  while (!io->failed && (io->events & UV_READABLE) && !io->would_block) {
+    uint64_t before = io->nrecv;
+    io->on_readable(io);
+    if (io->nrecv == before) break; /* the reader did not read */
+  }
+  if (io->failed) return;
+  int so = 0;
+  socklen_t len = sizeof(so);
+  if (getsockopt(io->fd, SOL_SOCKET, SO_ERROR, &so, &len) == 0 && so != 0) status = -so;
+  fail(io, status);
+}
+
+static void on_poll(uv_poll_t *h, int status, int events) {
+  ab_sockio_t *io = h->data;
+  if (io->failed) return;
+  if (status < 0) {
+    on_socket_error(io, status);
+    return;
+  }
+  if (events & UV_WRITABLE) {
+    int r = flush(io);
+    if (r < 0) {
+      fail(io, r);
+      return;
+    }
+  }
+  if ((events & UV_READABLE) && (io->events & UV_READABLE)) io->on_readable(io);
+}
+
+int ab_sockio_start(ab_sockio_t *io, uv_loop_t *loop, uv_tcp_t *tcp, int pause_reads,
+                    ab_sockio_read_cb on_readable, ab_sockio_error_cb on_error) {
+  uv_os_fd_t fd;
+  int r = uv_fileno((const uv_handle_t *)tcp, &fd);
+  if (r < 0) return r;
+  memset(io, 0, sizeof(*io));
+  io->fd = fd;
+  io->pause_reads = pause_reads;
+  io->on_readable = on_readable;
+  io->on_error = on_error;
+  r = uv_poll_init(loop, &io->poll, fd);
+  if (r < 0) return r;
+  io->poll.data = io;
+  io->started = 1;
+  return rearm(io);
+}
+
+ssize_t ab_sockio_recv(ab_sockio_t *io, void *buf, size_t n) {
+  if (io->failed) return AB_ECLOSED;
+  io->nrecv++;
+  io->would_block = 0;
+  for (;;) {
+    ssize_t r = recv(io->fd, buf, n, 0);
+    if (r > 0) return r;
+    if (r == 0) return UV_EOF;
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      io->would_block = 1;
+      return 0;
+    }
+    return -errno;
+  }
+}
+
+uint8_t *ab_sockio_reserve(ab_sockio_t *io, size_t n) {
+  if (io->pcap - io->plen < n) {
+    if (io->poff > 0) { /* slide the unsent rest to the front first */
+      memmove(io->pend, io->pend + io->poff, io->plen - io->poff);
+      io->plen -= io->poff;
+      io->poff = 0;
+    }
+    if (io->pcap - io->plen < n) {
+      size_t want = io->pcap ? io->pcap * 2 : 16384;
+      while (want - io->plen < n) want *= 2;
+      uint8_t *p = realloc(io->pend, want);
+      if (p == NULL) return NULL;
+      io->pend = p;
+      io->pcap = want;
+    }
+  }
+  return io->pend + io->plen;
+}
+
+int ab_sockio_commit(ab_sockio_t *io, size_t n) {
+  if (io->failed) return AB_ECLOSED;
+  io->plen += n;
+  int r = flush(io);
+  if (r < 0) io->failed = 1;
+  return r;
+}
+
+int ab_sockio_send(ab_sockio_t *io, const uint8_t *p, size_t n) {
+  if (io->failed) return AB_ECLOSED;
+  size_t off = 0;
+  if (ab_sockio_idle(io)) {
+    while (off < n) {
+      ssize_t w = send(io->fd, p + off, n - off, MSG_NOSIGNAL);
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+        io->failed = 1;
+        return -errno;
+      }
+      off += (size_t)w;
+    }
+    if (off == n) return 0;
+  }
+  uint8_t *dst = ab_sockio_reserve(io, n - off);
+  if (dst == NULL) {
+    io->failed = 1;
+    return AB_ENOMEM;
+  }
+  memcpy(dst, p + off, n - off);
+  io->plen += n - off;
+  int r = rearm(io);
+  if (r < 0) io->failed = 1;
+  return r;
+}
+
+void ab_sockio_close(ab_sockio_t *io) {
+  if (!io->started) return;
+  io->started = 0;
+  io->failed = 1;
+  uv_close((uv_handle_t *)&io->poll, NULL);
+}
+
+void ab_sockio_free(ab_sockio_t *io) {
+  free(io->pend);
+  io->pend = NULL;
+  io->pcap = io->plen = io->poff = 0;
+}
