@@ -18,6 +18,10 @@
  * (ab_task_read) would add two epoll_ctl calls per read and measure that
  * instead of the coroutine model.  Writes are ab_task_write: uv_try_write,
  * and the task suspends only when the kernel did not take everything.
+ * Plain tcp moves its bytes as the callback path does (sockio.h: recv/send
+ * on a uv_poll_t; what the kernel does not take waits in the connection's
+ * pending output, and an echo server stops reading meanwhile), so the
+ * callback/coroutine ratio compares execution models, not IO calls.
  * All protocols go through their codec (codecs.h), plain tcp included.
  */
 #include <stdio.h>
@@ -33,6 +37,7 @@
 #include "work.h"
 
 #define STACK_SIZE (64 * 1024)
+#define READ_CHUNK 65536
 
 /* ---- waiting ------------------------------------------------------------ */
 
@@ -56,9 +61,11 @@ static void wake(ab_task_t *t, int *waiting) {
   }
 }
 
-/* Writes plaintext p[0..n): through TLS when there is TLS.  0 or error. */
-static int co_write(uv_stream_t *st, ab__layers_t *ly, uint8_t **cbuf, size_t *ccap,
-                    const uint8_t *p, size_t n) {
+/* Writes plaintext p[0..n): through TLS when there is TLS, through the
+ * sockio when plain tcp has one.  0 or error. */
+static int co_write(uv_stream_t *st, ab_sockio_t *io, ab__layers_t *ly, uint8_t **cbuf,
+                    size_t *ccap, const uint8_t *p, size_t n) {
+  if (io->started) return n ? ab_sockio_send(io, p, n) : 0;
   if (ly->tls == NULL) return n ? ab_task_write(st, p, n) : 0;
   if (n) {
     int r = ab_tls_write(ly->tls, p, n);
@@ -89,6 +96,35 @@ static void c_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
     int r = ab__ly_ingest(&c->ly, &c->rbuf, &c->rcap, &c->rlen, buf, nread);
     if (r < 0) c->co_err = r;
   }
+  wake(c->task, &c->co_waiting);
+}
+
+/* Reads what plain tcp's socket has into the connection's buffer (the task
+ * parses it later, so not into the loop's shared one) and wakes the task. */
+static void c_io_readable(ab_sockio_t *io) {
+  ab__client_t *c = (ab__client_t *)((char *)io - offsetof(ab__client_t, io));
+  for (;;) {
+    if (ab__grow(&c->rbuf, &c->rcap, c->rlen, READ_CHUNK) != 0) {
+      c->co_err = AB_ENOMEM;
+      break;
+    }
+    size_t room = c->rcap - c->rlen;
+    ssize_t n = ab_sockio_recv(io, c->rbuf + c->rlen, room);
+    if (n == 0) break;
+    if (n < 0) {
+      c->co_err = n == UV_EOF ? AB_ECLOSED : (int)n;
+      break;
+    }
+    c->co_now = ab_now_ns();
+    c->rlen += (size_t)n;
+    if ((size_t)n < room) break;
+  }
+  wake(c->task, &c->co_waiting);
+}
+
+static void c_io_error(ab_sockio_t *io, int err) {
+  ab__client_t *c = (ab__client_t *)((char *)io - offsetof(ab__client_t, io));
+  c->co_err = err;
   wake(c->task, &c->co_waiting);
 }
 
@@ -124,7 +160,7 @@ static int c_send(ab__client_t *c) {
   uint64_t t = ab_now_ns();
   if (t >= dl) return 0; /* built too late: never sent */
   ab__client_stamp(c, seq, n, t, phase);
-  return co_write((uv_stream_t *)&c->tcp, &c->ly, &c->cbuf, &c->ccap, c->sbuf, total);
+  return co_write((uv_stream_t *)&c->tcp, &c->io, &c->ly, &c->cbuf, &c->ccap, c->sbuf, total);
 }
 
 static void c_main(void *arg) {
@@ -147,7 +183,10 @@ static void c_main(void *arg) {
   if (eng->use_tls) r = ab_tls_conn_new(eng->tls_client, 1, eng->verify_host, &c->ly.tls);
   if (r == 0) r = ab_codec_create(vt, &c->ly.plain, eng->cfg->payload, 1, &c->ly.codec);
   if (r == 0 && vt == &ab_codec_http) ab_http_set_host(c->ly.codec, eng->host);
-  if (r == 0) r = uv_read_start((uv_stream_t *)&c->tcp, c_alloc, c_read);
+  if (r == 0)
+    r = eng->cfg->protocol == AB_PROTO_TCP
+            ? ab_sockio_start(&c->io, &l->loop, &c->tcp, 0, c_io_readable, c_io_error)
+            : uv_read_start((uv_stream_t *)&c->tcp, c_alloc, c_read);
   if (r < 0) {
     c_setup_fail(c, r, "connection setup", NULL);
     return;
@@ -156,7 +195,7 @@ static void c_main(void *arg) {
     c->ly.state = AB__LY_HS_TLS;
     for (;;) {
       int h = ab_tls_handshake(c->ly.tls);
-      int w = co_write((uv_stream_t *)&c->tcp, &c->ly, &c->cbuf, &c->ccap, NULL, 0);
+      int w = co_write((uv_stream_t *)&c->tcp, &c->io, &c->ly, &c->cbuf, &c->ccap, NULL, 0);
       if (h < 0) {
         c_setup_fail(c, AB_EPROTO, "TLS handshake", ab_tls_error(c->ly.tls));
         return;
@@ -181,7 +220,7 @@ static void c_main(void *arg) {
                 ? AB_EINVAL
                 : ab_ws_request(req, sizeof(req), eng->host, "/echo", key);
     if (n < 0 ||
-        (r = co_write((uv_stream_t *)&c->tcp, &c->ly, &c->cbuf, &c->ccap,
+        (r = co_write((uv_stream_t *)&c->tcp, &c->io, &c->ly, &c->cbuf, &c->ccap,
                       (const uint8_t *)req, (size_t)n)) < 0) {
       c_setup_fail(c, n < 0 ? n : r, "websocket upgrade", NULL);
       return;
@@ -216,7 +255,7 @@ static void c_main(void *arg) {
     }
     if (c->ly.plain.len[c->ly.plain.active] > 0) { /* pongs the codec queued */
       ab_outbuf_t *p = &c->ly.plain;
-      r = co_write((uv_stream_t *)&c->tcp, &c->ly, &c->cbuf, &c->ccap, p->buf[p->active],
+      r = co_write((uv_stream_t *)&c->tcp, &c->io, &c->ly, &c->cbuf, &c->ccap, p->buf[p->active],
                    p->len[p->active]);
       p->len[p->active] = 0;
       if (r < 0) {
@@ -307,9 +346,35 @@ static void s_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
   wake(s->task, &s->co_waiting);
 }
 
+static void s_io_readable(ab_sockio_t *io) {
+  ab__sconn_t *s = (ab__sconn_t *)((char *)io - offsetof(ab__sconn_t, io));
+  for (;;) {
+    if (ab__grow(&s->rbuf, &s->rcap, s->rlen, READ_CHUNK) != 0) {
+      s->co_err = AB_ENOMEM;
+      break;
+    }
+    size_t room = s->rcap - s->rlen;
+    ssize_t n = ab_sockio_recv(io, s->rbuf + s->rlen, room);
+    if (n == 0) break;
+    if (n < 0) {
+      s->co_err = n == UV_EOF ? AB_ECLOSED : (int)n;
+      break;
+    }
+    s->rlen += (size_t)n;
+    if ((size_t)n < room) break;
+  }
+  wake(s->task, &s->co_waiting);
+}
+
+static void s_io_error(ab_sockio_t *io, int err) {
+  ab__sconn_t *s = (ab__sconn_t *)((char *)io - offsetof(ab__sconn_t, io));
+  s->co_err = err;
+  wake(s->task, &s->co_waiting);
+}
+
 static int s_flush(ab__sconn_t *s) {
   ab_outbuf_t *p = &s->ly.plain;
-  int r = co_write((uv_stream_t *)&s->tcp, &s->ly, &s->cbuf, &s->ccap, p->buf[p->active],
+  int r = co_write((uv_stream_t *)&s->tcp, &s->io, &s->ly, &s->cbuf, &s->ccap, p->buf[p->active],
                    p->len[p->active]);
   p->len[p->active] = 0;
   return r;
@@ -320,12 +385,14 @@ static void s_main(void *arg) {
   ab__loop_t *l = s->loop;
   ab__engine_t *eng = l->eng;
   const ab_codec_vt_t *vt = eng->codec_vt;
-  int r = uv_read_start((uv_stream_t *)&s->tcp, s_alloc, s_read);
+  int r = eng->cfg->protocol == AB_PROTO_TCP
+              ? ab_sockio_start(&s->io, &l->loop, &s->tcp, 1, s_io_readable, s_io_error)
+              : uv_read_start((uv_stream_t *)&s->tcp, s_alloc, s_read);
   if (r < 0) goto done;
   if (s->ly.tls) {
     for (;;) {
       int h = ab_tls_handshake(s->ly.tls);
-      if ((r = co_write((uv_stream_t *)&s->tcp, &s->ly, &s->cbuf, &s->ccap, NULL, 0)) < 0 ||
+      if ((r = co_write((uv_stream_t *)&s->tcp, &s->io, &s->ly, &s->cbuf, &s->ccap, NULL, 0)) < 0 ||
           h < 0)
         goto done;
       if (h == 1) break;
@@ -410,17 +477,15 @@ static void s_main(void *arg) {
     }
     if (run_hi > run_lo) {
       /* straight from rbuf when nothing is queued before it; what the
-       * kernel does not take is copied first, because a blocked write must
-       * not point into rbuf (the read callback may move it) */
+       * kernel does not take is copied to the pending output (a write
+       * must not point into rbuf: the read callback may move it) */
       ab_outbuf_t *pl = &s->ly.plain;
-      size_t n = run_hi - run_lo, done_n = 0;
-      if (pl->len[pl->active] == 0) {
-        uv_buf_t b = uv_buf_init((char *)s->rbuf + run_lo, (unsigned)n);
-        int w = uv_try_write((uv_stream_t *)&s->tcp, &b, 1);
-        if (w < 0 && w != UV_EAGAIN) goto done;
-        done_n = w < 0 ? 0 : (size_t)w;
+      size_t n = run_hi - run_lo;
+      if (pl->len[pl->active] == 0 && s->io.started) { /* plain tcp */
+        if (ab_sockio_send(&s->io, s->rbuf + run_lo, n) < 0) goto done;
+      } else {
+        ab_outbuf_append(pl, s->rbuf + run_lo, n);
       }
-      if (done_n < n) ab_outbuf_append(pl, s->rbuf + run_lo + done_n, n - done_n);
     }
     ab__consume(s->rbuf, &s->rlen, off);
     if (held) {
