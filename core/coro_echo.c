@@ -73,7 +73,7 @@ static int co_write(uv_stream_t *st, ab_sockio_t *io, ab__layers_t *ly, uint8_t 
   }
   size_t pend = ab_tls_pending_out(ly->tls);
   if (pend == 0) return 0;
-  if (ab__grow(cbuf, ccap, 0, pend) != 0) return AB_ENOMEM;
+  if (ab_buf_grow(cbuf, ccap, 0, pend) != 0) return AB_ENOMEM;
   size_t got = ab_tls_take_out(ly->tls, *cbuf, pend);
   return ab_task_write(st, *cbuf, got);
 }
@@ -99,26 +99,29 @@ static void c_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
   wake(c->task, &c->co_waiting);
 }
 
-/* Reads what plain tcp's socket has into the connection's buffer (the task
- * parses it later, so not into the loop's shared one) and wakes the task. */
+/* Appends what plain tcp's socket has to a connection's buffer (the task
+ * parses it later, so not to the loop's shared one).  Returns 0 or the
+ * error for the task (AB_ECLOSED at end of stream); *got is set when bytes
+ * arrived. */
+static int co_recv(ab_sockio_t *io, ab_sockio_kept_t k, int *got) {
+  for (;;) {
+    const uint8_t *data;
+    size_t len, room;
+    ssize_t n = ab_sockio_recv_frames(io, NULL, 0, k, READ_CHUNK, &data, &len, &room);
+    if (n == 0) return 0;
+    if (n < 0) return n == UV_EOF ? AB_ECLOSED : (int)n;
+    *k.len = len;
+    *got = 1;
+    if ((size_t)n < room) return 0;
+  }
+}
+
 static void c_io_readable(ab_sockio_t *io) {
   ab__client_t *c = (ab__client_t *)((char *)io - offsetof(ab__client_t, io));
-  for (;;) {
-    if (ab__grow(&c->rbuf, &c->rcap, c->rlen, READ_CHUNK) != 0) {
-      c->co_err = AB_ENOMEM;
-      break;
-    }
-    size_t room = c->rcap - c->rlen;
-    ssize_t n = ab_sockio_recv(io, c->rbuf + c->rlen, room);
-    if (n == 0) break;
-    if (n < 0) {
-      c->co_err = n == UV_EOF ? AB_ECLOSED : (int)n;
-      break;
-    }
-    c->co_now = ab_now_ns();
-    c->rlen += (size_t)n;
-    if ((size_t)n < room) break;
-  }
+  int got = 0;
+  int r = co_recv(io, (ab_sockio_kept_t){&c->rbuf, &c->rcap, &c->rlen}, &got);
+  if (got) c->co_now = ab_now_ns();
+  if (r < 0) c->co_err = r;
   wake(c->task, &c->co_waiting);
 }
 
@@ -147,7 +150,7 @@ static int c_send(ab__client_t *c) {
   if (phase == 0 || c->inflight >= cfg->window) return 0;
   uint32_t n = cfg->window - c->inflight;
   size_t most = (size_t)n * (vt->max_overhead + cfg->payload);
-  if (ab__grow(&c->sbuf, &c->scap, 0, most) != 0) return AB_ENOMEM;
+  if (ab_buf_grow(&c->sbuf, &c->scap, 0, most) != 0) return AB_ENOMEM;
   uint64_t seq = c->next_seq;
   size_t total = 0;
   for (uint32_t i = 0; i < n; i++) {
@@ -348,21 +351,9 @@ static void s_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
 
 static void s_io_readable(ab_sockio_t *io) {
   ab__sconn_t *s = (ab__sconn_t *)((char *)io - offsetof(ab__sconn_t, io));
-  for (;;) {
-    if (ab__grow(&s->rbuf, &s->rcap, s->rlen, READ_CHUNK) != 0) {
-      s->co_err = AB_ENOMEM;
-      break;
-    }
-    size_t room = s->rcap - s->rlen;
-    ssize_t n = ab_sockio_recv(io, s->rbuf + s->rlen, room);
-    if (n == 0) break;
-    if (n < 0) {
-      s->co_err = n == UV_EOF ? AB_ECLOSED : (int)n;
-      break;
-    }
-    s->rlen += (size_t)n;
-    if ((size_t)n < room) break;
-  }
+  int got = 0;
+  int r = co_recv(io, (ab_sockio_kept_t){&s->rbuf, &s->rcap, &s->rlen}, &got);
+  if (r < 0) s->co_err = r;
   wake(s->task, &s->co_waiting);
 }
 
@@ -459,7 +450,7 @@ static void s_main(void *arg) {
       if (eng->pool) {
         /* hand the work to the pool; replies go out when all returned */
         size_t need = 4 + msg.len;
-        if (ab__grow(&s->held, &s->hcap, s->hlen, need) != 0) goto done;
+        if (ab_buf_grow(&s->held, &s->hcap, s->hlen, need) != 0) goto done;
         uint32_t len = (uint32_t)msg.len;
         memcpy(s->held + s->hlen, &len, 4);
         memcpy(s->held + s->hlen + 4, msg.data, msg.len);

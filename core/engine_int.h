@@ -18,6 +18,7 @@
 
 #include <uv.h>
 
+#include "buf.h"
 #include "engine.h"
 #include "histogram.h"
 #include "codec.h"
@@ -330,8 +331,6 @@ void ab__ly_alloc(ab__layers_t *ly, ab__loop_t *l, uint8_t **rbuf, size_t *rcap,
                   size_t rlen, uv_buf_t *buf);
 int ab__ly_ingest(ab__layers_t *ly, uint8_t **rbuf, size_t *rcap, size_t *rlen,
                   const uv_buf_t *buf, ssize_t n);
-/* makes room for want_free more bytes after len; 0 or AB_ENOMEM */
-int ab__grow(uint8_t **buf, size_t *cap, size_t len, size_t want_free);
 
 /* coro_echo.c: execution = coroutine */
 void ab__co_client_start(ab__client_t *c);

@@ -38,7 +38,7 @@ void ab__lx_buf_alloc(ab__lx_conn_t *k, uv_buf_t *buf) {
     *k->rlen = left;
     k->roff = 0;
   }
-  if (ab__grow(k->rbuf, k->rcap, *k->rlen, AB__LX_READ_CHUNK) != 0) {
+  if (ab_buf_grow(k->rbuf, k->rcap, *k->rlen, AB__LX_READ_CHUNK) != 0) {
     *buf = uv_buf_init(NULL, 0); /* libuv reports UV_ENOBUFS */
     return;
   }

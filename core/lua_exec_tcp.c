@@ -176,7 +176,7 @@ static void s_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
   (void)hint;
   if (k) {
     ab__lx_buf_alloc(k, buf);
-  } else if (ab__grow(&s->rbuf, &s->rcap, s->rlen, AB__LX_READ_CHUNK) == 0) {
+  } else if (ab_buf_grow(&s->rbuf, &s->rcap, s->rlen, AB__LX_READ_CHUNK) == 0) {
     *buf = uv_buf_init((char *)s->rbuf + s->rlen, (unsigned)(s->rcap - s->rlen));
   } else {
     *buf = uv_buf_init(NULL, 0);

@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 
 #include "ab_error.h"
+#include "buf.h"
 
 static int want_events(const ab_sockio_t *io) {
   int pending = !ab_sockio_idle(io);
@@ -118,6 +119,36 @@ ssize_t ab_sockio_recv(ab_sockio_t *io, void *buf, size_t n) {
     }
     return -errno;
   }
+}
+
+ssize_t ab_sockio_recv_frames(ab_sockio_t *io, uint8_t *shared, size_t shared_cap,
+                              ab_sockio_kept_t k, size_t chunk, const uint8_t **data,
+                              size_t *len, size_t *room) {
+  if (*k.len == 0 && shared != NULL) {
+    ssize_t n = ab_sockio_recv(io, shared, shared_cap);
+    *data = shared;
+    *len = n > 0 ? (size_t)n : 0;
+    *room = shared_cap;
+    return n;
+  }
+  if (ab_buf_grow(k.buf, k.cap, *k.len, chunk) != 0) return AB_ENOMEM;
+  *room = *k.cap - *k.len;
+  ssize_t n = ab_sockio_recv(io, *k.buf + *k.len, *room);
+  *data = *k.buf;
+  *len = *k.len + (n > 0 ? (size_t)n : 0);
+  return n;
+}
+
+int ab_sockio_keep(ab_sockio_kept_t k, const uint8_t *data, size_t len, size_t used) {
+  size_t rest = len - used;
+  if (data == *k.buf) {
+    if (rest > 0 && used > 0) memmove(*k.buf, *k.buf + used, rest);
+  } else if (rest > 0) {
+    if (ab_buf_grow(k.buf, k.cap, 0, rest) != 0) return AB_ENOMEM;
+    memcpy(*k.buf, data + used, rest);
+  }
+  *k.len = rest;
+  return 0;
 }
 
 uint8_t *ab_sockio_reserve(ab_sockio_t *io, size_t n) {

@@ -62,6 +62,28 @@ int ab_sockio_start(ab_sockio_t *io, uv_loop_t *loop, uv_tcp_t *tcp,
  * now, UV_EOF at end of stream, or another negative libuv error. */
 ssize_t ab_sockio_recv(ab_sockio_t *io, void *buf, size_t n);
 
+/* A frame-cutting reader's input: bytes kept between reads (a partial
+ * frame) in buf[0..len). */
+typedef struct {
+  uint8_t **buf;
+  size_t *cap, *len;
+} ab_sockio_kept_t;
+
+/* One recv for a reader that cuts frames.  With nothing kept and `shared`
+ * given, the bytes land in shared[0..shared_cap) (a buffer the caller shares
+ * between connections, to keep the copies in cache); otherwise after the
+ * kept bytes, the buffer grown to have at least `chunk` bytes free.  On
+ * success *data / *len are every byte now available, kept ones first, and
+ * *room what the recv was offered (a recv that filled it may have left
+ * more).  Returns as ab_sockio_recv, or AB_ENOMEM. */
+ssize_t ab_sockio_recv_frames(ab_sockio_t *io, uint8_t *shared, size_t shared_cap,
+                              ab_sockio_kept_t k, size_t chunk, const uint8_t **data,
+                              size_t *len, size_t *room);
+
+/* After the reader used data[0..used) of what ab_sockio_recv_frames gave:
+ * the rest is kept for the next read.  0 or AB_ENOMEM. */
+int ab_sockio_keep(ab_sockio_kept_t k, const uint8_t *data, size_t len, size_t used);
+
 /* True when no output is pending: a send goes straight to the kernel. */
 static inline int ab_sockio_idle(const ab_sockio_t *io) {
   return io->plen == io->poff;

@@ -69,24 +69,13 @@ static int ly_flush(ab__layers_t *ly, ab_outbuf_t *sock) {
   return ab_outbuf_flush(sock);
 }
 
-int ab__grow(uint8_t **buf, size_t *cap, size_t len, size_t want_free) {
-  if (*cap - len >= want_free) return 0;
-  size_t want = *cap ? *cap * 2 : 2 * READ_CHUNK;
-  while (want - len < want_free) want *= 2;
-  uint8_t *p = realloc(*buf, want);
-  if (p == NULL) return AB_ENOMEM;
-  *buf = p;
-  *cap = want;
-  return 0;
-}
-
 void ab__ly_alloc(ab__layers_t *ly, ab__loop_t *l, uint8_t **rbuf, size_t *rcap,
                      size_t rlen, uv_buf_t *buf) {
   if (ly->tls) {
     *buf = uv_buf_init((char *)l->cipher_rx, READ_CHUNK);
     return;
   }
-  if (ab__grow(rbuf, rcap, rlen, READ_CHUNK) != 0) {
+  if (ab_buf_grow(rbuf, rcap, rlen, READ_CHUNK) != 0) {
     *buf = uv_buf_init(NULL, 0);
     return;
   }
@@ -106,7 +95,7 @@ int ab__ly_ingest(ab__layers_t *ly, uint8_t **rbuf, size_t *rcap, size_t *rlen,
   if (r < 0) return r;
   if (ly->state == AB__LY_HS_TLS) return 0; /* the caller drives it */
   for (;;) {
-    if (ab__grow(rbuf, rcap, *rlen, TLS_CHUNK) != 0) return AB_ENOMEM;
+    if (ab_buf_grow(rbuf, rcap, *rlen, TLS_CHUNK) != 0) return AB_ENOMEM;
     size_t got = 0;
     r = ab_tls_read(ly->tls, *rbuf + *rlen, *rcap - *rlen, &got);
     *rlen += got;
@@ -118,7 +107,7 @@ int ab__ly_ingest(ab__layers_t *ly, uint8_t **rbuf, size_t *rcap, size_t *rlen,
 void ab__ly_drain_tls(ab__layers_t *ly, uint8_t **rbuf, size_t *rcap, size_t *rlen) {
   for (;;) {
     size_t got = 0;
-    if (ab__grow(rbuf, rcap, *rlen, TLS_CHUNK) != 0) return;
+    if (ab_buf_grow(rbuf, rcap, *rlen, TLS_CHUNK) != 0) return;
     int r = ab_tls_read(ly->tls, *rbuf + *rlen, *rcap - *rlen, &got);
     *rlen += got;
     if (r < 0 || got == 0) return;
@@ -466,7 +455,7 @@ static int hold(ab__sconn_t *s, const ab_msgview_t *m) {
     s->hlen -= s->hoff;
     s->hoff = 0;
   }
-  if (ab__grow(&s->held, &s->hcap, s->hlen, need) != 0) return AB_ENOMEM;
+  if (ab_buf_grow(&s->held, &s->hcap, s->hlen, need) != 0) return AB_ENOMEM;
   uint32_t len = (uint32_t)m->len;
   memcpy(s->held + s->hlen, &len, 4);
   memcpy(s->held + s->hlen + 4, m->data, m->len);

@@ -204,44 +204,25 @@ static ssize_t complete_replies(ab__client_t *c, const uint8_t *p, size_t len, u
 static void on_readable(ab_sockio_t *io) {
   ab__client_t *c = (ab__client_t *)((char *)io - offsetof(ab__client_t, io));
   ab__loop_t *l = c->loop;
+  ab_sockio_kept_t kept = {&c->rbuf, &c->rcap, &c->rlen};
+  uint8_t *shared = l->fsz <= AB__IO_SHARED_MAX ? l->io_rx : NULL;
   while (c->alive) {
-    int shared = c->rlen == 0 && l->fsz <= AB__IO_SHARED_MAX;
-    uint8_t *dst;
-    size_t room;
-    if (shared) {
-      dst = l->io_rx;
-      room = AB__IO_RX;
-    } else {
-      if (ab__grow(&c->rbuf, &c->rcap, c->rlen, READ_CHUNK) != 0) {
-        ab__client_fail(c, AB_ENOMEM, "read buffer");
-        return;
-      }
-      dst = c->rbuf + c->rlen;
-      room = c->rcap - c->rlen;
-    }
-    ssize_t n = ab_sockio_recv(io, dst, room);
+    const uint8_t *data;
+    size_t len, room;
+    ssize_t n = ab_sockio_recv_frames(io, shared, AB__IO_RX, kept, READ_CHUNK, &data, &len, &room);
     if (n == 0) return;
     if (n < 0) {
-      ab__client_fail(c, n == UV_EOF ? AB_ECLOSED : (int)n, "read");
+      ab__client_fail(c, n == UV_EOF ? AB_ECLOSED : (int)n, n == AB_ENOMEM ? "read buffer" : "read");
       return;
     }
     uint64_t now = ab_now_ns();
-    const uint8_t *base = shared ? dst : c->rbuf;
-    size_t len = shared ? (size_t)n : c->rlen + (size_t)n;
-    ssize_t off = complete_replies(c, base, len, now);
-    if (off < 0) return;
-    size_t rest = len - (size_t)off;
-    if (shared && rest > 0) {
-      if (ab__grow(&c->rbuf, &c->rcap, 0, rest) != 0) {
-        ab__client_fail(c, AB_ENOMEM, "read buffer");
-        return;
-      }
-      memcpy(c->rbuf, base + off, rest);
-    } else if (!shared && rest > 0 && off > 0) {
-      memmove(c->rbuf, c->rbuf + off, rest);
+    ssize_t used = complete_replies(c, data, len, now);
+    if (used < 0) return;
+    if (ab_sockio_keep(kept, data, len, (size_t)used) != 0) {
+      ab__client_fail(c, AB_ENOMEM, "read buffer");
+      return;
     }
-    c->rlen = rest;
-    if (off > 0) {
+    if (used > 0) {
       ab__client_advance_oldest(c);
       pump(c, now);
       ab__loop_check_progress(l);

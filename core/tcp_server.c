@@ -152,48 +152,33 @@ static ssize_t serve_frames(ab__sconn_t *s, const uint8_t *p, size_t len) {
 }
 
 /* Reads until the socket has nothing more or reading is paused by pending
- * output. */
+ * output.  With no partial frame kept, a recv lands in the loop's shared
+ * buffer and only a trailing partial frame is copied to the connection. */
 static void on_sreadable(ab_sockio_t *io) {
   ab__sconn_t *s = (ab__sconn_t *)((char *)io - offsetof(ab__sconn_t, io));
-  ab__loop_t *l = s->loop;
+  ab_sockio_kept_t kept = {&s->rbuf, &s->rcap, &s->rlen};
   while (!s->closing && (io->events & UV_READABLE)) {
-    int shared = s->rlen == 0;
-    uint8_t *dst;
-    size_t room;
-    if (shared) {
-      dst = l->io_rx;
-      room = AB__IO_RX;
-    } else {
-      if (ab__grow(&s->rbuf, &s->rcap, s->rlen, READ_CHUNK) != 0) {
-        ab__sconn_error(s, AB_ENOMEM, "read buffer");
-        return;
-      }
-      dst = s->rbuf + s->rlen;
-      room = s->rcap - s->rlen;
-    }
-    ssize_t n = ab_sockio_recv(io, dst, room);
+    const uint8_t *data;
+    size_t len, room;
+    ssize_t n = ab_sockio_recv_frames(io, s->loop->io_rx, AB__IO_RX, kept, READ_CHUNK, &data,
+                                      &len, &room);
     if (n == 0) return;
+    if (n == AB_ENOMEM) {
+      ab__sconn_error(s, AB_ENOMEM, "read buffer");
+      return;
+    }
     if (n < 0) {
       /* EOF or reset from our own clients at the end is normal; counted
        * only while the run is live */
       ab__sconn_read_failed(s, n);
       return;
     }
-    const uint8_t *base = shared ? dst : s->rbuf;
-    size_t len = shared ? (size_t)n : s->rlen + (size_t)n;
-    ssize_t off = serve_frames(s, base, len);
-    if (off < 0) return;
-    size_t rest = len - (size_t)off;
-    if (shared && rest > 0) {
-      if (ab__grow(&s->rbuf, &s->rcap, 0, rest) != 0) {
-        ab__sconn_error(s, AB_ENOMEM, "read buffer");
-        return;
-      }
-      memcpy(s->rbuf, base + off, rest);
-    } else if (!shared && rest > 0 && off > 0) {
-      memmove(s->rbuf, s->rbuf + off, rest);
+    ssize_t used = serve_frames(s, data, len);
+    if (used < 0) return;
+    if (ab_sockio_keep(kept, data, len, (size_t)used) != 0) {
+      ab__sconn_error(s, AB_ENOMEM, "read buffer");
+      return;
     }
-    s->rlen = rest;
     if ((size_t)n < room) return;
   }
 }

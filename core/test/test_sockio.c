@@ -91,6 +91,21 @@ static void close_side(side_t *s) {
   ab_sockio_free(&s->io);
 }
 
+/* A loopback pair with our end in s; small socket buffers force short
+ * writes.  Returns the peer's descriptor. */
+static int open_pair(side_t *s, int pause, int small, int stop_at_end) {
+  int a, b;
+  tcp_pair(&a, &b);
+  if (small) {
+    int sz = 16384;
+    setsockopt(a, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+    setsockopt(b, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+  }
+  start_side(s, a, pause);
+  s->stop_at_end = stop_at_end;
+  return b;
+}
+
 /* ---- the peer, driven from a uv_poll of its own ---------------------- */
 typedef struct {
   uv_poll_t poll;
@@ -124,13 +139,8 @@ static void on_peer(uv_poll_t *h, int status, int events) {
  * empties.  With pause_reads the data the peer sent us is read only after
  * that; without it, while output is still pending. */
 static void test_pending(int pause) {
-  int a, b;
-  tcp_pair(&a, &b);
-  int small = 16384;
-  setsockopt(a, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
-  setsockopt(b, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
   side_t s;
-  start_side(&s, a, pause);
+  int b = open_pair(&s, pause, 1, 0);
 
   size_t total = (size_t)8 << 20;
   uint8_t *data = malloc(total);
@@ -172,11 +182,8 @@ static void test_pending(int pause) {
 
 /* The peer closes: recv says UV_EOF. */
 static void test_eof(void) {
-  int a, b;
-  tcp_pair(&a, &b);
   side_t s;
-  start_side(&s, a, 1);
-  s.stop_at_end = 1;
+  int b = open_pair(&s, 1, 0, 1);
   CHECK(send(b, "abc", 3, 0) == 3);
   close(b);
   uv_run(&loop, UV_RUN_DEFAULT);
@@ -195,11 +202,8 @@ static void reset(int fd) {
 /* The peer sends 100000 bytes and resets: they are all read, then recv
  * reports the reset; on_error is not called (the reader saw it). */
 static void test_reset_after_data(void) {
-  int a, b;
-  tcp_pair(&a, &b);
   side_t s;
-  start_side(&s, a, 1);
-  s.stop_at_end = 1;
+  int b = open_pair(&s, 1, 0, 1);
   size_t total = 100000, off = 0;
   uint8_t *data = calloc(1, total);
   while (off < total) {
@@ -220,14 +224,8 @@ static void test_reset_after_data(void) {
 /* Only output pending (reads paused) when the peer resets: one on_error
  * with the reset, and nothing is sent or read after it. */
 static void test_reset_while_pending(void) {
-  int a, b;
-  tcp_pair(&a, &b);
-  int small = 16384;
-  setsockopt(a, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
-  setsockopt(b, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
   side_t s;
-  start_side(&s, a, 1);
-  s.stop_at_end = 1;
+  int b = open_pair(&s, 1, 1, 1);
   size_t total = (size_t)4 << 20;
   uint8_t *data = calloc(1, total);
   CHECK(ab_sockio_send(&s.io, data, total) == 0);
@@ -246,10 +244,8 @@ static void test_reset_while_pending(void) {
 /* Building in place: reserve + commit sends, and commits queue in order
  * behind pending output. */
 static void test_reserve_commit(void) {
-  int a, b;
-  tcp_pair(&a, &b);
   side_t s;
-  start_side(&s, a, 0);
+  int b = open_pair(&s, 0, 0, 0);
   uint8_t *d = ab_sockio_reserve(&s.io, 1000);
   CHECK(d != NULL);
   for (size_t i = 0; i < 1000; i++) d[i] = pattern(i);
