@@ -377,6 +377,8 @@ function _M.main(args)
         end
         opts.pinned = cpu
     end
+    local busy = require("arkbench.env").busy_warning()
+    if busy then io.stderr:write(busy, "\n") end
     local samples = {}
     for k, c in ipairs(configs) do
         io.stderr:write(describe(c), "\n")

@@ -34,6 +34,7 @@ commands:
       --list              print the cases and exit
   calibrate           raw epoll echo floor vs arkbench, same process
       --pairs N --duration S --warmup S --payload B --clients C --window W
+      --floor-only        the floor alone;  --cpu N | --no-pin  placement
   serve               only the server side, until SIGINT/SIGTERM
       --protocol P --listen HOST:PORT --topology T --work N --framing F --payload B
       --cert-out FILE (TLS: write the generated certificate) --tls-version V --alpn LIST
@@ -245,21 +246,8 @@ function _M.run(args)
             .. " overwritten: choose another --out")
     end
     -- a busy machine makes every number wrong: say so before measuring
-    local la = io.open("/proc/loadavg")
-    if la then
-        local one = tonumber((la:read("*l") or ""):match("^(%S+)"))
-        la:close()
-        local f = io.open("/proc/cpuinfo")
-        local ncpu = 0
-        if f then
-            for line in f:lines() do if line:match("^processor%s*:") then ncpu = ncpu + 1 end end
-            f:close()
-        end
-        if one and ncpu > 0 and one > 0.5 * ncpu then
-            io_stderr:write(str_format("warning: this machine is busy (load average %.2f on %d"
-                .. " logical CPUs); the numbers will show it\n", one, ncpu))
-        end
-    end
+    local busy = env.busy_warning()
+    if busy then io_stderr:write(busy, "\n") end
     os.execute("mkdir -p '" .. dir:gsub("'", "'\\''") .. "'")
     local envinfo = env.collect({ scenario_path = o.path, started_utc = env.utc_iso(started),
                                   binary = core.exe_path and core.exe_path() or nil })

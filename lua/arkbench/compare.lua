@@ -300,7 +300,9 @@ function _M.format(result)
   end
   out[#out + 1] = aligned(header, rows, { false, true, true, false, false, false })
   local m = result.medians
-  if result.by_value then
+  -- one line per value of the key; with a single value that line would
+  -- repeat the overall median below, so it is left out
+  if result.by_value and #result.by_value > 1 then
     for _, bv in ipairs(result.by_value) do
       out[#out + 1] = format("median throughput ratio %s=%s / %s=%s: %s over %d case%s",
         result.pair, bv.value, result.pair, result.base, x(bv.rt), bv.n, bv.n == 1 and "" or "s")

@@ -135,6 +135,18 @@ function _M.load_average(path)
   return { tonumber(a), tonumber(b), tonumber(c) }
 end
 
+-- The warning `run` and `calibrate` print before measuring when the
+-- 1-minute load average is above half the logical CPUs (every number would
+-- show the other load), or nil.  files: { loadavg =, cpuinfo = } for specs.
+function _M.busy_warning(files)
+  files = files or {}
+  local la = _M.load_average(files.loadavg)
+  local _, ncpu = cpu(files.cpuinfo or "/proc/cpuinfo")
+  if not la or not la[1] or not ncpu or ncpu < 1 or la[1] <= 0.5 * ncpu then return nil end
+  return string.format("warning: this machine is busy (load average %.2f on %d logical CPUs);"
+    .. " the numbers will show it", la[1], ncpu)
+end
+
 function _M.collect(opts)
   opts = opts or {}
   local files = opts.files or {}

@@ -190,6 +190,19 @@ describe("compare.within (--pair)", function()
       1, true), text)
   end)
 
+  it("prints no per-value line when the key has one value besides the base (it would repeat the median)", function()
+    local r = assert(compare.within(side("D", {
+      runs_of(case(64, "shared:1"), { { 100, 10, 50 } }),
+      runs_of(case(64, "shared:2"), { { 50, 20, 50 } }),
+      runs_of(case(1024, "shared:1"), { { 100, 10, 50 } }),
+      runs_of(case(1024, "shared:2"), { { 25, 20, 50 } }),
+    }), "topology"))
+    assert.are.equal(1, #r.by_value)
+    local text = compare.format(r)
+    assert.is_nil(text:find("median throughput ratio", 1, true), text)
+    assert.truthy(text:find("median of per-case throughput ratios: 0.38x over 2 cases", 1, true), text)
+  end)
+
   it("refuses a key that does not vary", function()
     local r, err = compare.within(result(), "execution")
     assert.is_nil(r)

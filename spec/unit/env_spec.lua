@@ -168,6 +168,24 @@ describe("env.collect", function()
     assert.is_nil(env.load_average("/nonexistent"))
   end)
 
+  it("warns of a busy machine above half the logical CPUs, not at or below", function()
+    local function warn(load)
+      local d = os.tmpname()
+      local f = io.open(d, "w")
+      f:write(load .. " 0.75 0.25 2/345 6789\n")
+      f:close()
+      local w = env.busy_warning({ loadavg = d, cpuinfo = files.cpuinfo })
+      os.remove(d)
+      return w
+    end
+    -- files.cpuinfo lists 3 logical CPUs
+    assert.are.equal("warning: this machine is busy (load average 1.60 on 3 logical CPUs);"
+      .. " the numbers will show it", warn("1.60"))
+    assert.is_nil(warn("1.50"))
+    assert.is_nil(warn("0.10"))
+    assert.is_nil(env.busy_warning({ loadavg = "/nonexistent", cpuinfo = files.cpuinfo }))
+  end)
+
   it("encodes to strict JSON", function()
     local e = env.collect({ files = files, scenario_path = scenario })
     local back = json.decode(json.encode(e, { indent = 2 }))
