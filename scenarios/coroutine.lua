@@ -8,7 +8,11 @@
 -- Both time every message the same way (unlike the reference, whose
 -- coroutine program timed whole batches), so the ratio means something.
 -- The end of the run prints callback -> coroutine per case with the ratio
--- and the median of the per-case throughput ratios.
+-- and the median of the per-case throughput ratios.  Expect large ratios
+-- in shared:4 with work = 0: there a coroutine server waits until the pool
+-- has returned all of a read's requests and writes their replies at once,
+-- while the callback server echoes each as its job returns (see
+-- docs/execution.md, "Coroutines").
 --
 -- Run it:
 --   bin/arkbench run scenarios/coroutine.lua
