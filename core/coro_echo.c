@@ -349,11 +349,15 @@ static void s_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
   wake(s->task, &s->co_waiting);
 }
 
+/* While the task waits for the pool, reads stop past AB__HOLD_BYTES (the
+ * task lets them go on when it parses again): a client that sends faster
+ * than the pool works is pushed back instead of buffered. */
 static void s_io_readable(ab_sockio_t *io) {
   ab__sconn_t *s = (ab__sconn_t *)((char *)io - offsetof(ab__sconn_t, io));
   int got = 0;
   int r = co_recv(io, (ab_sockio_kept_t){&s->rbuf, &s->rcap, &s->rlen}, &got);
   if (r < 0) s->co_err = r;
+  if (s->jobs_out > 0 && s->rlen > AB__HOLD_BYTES) ab_sockio_hold_reads(io, 1);
   wake(s->task, &s->co_waiting);
 }
 
@@ -421,6 +425,7 @@ static void s_main(void *arg) {
    * server_reply */
   int direct = !eng->pool && !s->ly.tls && (vt == &ab_codec_length || vt == &ab_codec_raw);
   for (;;) {
+    if (s->io.held) ab_sockio_hold_reads(&s->io, 0); /* parsing again */
     size_t off = 0;
     uint64_t held = 0;
     size_t run_lo = 0, run_hi = 0; /* frames to echo from rbuf[run_lo, run_hi) */

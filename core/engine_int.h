@@ -90,6 +90,10 @@ enum { AB__UDP_OUT_NONE = 0, AB__UDP_OUT_DONE, AB__UDP_OUT_LOST };
 #define AB__IO_RX ((size_t)256 << 10)
 #define AB__IO_TX ((size_t)256 << 10)
 #define AB__IO_SHARED_MAX ((size_t)64 << 10)
+/* A server connection whose requests wait for the shared:N work pool holds
+ * its reads past this many bytes, until the pool catches up: a client that
+ * sends faster than the pool works is pushed back instead of buffered. */
+#define AB__HOLD_BYTES ((size_t)4 << 20)
 
 typedef struct ab__client_s {
   union {                       /* first: handle.data points here too */

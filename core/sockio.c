@@ -12,7 +12,7 @@
 static int want_events(const ab_sockio_t *io) {
   int pending = !ab_sockio_idle(io);
   int ev = pending ? UV_WRITABLE : 0;
-  if (!(pending && io->pause_reads)) ev |= UV_READABLE;
+  if (ab_sockio_may_read(io)) ev |= UV_READABLE;
   return ev;
 }
 
@@ -37,37 +37,61 @@ static void fail(ab_sockio_t *io, int err) {
   if (io->on_error) io->on_error(io, err);
 }
 
+/* The connection can no longer send (the peer reset or closed it): what is
+ * pending is dropped, later output is discarded, and reading resumes so
+ * that the reader takes what arrived before the failure and then meets it
+ * in recv -- replies already received are not lost to a failed send. */
+static void output_dead(ab_sockio_t *io, int err) {
+  if (io->wdead == 0) io->wdead = err;
+  io->poff = io->plen = 0;
+}
+
+/* One send(2) of p[0..n): bytes taken, 0 when the kernel takes nothing
+ * now or the output is dead, or a local error (out of memory). */
+static ssize_t send_some(ab_sockio_t *io, const uint8_t *p, size_t n) {
+  for (;;) {
+    ssize_t w = send(io->fd, p, n, MSG_NOSIGNAL);
+    if (w >= 0) return w;
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
+    if (errno == ENOMEM || errno == ENOBUFS) return -errno;
+    output_dead(io, -errno);
+    return 0;
+  }
+}
+
 /* Sends pending output until it is gone or the kernel stops taking it. */
 static int flush(ab_sockio_t *io) {
   while (io->poff < io->plen) {
-    ssize_t w = send(io->fd, io->pend + io->poff, io->plen - io->poff, MSG_NOSIGNAL);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-      return -errno;
-    }
+    ssize_t w = send_some(io, io->pend + io->poff, io->plen - io->poff);
+    if (w < 0) return (int)w;
+    if (w == 0) break;
     io->poff += (size_t)w;
   }
   if (io->poff == io->plen) io->poff = io->plen = 0;
   return rearm(io);
 }
 
-/* EPOLLERR (libuv reports it as UV_EBADF and stops the watcher).  Data
- * that arrived before the error is still there: the reader takes it and
- * meets the error in its own recv, as it would without the error (a reset
- * peer's last requests are still served).  What the reader does not meet
- * is reported here. */
+/* EPOLLERR (libuv reports it as UV_EBADF and stops the watcher): nothing
+ * can be sent any more.  Data that arrived before the error is still
+ * there: the reader takes it and meets the error in its own recv, as it
+ * would without the error (a reset peer's last requests are still served,
+ * its last replies still counted).  What the reader does not meet (it
+ * holds its reads) is reported here. */
 static void on_socket_error(ab_sockio_t *io, int status) {
-  while (!io->failed && (io->events & UV_READABLE) && !io->would_block) {
+  int so = 0;
+  socklen_t len = sizeof(so);
+  if (getsockopt(io->fd, SOL_SOCKET, SO_ERROR, &so, &len) == 0 && so != 0) status = -so;
+  io->events = 0; /* libuv stopped the watcher */
+  output_dead(io, status);
+  io->would_block = 0; /* from an earlier read: data may have come since */
+  while (!io->failed && ab_sockio_may_read(io) && !io->would_block && !io->read_ended) {
     uint64_t before = io->nrecv;
     io->on_readable(io);
     if (io->nrecv == before) break; /* the reader did not read */
   }
   if (io->failed) return;
-  int so = 0;
-  socklen_t len = sizeof(so);
-  if (getsockopt(io->fd, SOL_SOCKET, SO_ERROR, &so, &len) == 0 && so != 0) status = -so;
-  fail(io, status);
+  fail(io, io->wdead);
 }
 
 static void on_poll(uv_poll_t *h, int status, int events) {
@@ -111,12 +135,14 @@ ssize_t ab_sockio_recv(ab_sockio_t *io, void *buf, size_t n) {
   for (;;) {
     ssize_t r = recv(io->fd, buf, n, 0);
     if (r > 0) return r;
-    if (r == 0) return UV_EOF;
-    if (errno == EINTR) continue;
-    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
       io->would_block = 1;
       return 0;
     }
+    io->read_ended = 1;
+    /* a failed send may have taken the socket's error: it is the cause */
+    if (r == 0) return io->wdead ? io->wdead : UV_EOF;
     return -errno;
   }
 }
@@ -153,7 +179,9 @@ int ab_sockio_keep(ab_sockio_kept_t k, const uint8_t *data, size_t len, size_t u
 
 uint8_t *ab_sockio_reserve(ab_sockio_t *io, size_t n) {
   if (io->pcap - io->plen < n) {
-    if (io->poff > 0) { /* slide the unsent rest to the front first */
+    /* slide the unsent rest to the front when what was sent is at least
+     * as large (each byte is then moved at most about once), else grow */
+    if (io->poff > 0 && io->poff >= io->plen - io->poff) {
       memmove(io->pend, io->pend + io->poff, io->plen - io->poff);
       io->plen -= io->poff;
       io->poff = 0;
@@ -172,6 +200,7 @@ uint8_t *ab_sockio_reserve(ab_sockio_t *io, size_t n) {
 
 int ab_sockio_commit(ab_sockio_t *io, size_t n) {
   if (io->failed) return AB_ECLOSED;
+  if (io->wdead) return 0; /* discarded: the reader meets the cause */
   io->plen += n;
   int r = flush(io);
   if (r < 0) io->failed = 1;
@@ -182,16 +211,16 @@ int ab_sockio_send(ab_sockio_t *io, const uint8_t *p, size_t n) {
   if (io->failed) return AB_ECLOSED;
   size_t off = 0;
   if (ab_sockio_idle(io)) {
-    while (off < n) {
-      ssize_t w = send(io->fd, p + off, n - off, MSG_NOSIGNAL);
+    while (off < n && !io->wdead) {
+      ssize_t w = send_some(io, p + off, n - off);
       if (w < 0) {
-        if (errno == EINTR) continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK) break;
         io->failed = 1;
-        return -errno;
+        return (int)w;
       }
+      if (w == 0) break;
       off += (size_t)w;
     }
+    if (io->wdead) return rearm(io); /* discarded: the reader meets the cause */
     if (off == n) return 0;
   }
   uint8_t *dst = ab_sockio_reserve(io, n - off);
@@ -201,6 +230,15 @@ int ab_sockio_send(ab_sockio_t *io, const uint8_t *p, size_t n) {
   }
   memcpy(dst, p + off, n - off);
   io->plen += n - off;
+  int r = rearm(io);
+  if (r < 0) io->failed = 1;
+  return r;
+}
+
+int ab_sockio_hold_reads(ab_sockio_t *io, int hold) {
+  if (io->held == !!hold) return 0;
+  io->held = !!hold;
+  if (io->failed) return 0;
   int r = rearm(io);
   if (r < 0) io->failed = 1;
   return r;

@@ -15,7 +15,15 @@
  * becomes writable (EPOLLOUT is watched only while something is pending).
  * With `pause_reads` set (echo servers), reading stops while output is
  * pending: the peer's unread replies push back on its sending, as in any
- * echo server that does not buffer without bound.
+ * echo server that does not buffer without bound.  The owner can also hold
+ * reads itself (work it has not finished yet).
+ *
+ * A send that fails because the connection is gone (reset, closed) is not
+ * reported by the send: pending output is dropped, later output discarded,
+ * and reading resumes, so the reader first takes what arrived before the
+ * failure (replies already received still count) and then meets the
+ * failure in its own recv.  on_error reports only what no recv will: a
+ * socket error while the owner holds its reads.
  *
  * Level-triggered, like libuv's own epoll backend.  Errors are libuv codes
  * (-errno on Unix); end of stream is UV_EOF.  Close the sockio before the
@@ -42,8 +50,11 @@ struct ab_sockio_s {
   int started;     /* poll handle initialised (close it) */
   int failed;      /* an error was reported: IO stops */
   int pause_reads; /* stop reading while output is pending */
+  int held;        /* the owner holds reads (ab_sockio_hold_reads) */
+  int wdead;       /* sending failed with this error: output discarded */
   int events;      /* UV_READABLE / UV_WRITABLE now registered */
   int would_block; /* the last recv found nothing */
+  int read_ended;  /* a recv met end of stream or an error */
   uint64_t nrecv;  /* recv calls made */
   uint8_t *pend;   /* output the kernel has not taken: pend[poff..plen) */
   size_t pcap, plen, poff;
@@ -59,7 +70,8 @@ int ab_sockio_start(ab_sockio_t *io, uv_loop_t *loop, uv_tcp_t *tcp,
                     ab_sockio_error_cb on_error);
 
 /* One recv(2) into buf[0..n): bytes read (> 0), 0 when nothing is there
- * now, UV_EOF at end of stream, or another negative libuv error. */
+ * now, UV_EOF at end of stream (or the error a failed send met, which is
+ * why the stream ended), or another negative libuv error. */
 ssize_t ab_sockio_recv(ab_sockio_t *io, void *buf, size_t n);
 
 /* A frame-cutting reader's input: bytes kept between reads (a partial
@@ -91,8 +103,9 @@ static inline int ab_sockio_idle(const ab_sockio_t *io) {
 
 /* Sends p[0..n): what the kernel does not take now is copied to the
  * pending buffer and sent when the socket is writable.  Bytes always leave
- * in call order.  Returns 0, or a negative libuv error (also marks the
- * sockio failed; on_error is not called for it). */
+ * in call order.  Returns 0 (also when the output is dead, see above), or
+ * a local error such as AB_ENOMEM (which marks the sockio failed; on_error
+ * is not called for it). */
 int ab_sockio_send(ab_sockio_t *io, const uint8_t *p, size_t n);
 
 /* Room for n more bytes at the end of the pending buffer (NULL when out of
@@ -100,6 +113,16 @@ int ab_sockio_send(ab_sockio_t *io, const uint8_t *p, size_t n);
  * ab_sockio_commit() them, which tries to send. */
 uint8_t *ab_sockio_reserve(ab_sockio_t *io, size_t n);
 int ab_sockio_commit(ab_sockio_t *io, size_t n);
+
+/* True while the owner should read: not held, and not paused by pending
+ * output. */
+static inline int ab_sockio_may_read(const ab_sockio_t *io) {
+  return !io->held && !(io->pause_reads && !ab_sockio_idle(io));
+}
+
+/* Holds (1) or resumes (0) reading, whatever the pending output.  0 or a
+ * libuv error. */
+int ab_sockio_hold_reads(ab_sockio_t *io, int hold);
 
 /* Stops watching (closes the poll handle); the descriptor stays open. */
 void ab_sockio_close(ab_sockio_t *io);

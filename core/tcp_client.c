@@ -86,7 +86,7 @@ void ab__client_fail(ab__client_t *c, int code, const char *what) {
 
 static void on_io_error(ab_sockio_t *io, int err) {
   ab__client_t *c = (ab__client_t *)((char *)io - offsetof(ab__client_t, io));
-  ab__client_fail(c, err, "write");
+  ab__client_fail(c, err, "socket");
 }
 
 uint8_t ab__sending_phase(const ab__loop_t *l, uint64_t *dl) {

@@ -55,17 +55,23 @@ void ab__sconn_error(ab__sconn_t *s, int code, const char *what) {
   ab__sconn_close(s);
 }
 
-void ab__sconn_read_failed(ab__sconn_t *s, ssize_t nread) {
+/* The peer ended the connection (EOF), reset it (counted as a reset when
+ * serving external clients: their doing, not the server's) or it failed. */
+static void peer_failed(ab__sconn_t *s, int code, const char *what) {
   ab__loop_t *l = s->loop;
-  if (nread == UV_EOF) {
+  if (code == UV_EOF) {
     ab__sconn_close(s);
   } else if (l->eng->cfg->role == AB_ROLE_SERVER &&
-             (nread == UV_ECONNRESET || nread == UV_EPIPE)) {
+             (code == UV_ECONNRESET || code == UV_EPIPE)) {
     l->srv_resets++;
     ab__sconn_close(s);
   } else {
-    ab__sconn_error(s, (int)nread, "read");
+    ab__sconn_error(s, code, what);
   }
+}
+
+void ab__sconn_read_failed(ab__sconn_t *s, ssize_t nread) {
+  peer_failed(s, (int)nread, "read");
 }
 
 /* write errors of the layered and coroutine servers' outbuf */
@@ -74,9 +80,10 @@ static void on_swrite_error(ab_outbuf_t *ob, int err) {
   ab__sconn_error(s, err, "write");
 }
 
+/* a socket error no read met (reads were held) */
 static void on_sio_error(ab_sockio_t *io, int err) {
   ab__sconn_t *s = (ab__sconn_t *)((char *)io - offsetof(ab__sconn_t, io));
-  ab__sconn_error(s, err, "write");
+  peer_failed(s, err, "socket");
 }
 
 /* Length of the frame at p (prefix included), 0 if incomplete, <0 error;
@@ -139,6 +146,7 @@ static ssize_t serve_frames(ab__sconn_t *s, const uint8_t *p, size_t len) {
     s->hlen += off;
     s->jobs_out += frames;
     for (uint64_t i = 0; i < frames; i++) ab__pool_submit(eng->pool, &s->job);
+    if (s->hlen - s->hoff > AB__HOLD_BYTES) ab_sockio_hold_reads(&s->io, 1);
   } else {
     uint64_t work = eng->cfg->work;
     if (work) {
@@ -157,7 +165,7 @@ static ssize_t serve_frames(ab__sconn_t *s, const uint8_t *p, size_t len) {
 static void on_sreadable(ab_sockio_t *io) {
   ab__sconn_t *s = (ab__sconn_t *)((char *)io - offsetof(ab__sconn_t, io));
   ab_sockio_kept_t kept = {&s->rbuf, &s->rcap, &s->rlen};
-  while (!s->closing && (io->events & UV_READABLE)) {
+  while (!s->closing && ab_sockio_may_read(io)) {
     const uint8_t *data;
     size_t len, room;
     ssize_t n = ab_sockio_recv_frames(io, s->loop->io_rx, AB__IO_RX, kept, READ_CHUNK, &data,
@@ -203,6 +211,8 @@ void ab__server_work_returned(ab__sconn_t *s, uint64_t n) {
     s->hlen -= s->hoff;
     s->hoff = 0;
   }
+  if (s->io.held && s->hlen - s->hoff <= AB__HOLD_BYTES && !s->closing)
+    ab_sockio_hold_reads(&s->io, 0);
 }
 
 static void job_done(ab__job_t *job) {

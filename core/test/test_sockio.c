@@ -2,8 +2,10 @@
  * the kernel does not take is kept and sent in order when the socket is
  * writable; an echo server's reads pause while output is pending and a
  * client's do not; end of stream; a peer that resets after sending (its
- * data is still read, then the reset is seen by recv); a reset while only
- * output is pending is reported once through on_error. */
+ * data is still read, then the reset is seen by recv); a reset while output
+ * is pending drops it and reaches the reader (or on_error, once, when the
+ * owner holds its reads); a send that meets a reset returns 0 and the
+ * reader still gets what had arrived; held reads. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdlib.h>
@@ -200,10 +202,20 @@ static void reset(int fd) {
 }
 
 /* The peer sends 100000 bytes and resets: they are all read, then recv
- * reports the reset; on_error is not called (the reader saw it). */
+ * reports the reset; on_error is not called (the reader saw it).  First a
+ * read that ends on EAGAIN, so that the error path cannot rely on the last
+ * read's state. */
 static void test_reset_after_data(void) {
   side_t s;
   int b = open_pair(&s, 1, 0, 1);
+  CHECK(send(b, "warm", 4, 0) == 4);
+  for (int i = 0; i < 100 && s.got < 4; i++) {
+    usleep(1000);
+    uv_run(&loop, UV_RUN_NOWAIT);
+  }
+  CHECK_EQ_U64(s.got, 4);
+  CHECK(s.io.would_block); /* the test reader reads until EAGAIN */
+  s.got = 0;
   size_t total = 100000, off = 0;
   uint8_t *data = calloc(1, total);
   while (off < total) {
@@ -221,24 +233,73 @@ static void test_reset_after_data(void) {
   free(data);
 }
 
-/* Only output pending (reads paused) when the peer resets: one on_error
- * with the reset, and nothing is sent or read after it. */
-static void test_reset_while_pending(void) {
+/* Output pending (reads paused) when the peer resets: the pending output
+ * is dropped and the reader meets the reset in recv; on_error stays
+ * silent.  With reads held by the owner instead, on_error reports it. */
+static void test_reset_while_pending(int hold) {
   side_t s;
   int b = open_pair(&s, 1, 1, 1);
   size_t total = (size_t)4 << 20;
   uint8_t *data = calloc(1, total);
   CHECK(ab_sockio_send(&s.io, data, total) == 0);
   CHECK(!ab_sockio_idle(&s.io));
+  if (hold) CHECK(ab_sockio_hold_reads(&s.io, 1) == 0);
   reset(b);
   uv_run(&loop, UV_RUN_DEFAULT);
-  CHECK_EQ_U64(s.errors, 1);
-  CHECK(s.error == UV_ECONNRESET || s.error == UV_EPIPE);
-  CHECK_EQ_U64(s.readable_calls, 0);
-  CHECK(s.io.failed);
-  CHECK(ab_sockio_send(&s.io, data, 10) < 0);
+  CHECK(ab_sockio_idle(&s.io)); /* dropped */
+  if (hold) {
+    CHECK_EQ_U64(s.errors, 1);
+    CHECK(s.error == UV_ECONNRESET || s.error == UV_EPIPE);
+    CHECK_EQ_U64(s.readable_calls, 0);
+    CHECK(s.io.failed);
+  } else {
+    CHECK_EQ_U64(s.errors, 0);
+    CHECK(s.readable_calls >= 1);
+    CHECK(s.last == UV_ECONNRESET || s.last == UV_EPIPE);
+  }
   close_side(&s);
   free(data);
+}
+
+/* The peer sends 1000 bytes and resets before we send: our send fails
+ * (and takes the socket's error), yet returns 0; the reader still gets the
+ * 1000 bytes, then the reset that the send met, not a plain EOF. */
+static void test_send_after_reset(void) {
+  side_t s;
+  int b = open_pair(&s, 0, 0, 1);
+  uint8_t data[1000];
+  memset(data, 'x', sizeof(data));
+  CHECK(send(b, data, sizeof(data), 0) == (ssize_t)sizeof(data));
+  reset(b);
+  usleep(50000); /* the RST is in */
+  CHECK(ab_sockio_send(&s.io, data, 10) == 0);
+  CHECK(s.io.wdead == UV_ECONNRESET || s.io.wdead == UV_EPIPE);
+  CHECK(ab_sockio_send(&s.io, data, 10) == 0); /* discarded */
+  uv_run(&loop, UV_RUN_DEFAULT);
+  CHECK_EQ_U64(s.got, sizeof(data));
+  CHECK(s.last == UV_ECONNRESET || s.last == UV_EPIPE);
+  CHECK_EQ_U64(s.errors, 0);
+  close_side(&s);
+}
+
+/* Held reads: data waiting is not read until the owner lets go. */
+static void test_hold_reads(void) {
+  side_t s;
+  int b = open_pair(&s, 0, 0, 0);
+  CHECK(ab_sockio_hold_reads(&s.io, 1) == 0);
+  CHECK(!ab_sockio_may_read(&s.io));
+  CHECK(send(b, "abcd", 4, 0) == 4);
+  usleep(20000);
+  uv_run(&loop, UV_RUN_NOWAIT);
+  uv_run(&loop, UV_RUN_NOWAIT);
+  CHECK_EQ_U64(s.readable_calls, 0);
+  CHECK(ab_sockio_hold_reads(&s.io, 0) == 0);
+  CHECK(ab_sockio_may_read(&s.io));
+  uv_run(&loop, UV_RUN_NOWAIT);
+  CHECK_EQ_U64(s.readable_calls, 1);
+  CHECK_EQ_U64(s.got, 4);
+  close_side(&s);
+  close(b);
 }
 
 /* Building in place: reserve + commit sends, and commits queue in order
@@ -274,7 +335,10 @@ int main(void) {
   test_pending(0);
   test_eof();
   test_reset_after_data();
-  test_reset_while_pending();
+  test_reset_while_pending(0);
+  test_reset_while_pending(1);
+  test_send_after_reset();
+  test_hold_reads();
   test_reserve_commit();
   uv_run(&loop, UV_RUN_DEFAULT);
   CHECK(uv_loop_close(&loop) == 0);

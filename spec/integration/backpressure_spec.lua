@@ -1,0 +1,97 @@
+-- backpressure_spec.lua -- plain tcp's own socket IO (core/sockio.c) under
+-- peers that do not keep up or go away, found by a break-it pass:
+--   1. a client that floods `serve` and never reads: the server's memory
+--      stays bounded (it stops reading while replies are pending, and in
+--      shared:N while its requests wait for the work pool), another client
+--      is still served, and the flooder's final reset is counted under
+--      `resets`, not as a server error;
+--   2. a server that resets after its last echoes reached the client: the
+--      client still counts every reply that arrived (a failed send used to
+--      end the connection first), in callback and coroutine execution.
+--
+-- Needs: /usr/bin/python3 ($ARKBENCH_PYTHON overrides it).
+-- Runtime: ~20 s.
+package.path = (os.getenv("ARKBENCH_ROOT") or ".") .. "/spec/?.lua;" .. package.path
+local files = require("helpers.files")
+local proc = require("helpers.proc")
+local ark = require("helpers.arkbench")
+local peers = require("helpers.peers")
+
+local ROOT, PY, cjson = ark.ROOT, peers.PY, ark.cjson
+local assert_identity, brief = ark.assert_identity, ark.brief
+
+teardown(function()
+    proc.stop_all()
+    files.remove_tmpdirs()
+end)
+
+local FIX = ROOT .. "/spec/fixtures/regress"
+local MiB = 1024 * 1024
+
+for _, case in ipairs({ { "sharded:1", "0" }, { "shared:2", "100000" } }) do
+    local topo, work = case[1], case[2]
+    describe("1. a client that never reads, against serve --topology " .. topo .. " --work " .. work, function()
+        local flood, serve_json
+
+        setup(function()
+            local srv = peers.serve("tcp", { "--topology", topo, "--work", work })
+            local port = peers.wait_listening(srv)
+            local rc, out, err = proc.run_cmd({ PY, FIX .. "/flood_client.py", "127.0.0.1", tostring(port), "3" },
+                { limit = 30 })
+            assert.are.equal(0, rc, "flood_client.py failed:\n" .. err)
+            flood = peers.last_json(out, "flood_client.py")
+            proc.sleep(0.3)
+            serve_json = peers.last_json(proc.stop(srv), "serve")
+        end)
+
+        it("the flooder got its bytes in, so the server was pushed", function()
+            assert.is_true(flood.sent_bytes > 1 * MiB, cjson.encode(flood))
+        end)
+
+        it("serve's memory stays bounded (peak RSS < 64 MiB)", function()
+            assert.is_true(serve_json.rss_peak_bytes < 64 * MiB,
+                "rss_peak_bytes " .. tostring(serve_json.rss_peak_bytes) .. " after the flooder sent "
+                .. tostring(flood.sent_bytes) .. " bytes")
+        end)
+
+        it("another client is served meanwhile", function()
+            assert.is_true(flood.probe_ok, cjson.encode(flood))
+            assert.is_true(flood.probe_s < 2, cjson.encode(flood))
+        end)
+
+        it("the flooder's reset is counted as a reset, not a server error", function()
+            assert.is_true(serve_json.ok, cjson.encode(serve_json))
+            assert.are.same({}, serve_json.errors, cjson.encode(serve_json))
+            assert.is_true(serve_json.resets >= 1, cjson.encode(serve_json))
+        end)
+    end)
+end
+
+for _, exec in ipairs({ "callback", "coroutine" }) do
+    describe("2. a server that resets after its last echoes arrived, execution = " .. exec, function()
+        local res, peer
+
+        setup(function()
+            local srv = proc.spawn({ PY, FIX .. "/echo_then_reset.py", "0.3" }, { name = "echo_then_reset.py" })
+            local port = peers.wait_listening(srv)
+            res = ark.run_scenario(string.format([[
+return { name = "echo_then_reset", protocol = "tcp", framing = "raw", target = "127.0.0.1:%d",
+         payload = 1048576, clients = 2, window = 16, warmup = 0, duration = 3, timeout = 5,
+         execution = %q, repetitions = 1 }
+]], port, exec), { name = "echo_then_reset_" .. exec })
+            proc.sleep(0.3)
+            peer = peers.last_json(proc.stop(srv), srv.name)
+        end)
+
+        it("counts every echoed reply as completed, then the reset as the error", function()
+            assert.are.equal(1, #res.runs, "runs; stderr:\n" .. res.stderr)
+            local r = res.runs[1]
+            assert.is_true(peer.echoed >= 2, "the fixture echoed too little: " .. cjson.encode(peer))
+            assert.are.equal(peer.echoed, r.completed + r.drained, brief(r) .. "; fixture: " .. cjson.encode(peer))
+            assert.are.equal("error", r.status, brief(r))
+            local resets = (r.errors.ECONNRESET or 0) + (r.errors.EPIPE or 0)
+            assert.is_true(resets >= 1, brief(r))
+            assert_identity(r)
+        end)
+    end)
+end
