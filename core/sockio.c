@@ -179,9 +179,9 @@ int ab_sockio_keep(ab_sockio_kept_t k, const uint8_t *data, size_t len, size_t u
 
 uint8_t *ab_sockio_reserve(ab_sockio_t *io, size_t n) {
   if (io->pcap - io->plen < n) {
-    /* slide the unsent rest to the front when what was sent is at least
-     * as large (each byte is then moved at most about once), else grow */
-    if (io->poff > 0 && io->poff >= io->plen - io->poff) {
+    /* slide the unsent rest to the front first: the buffer stays at its
+     * high-water mark */
+    if (io->poff > 0) {
       memmove(io->pend, io->pend + io->poff, io->plen - io->poff);
       io->plen -= io->poff;
       io->poff = 0;
