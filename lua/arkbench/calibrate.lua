@@ -246,7 +246,26 @@ local function measure(c, opts)
         end
         io.stderr:write("  ", line, "\n")
     end
+    -- a round trip that takes a sizeable part of the warm-up or measure
+    -- (large messages, many in flight) leaves too few round trips to count
+    -- and a ramp-up still in progress: say so, with what to do
+    local warn = _M.slow_round_trip_warning(s.floor_rtt, opts)
+    if warn then io.stderr:write(warn, "\n") end
     return s
+end
+
+-- The warning for floor round trips (mean RTT, us) too slow for the warm-up
+-- and measure of opts, or nil: past 2 % of the measure or 10 % of the
+-- warm-up.
+function _M.slow_round_trip_warning(rtts_us, opts)
+    local worst = 0
+    for _, r in ipairs(rtts_us) do if r > worst then worst = r end end
+    local s = worst / 1e6
+    if s <= 0.02 * opts.duration and s <= 0.1 * opts.warmup then return nil end
+    return str_format("warning: one round trip takes up to %.3g s here, too long for a %.3g s"
+        .. " warm-up and %.3g s measure (ramp-up and too few round trips decide the"
+        .. " numbers); use at least --warmup %.3g --duration %.3g", s, opts.warmup,
+        opts.duration, math.max(opts.warmup, 10 * s), math.max(opts.duration, 50 * s))
 end
 
 local function md_table(head, rows)
