@@ -107,7 +107,7 @@ typedef struct ab__client_s {
   int closing;
   uint32_t inflight;
   uint64_t next_seq;            /* next sequence to send */
-  uint64_t oldest_seq;          /* oldest possibly in flight */
+  uint64_t oldest_seq;          /* oldest in flight: the reply expected next */
   /* in-flight slots: message seq is in slot ab__slot(loop, seq) */
   uint64_t *slot_seq;
   uint64_t *slot_ns;            /* send time; 0 = slot free */
@@ -265,12 +265,15 @@ static inline uint32_t ab__slot(const ab__loop_t *l, uint64_t seq) {
 static inline int ab__client_complete(ab__client_t *c, uint8_t ph, uint32_t cid, uint64_t seq, uint64_t now) {
   struct ab__loop_s *l = c->loop;
   uint32_t slot = ab__slot(l, seq);
-  if (cid != c->id || c->slot_ns[slot] == 0 || c->slot_seq[slot] != seq ||
-      c->slot_phase[slot] != ph)
+  /* replies come back in request order on a stream (an echo answers in
+   * arrival order): anything but the oldest in flight is a wrong reply */
+  if (cid != c->id || seq != c->oldest_seq || c->slot_ns[slot] == 0 ||
+      c->slot_seq[slot] != seq || c->slot_phase[slot] != ph)
     return AB_ESEQ;
   uint64_t rtt = now - c->slot_ns[slot];
   c->slot_ns[slot] = 0;
   c->inflight--;
+  c->oldest_seq++;
   if (ph == AB_PHASE_MEASURE) {
     ab_hist_record(&l->rtt, rtt);
     if (now <= l->deadline_ns) l->completed++;

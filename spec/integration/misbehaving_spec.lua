@@ -231,3 +231,26 @@ return { name = "ws_masked", protocol = "ws", target = "127.0.0.1:%d", payload =
             .. cjson.encode(peer))
     end)
 end)
+
+---------------------------------------------------------------------------
+describe("tcp: an echo that returns every byte but swaps each pair of replies", function()
+    for _, exec in ipairs({ "callback", "coroutine" }) do
+        it("is a failed run with ESEQ, no reply counted, execution = " .. exec, function()
+            local res, peer = against_fixture("tcp_swapped_replies.py", function(port)
+                return string.format([[
+return { name = "swapped_%s", protocol = "tcp", framing = "raw", target = "127.0.0.1:%d",
+         payload = 256, clients = 2, window = 4, warmup = 0, duration = 0.5,
+         execution = %q, repetitions = 1 }
+]], exec, port, exec)
+            end)
+            assert.are.equal(1, #res.runs, "runs; stderr:\n" .. res.stderr)
+            local r = res.runs[1]
+            assert.is_false(r.ok, brief(r))
+            assert.are.equal(0, r.completed + r.drained, brief(r))
+            assert.are.equal(2, r.errors.ESEQ, brief(r))
+            assert_identity(r)
+            assert.are.equal(1, res.rc, "exit code")
+            assert.is_true(peer.swapped >= 2, "pairs swapped: " .. cjson.encode(peer))
+        end)
+    end
+end)
