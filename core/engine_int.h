@@ -138,6 +138,8 @@ typedef struct ab__sconn_s {
   uv_tcp_t tcp;
   ab__loop_t *loop;
   int closing;
+  int eof;                      /* the client half-closed: close once every
+                                   reply has gone out */
   uint8_t *rbuf;
   size_t rcap, rlen;
   ab_sockio_t io;               /* plain tcp, callback: the socket's IO */

@@ -107,6 +107,10 @@ static void on_poll(uv_poll_t *h, int status, int events) {
       fail(io, r);
       return;
     }
+    if (ab_sockio_idle(io) && io->on_drained) {
+      io->on_drained(io);
+      if (io->failed) return;
+    }
   }
   if ((events & UV_READABLE) && (io->events & UV_READABLE)) io->on_readable(io);
 }

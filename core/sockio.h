@@ -41,6 +41,8 @@
 typedef struct ab_sockio_s ab_sockio_t;
 /* The socket is readable (or has hung up: recv then says so). */
 typedef void (*ab_sockio_read_cb)(ab_sockio_t *io);
+/* Pending output has all been sent (after a short write). */
+typedef void (*ab_sockio_drained_cb)(ab_sockio_t *io);
 /* A failure outside a call the owner made: a flush on writable, or
  * EPOLLERR.  Reported once; nothing is read or sent afterwards. */
 typedef void (*ab_sockio_error_cb)(ab_sockio_t *io, int err);
@@ -60,6 +62,7 @@ struct ab_sockio_s {
   size_t pcap, plen, poff;
   ab_sockio_read_cb on_readable;
   ab_sockio_error_cb on_error;
+  ab_sockio_drained_cb on_drained; /* optional: set it after start */
   uv_poll_t poll;  /* last: the fields above are the per-message ones */
 };
 

@@ -159,6 +159,18 @@ static ssize_t serve_frames(ab__sconn_t *s, const uint8_t *p, size_t len) {
   return (ssize_t)off;
 }
 
+/* After the client's EOF: closes once no request waits for the pool and
+ * no reply waits for the socket (an `echo ... | nc` style client that
+ * half-closes still gets every reply). */
+static void finish_if_done(ab__sconn_t *s) {
+  if (s->eof && !s->closing && s->hoff == s->hlen && ab_sockio_idle(&s->io))
+    ab__sconn_close(s);
+}
+
+static void on_sdrained(ab_sockio_t *io) {
+  finish_if_done((ab__sconn_t *)((char *)io - offsetof(ab__sconn_t, io)));
+}
+
 /* Reads until the socket has nothing more or reading is paused by pending
  * output.  With no partial frame kept, a recv lands in the loop's shared
  * buffer and only a trailing partial frame is copied to the connection. */
@@ -175,9 +187,17 @@ static void on_sreadable(ab_sockio_t *io) {
       ab__sconn_error(s, AB_ENOMEM, "read buffer");
       return;
     }
+    if (n == UV_EOF && !s->eof) {
+      /* replies still owed (pool work, unsent output) go out first; reads
+       * stop, or the readable EOF would wake the loop forever */
+      s->eof = 1;
+      ab_sockio_hold_reads(io, 1);
+      finish_if_done(s);
+      return;
+    }
     if (n < 0) {
-      /* EOF or reset from our own clients at the end is normal; counted
-       * only while the run is live */
+      /* a reset, or a read error; from our own clients at the end it is
+       * normal and counted only while the run is live */
       ab__sconn_read_failed(s, n);
       return;
     }
@@ -211,8 +231,9 @@ void ab__server_work_returned(ab__sconn_t *s, uint64_t n) {
     s->hlen -= s->hoff;
     s->hoff = 0;
   }
-  if (s->io.held && s->hlen - s->hoff <= AB__HOLD_BYTES && !s->closing)
+  if (s->io.held && s->hlen - s->hoff <= AB__HOLD_BYTES && !s->closing && !s->eof)
     ab_sockio_hold_reads(&s->io, 0);
+  finish_if_done(s);
 }
 
 static void job_done(ab__job_t *job) {
@@ -261,6 +282,7 @@ static void on_connection(uv_stream_t *server, int status) {
   }
   int r = ab_sockio_start(&s->io, &l->loop, &s->tcp, 1, on_sreadable, on_sio_error);
   if (r < 0) ab__sconn_error(s, r, "read start");
+  else s->io.on_drained = on_sdrained;
 }
 
 int ab__server_listen(ab__loop_t *l) {

@@ -7,7 +7,9 @@
 --      `resets`, not as a server error;
 --   2. a server that resets after its last echoes reached the client: the
 --      client still counts every reply that arrived (a failed send used to
---      end the connection first), in callback and coroutine execution.
+--      end the connection first), in callback and coroutine execution;
+--   3. a client that half-closes after its requests: serve still sends
+--      every reply (shared:N used to close on the EOF with work in the pool).
 --
 -- Needs: /usr/bin/python3 ($ARKBENCH_PYTHON overrides it).
 -- Runtime: ~20 s.
@@ -63,6 +65,27 @@ for _, case in ipairs({ { "sharded:1", "0" }, { "shared:2", "100000" } }) do
             assert.is_true(serve_json.ok, cjson.encode(serve_json))
             assert.are.same({}, serve_json.errors, cjson.encode(serve_json))
             assert.is_true(serve_json.resets >= 1, cjson.encode(serve_json))
+        end)
+    end)
+end
+
+for _, case in ipairs({ { "sharded:1", "0" }, { "shared:2", "100000" } }) do
+    local topo, work = case[1], case[2]
+    describe("3. a client that half-closes after its requests (echo ... | nc), serve --topology " .. topo, function()
+        it("gets every reply before the server closes, for 1 and 3000 requests", function()
+            local srv = peers.serve("tcp", { "--topology", topo, "--work", work })
+            local port = peers.wait_listening(srv)
+            for _, n in ipairs({ 1, 3000 }) do
+                local rc, out, err = proc.run_cmd({ PY, FIX .. "/halfclose_client.py", "127.0.0.1", tostring(port),
+                    tostring(n) }, { limit = 30 })
+                assert.are.equal(0, rc, "halfclose_client.py failed:\n" .. err)
+                local c = peers.last_json(out, "halfclose_client.py")
+                assert.are.equal(c.sent_bytes, c.echoed_bytes, n .. " requests: " .. cjson.encode(c))
+                assert.is_true(c.intact, n .. " requests: " .. cjson.encode(c))
+            end
+            local j = peers.last_json(proc.stop(srv), "serve")
+            assert.is_true(j.ok, cjson.encode(j))
+            assert.are.equal(3001, j.messages, cjson.encode(j))
         end)
     end)
 end

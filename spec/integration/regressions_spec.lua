@@ -296,8 +296,10 @@ end
 -- handshakes and queues everything, so when serve continues every socket
 -- is one that got its RST in CLOSE_WAIT, and its echo write fails with
 -- EPIPE -- SIGPIPE, status 141, before the fix. (In shared:2 the read of
--- the FIN closes the connection before the pool hands back the echoes, so
--- no write follows and that topology survived before the fix too.)
+-- the FIN used to close the connection before the pool handed back the
+-- echoes, so no write followed and that topology survived before the fix
+-- too; since serve answers a half-closed client in full, it writes, and
+-- the write meets the reset.)
 for _, topo in ipairs({ "sharded:1", "shared:2" }) do
     describe("1. serve --protocol tcp --topology " .. topo .. " against clients that burst and reset", function()
         local srv, child, rounds, serve_out, rc, alive_after = nil, nil, {}, nil, nil, {}
