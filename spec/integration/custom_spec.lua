@@ -17,35 +17,15 @@ local BIN = os.getenv("ARKBENCH_BIN") or (ROOT .. "/bin/arkbench")
 local cjson = cjson_mod.new()
 cjson.decode_invalid_numbers(false)
 
-local function shq(s)
-    return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
-end
-
-local function read_file(path)
-    local f = io.open(path, "rb")
-    if not f then return nil end
-    local s = f:read("*a")
-    f:close()
-    return s
-end
-
-local function write_file(path, text)
-    local f = assert(io.open(path, "wb"))
-    f:write(text)
-    f:close()
-end
-
-local function sh_ok(cmd)
-    local r = os.execute(cmd)
-    return r == true or r == 0
-end
-
-local function sh_out(cmd)
-    local p = io.popen(cmd)
-    local s = p:read("*a")
-    p:close()
-    return s
-end
+package.path = ROOT .. "/spec/?.lua;" .. package.path
+local files = require("helpers.files")
+local proc = require("helpers.proc")
+-- shared helpers (spec/helpers/)
+local shq = files.shq
+local read_file = files.read_file
+local write_file = files.write_file
+local sh_ok = proc.sh_ok
+local sh_out = proc.sh_out
 
 local dirs, pids = {}, {}
 local function tmpdir()

@@ -20,23 +20,12 @@ local FIX = "spec/fixtures/lua_exec/"
 local cjson = cjson_mod.new()
 cjson.decode_invalid_numbers(false)
 
-local function shq(s)
-    return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
-end
-
-local function read_file(path)
-    local f = io.open(path, "rb")
-    if not f then return nil end
-    local s = f:read("*a")
-    f:close()
-    return s
-end
-
-local function write_file(path, text)
-    local f = assert(io.open(path, "wb"))
-    f:write(text)
-    f:close()
-end
+package.path = ROOT .. "/spec/?.lua;" .. package.path
+local files = require("helpers.files")
+-- shared helpers (spec/helpers/)
+local shq = files.shq
+local read_file = files.read_file
+local write_file = files.write_file
 
 local dirs = {}
 local function tmpdir()

@@ -37,55 +37,23 @@ local FIX = ROOT .. "/spec/fixtures/regress"
 local cjson = cjson_mod.new()
 cjson.decode_invalid_numbers(false)
 
-local function shq(s)
-    return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
-end
-
-local function read_file(path)
-    local f = io.open(path, "rb")
-    if not f then return nil end
-    local s = f:read("*a")
-    f:close()
-    return s
-end
-
-local function write_file(path, text)
-    local f = assert(io.open(path, "wb"))
-    f:write(text)
-    f:close()
-end
-
-local function sh_ok(cmd)
-    local r = os.execute(cmd)
-    return r == true or r == 0
-end
-
-local function sh_out(cmd)
-    local p = io.popen(cmd)
-    local s = p:read("*a")
-    p:close()
-    return s
-end
-
-local okcore, core = pcall(require, "arkbench.core")
-local function now()
-    if okcore and core.now_ns then return core.now_ns() / 1e9 end
-    return tonumber(sh_out("date +%s.%N"))
-end
-
-local function sleep(s)
-    os.execute("sleep " .. string.format("%.3f", s))
-end
-
-local function wait_for(pred, timeout, step)
-    local deadline = now() + timeout
-    while true do
-        local v = pred()
-        if v then return v end
-        if now() > deadline then return nil end
-        sleep(step or 0.02)
-    end
-end
+package.path = ROOT .. "/spec/?.lua;" .. package.path
+local files = require("helpers.files")
+local proc = require("helpers.proc")
+local ark = require("helpers.arkbench")
+local peers = require("helpers.peers")
+-- shared helpers (spec/helpers/)
+local shq = files.shq
+local read_file = files.read_file
+local write_file = files.write_file
+local sh_ok = proc.sh_ok
+local sh_out = proc.sh_out
+local now = proc.now
+local sleep = proc.sleep
+local wait_for = proc.wait_for
+local last_json = peers.last_json
+local assert_identity = ark.assert_identity
+local brief = ark.brief
 
 local dirs = {}
 local function tmpdir()
@@ -195,17 +163,6 @@ teardown(function()
 end)
 
 -- The last line of `text` that is a JSON object, decoded.
-local function last_json(text, what)
-    local last
-    for line in (text or ""):gmatch("[^\n]+") do
-        if line:match("^%s*{") then last = line end
-    end
-    assert.is_truthy(last, (what or "output") .. " has no JSON line:\n" .. tostring(text))
-    local ok, v = pcall(cjson.decode, last)
-    assert.is_true(ok, (what or "output") .. " is not JSON: " .. tostring(v) .. "\n" .. last)
-    return v
-end
-
 -- Runs a command with a hard time limit; returns exit code, stdout,
 -- stderr, wall seconds. opts.env: { "NAME=value", ... }.
 local function run_cmd(argv, opts)
@@ -255,23 +212,6 @@ local function run_scenario(text, opts)
     local runs = read_runs(out .. "/runs.jsonl")
     for _, r in ipairs(runs) do all_runs[#all_runs + 1] = r end
     return { rc = rc, stdout = so, stderr = se, wall = wall, runs = runs, out = out, path = path }
-end
-
-local function assert_identity(r)
-    local where = tostring(r.case_id)
-    for _, k in ipairs({ "sent", "completed", "drained", "timed_out", "message_errors", "unfinished" }) do
-        assert.are.equal("number", type(r[k]), where .. ": " .. k .. " is not a number")
-    end
-    assert.are.equal(r.sent, r.completed + r.drained + r.timed_out + r.message_errors + r.unfinished,
-        where .. ": sent ~= completed + drained + timed_out + message_errors + unfinished")
-end
-
-local function brief(r)
-    return string.format("%s: ok=%s status=%s error=%s sent=%s completed=%s drained=%s timed_out=%s "
-        .. "message_errors=%s unfinished=%s errors=%s elapsed_s=%s",
-        tostring(r.case_id), tostring(r.ok), tostring(r.status), tostring(r.error), tostring(r.sent),
-        tostring(r.completed), tostring(r.drained), tostring(r.timed_out), tostring(r.message_errors),
-        tostring(r.unfinished), cjson.encode(r.errors or {}), tostring(r.elapsed_s))
 end
 
 local function all_stderr(res)
