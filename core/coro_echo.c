@@ -286,7 +286,6 @@ static void c_main(void *arg) {
     }
     ab__consume(c->rbuf, &c->rlen, off);
     if (got) {
-      ab__client_advance_oldest(c);
       ab__loop_check_progress(l);
       continue; /* refill the window first */
     }

@@ -543,7 +543,8 @@ int ab_run_case(const ab_case_cfg_t *cfg, ab_result_t *out) {
       goto nomem;
     if (eng.use_tls && (l->cipher_rx = malloc(65536)) == NULL) goto nomem;
     if (cfg->protocol == AB_PROTO_TCP && !eng.layered && !eng.coro &&
-        ((l->io_rx = malloc(AB__IO_RX)) == NULL || (l->io_tx = malloc(AB__IO_TX)) == NULL))
+        ((l->io_rx = malloc(AB__IO_RX)) == NULL ||
+         (cfg->role != AB_ROLE_SERVER && (l->io_tx = malloc(AB__IO_TX)) == NULL)))
       goto nomem;
     if (eng.coro && (r = ab_sched_new(&l->sched, &l->loop)) < 0) goto nomem;
     if (eng.hooks) {

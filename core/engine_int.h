@@ -290,8 +290,6 @@ static inline int ab__client_complete(ab__client_t *c, uint8_t ph, uint32_t cid,
 
 /* A whole reply payload: checks every byte and completes it (stream.c). */
 int ab__client_reply(ab__client_t *c, const ab_msgview_t *msg, uint64_t now);
-/* After completions: moves oldest_seq past freed slots. */
-void ab__client_advance_oldest(ab__client_t *c);
 
 /* tcp_client.c */
 void ab__client_connect(ab__client_t *c, const struct sockaddr *addr);

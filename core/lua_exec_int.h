@@ -151,7 +151,6 @@ static inline void ab__lx_complete_slot(ab__lx_loop_t *lx, ab__client_t *c, uint
   if (now < c->slot_ns[slot]) now = c->slot_ns[slot];
   if (ab__client_complete(c, ph, c->id, c->slot_seq[slot], now) != 0) return;
   if (ph == AB_PHASE_MEASURE && now <= lx->l->deadline_ns) lx->reply_bytes += bytes;
-  ab__client_advance_oldest(c);
 }
 
 /* ---- lua_exec_task.c -------------------------------------------------- */

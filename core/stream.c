@@ -309,7 +309,6 @@ static void sc_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
   }
   if (c->ly.state != AB__LY_READY || !c->alive) return;
   size_t off = 0;
-  int got_any = 0;
   for (;;) {
     size_t used = 0;
     ab_msgview_t msg;
@@ -323,13 +322,11 @@ static void sc_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
     }
     if (r == 0 && used == 0) break;
     if (r == 0 && off >= c->rlen) break;
-    got_any = 1;
   }
   ab__consume(c->rbuf, &c->rlen, off);
   /* pongs and other control answers the codec queued */
   if (ly_out(&c->ly, &c->out)->len[ly_out(&c->ly, &c->out)->active] > 0)
     ly_flush(&c->ly, &c->out);
-  if (got_any) ab__client_advance_oldest(c);
   if (ir == AB_ECLOSED) {
     ab__client_fail(c, AB_ECLOSED, "TLS close_notify");
     return;

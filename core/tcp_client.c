@@ -120,11 +120,6 @@ void ab__client_stamp(ab__client_t *c, uint64_t seq, uint32_t n, uint64_t t, uin
   }
 }
 
-void ab__client_advance_oldest(ab__client_t *c) {
-  const ab__loop_t *l = c->loop;
-  while (c->oldest_seq < c->next_seq && c->slot_ns[ab__slot(l, c->oldest_seq)] == 0) c->oldest_seq++;
-}
-
 /* Fills the window.  now is a recent clock reading used only to decide
  * whether the phase still sends; the batch is stamped with a fresh reading
  * taken after the messages are built, just before they reach the socket.
@@ -223,7 +218,6 @@ static void on_readable(ab_sockio_t *io) {
       return;
     }
     if (used > 0) {
-      ab__client_advance_oldest(c);
       pump(c, now);
       ab__loop_check_progress(l);
     }
