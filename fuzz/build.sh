@@ -25,8 +25,8 @@ for f in api http llhttp; do
     -c "$LLHTTP_SRC/$f.c" -o "$OUT/obj/llhttp_$f.o"
 done
 # The codecs and what they use; -iquote so that core/ headers never shadow
-# system ones (core/sched.h vs <sched.h>).
-CORE="ab_error.c framing.c outbuf.c codec_length.c ws.c http.c"
+# system ones (a core header named like a system one).
+CORE="base/ab_error.c proto/framing.c base/outbuf.c proto/codec_length.c proto/ws.c proto/http.c"
 SRCS=""
 for f in $CORE; do SRCS="$SRCS $ROOT/core/$f"; done
 for t in length ws http; do

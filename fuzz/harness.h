@@ -18,8 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ab_error.h"
-#include "codecs.h"
+#include "base/ab_error.h"
+#include "proto/codecs.h"
 
 /* What one parse of the stream produced. */
 typedef struct {

@@ -19,7 +19,7 @@
 #include <time.h>
 #include <ucontext.h>
 
-#include "coro.h"
+#include "base/coro.h"
 
 #define RUNS 5
 

@@ -1,4 +1,4 @@
--- backpressure_spec.lua -- plain tcp's own socket IO (core/sockio.c) under
+-- backpressure_spec.lua -- plain tcp's own socket IO (core/io/sockio.c) under
 -- peers that do not keep up or go away, found by a break-it pass:
 --   1. a client that floods `serve` and never reads: the server's memory
 --      stays bounded (it stops reading while replies are pending, and in

@@ -118,7 +118,7 @@ local function assert_percentiles(r)
     assert.is_true(r.rtt_us.min > 0, where .. ": rtt_us.min <= 0")
 end
 
--- Parses an ab1: histogram encoding (core/histogram.h).
+-- Parses an ab1: histogram encoding (core/base/histogram.h).
 local function decode_hist(s)
     assert.are.equal("string", type(s), "rtt_histogram is not a string")
     local count, min, max, overflow, sum, sumsq, rest =

@@ -1,8 +1,8 @@
--- runner_spec.lua -- arkbench.runner against spec/fixtures/fake_worker.sh:
+-- runner_spec.lua -- arkbench.run.runner against spec/fixtures/fake_worker.sh:
 -- order, appending, crashes, timeouts, garbage, and Ctrl-C of a whole
 -- orchestrator (spec/fixtures/interrupt_driver_spec.lua in its own session).
-local runner = require("arkbench.runner")
-local json = require("arkbench.json")
+local runner = require("arkbench.run.runner")
+local json = require("arkbench.util.json")
 local core = require("arkbench.core")
 
 local ROOT = os.getenv("ARKBENCH_ROOT") or "."

@@ -2,7 +2,7 @@
 -- for round trips too slow for the warm-up and measure (large messages,
 -- many in flight: a short run then counts its ramp-up, not the floor).
 package.path = (os.getenv("ARKBENCH_ROOT") or ".") .. "/lua/?.lua;" .. package.path
-local calibrate = require("arkbench.calibrate")
+local calibrate = require("arkbench.cmd.calibrate")
 
 describe("calibrate command line", function()
   it("has the documented defaults", function()

@@ -1,9 +1,9 @@
 -- compare_spec.lua -- pairing by resolved keys, ratio ranges, refusals
 -- (host, duration, repetitions) and --force, failed cases excluded, cases
 -- in one side only, and --pair KEY within one result.
-local stats = require("arkbench.stats")
-local json = require("arkbench.json")
-local compare = require("arkbench.compare")
+local stats = require("arkbench.report.stats")
+local json = require("arkbench.util.json")
+local compare = require("arkbench.report.compare")
 
 local function case(payload, topology, duration, reps)
   return {

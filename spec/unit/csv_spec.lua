@@ -1,8 +1,8 @@
 -- csv_spec.lua -- runs.csv / cases.csv: RFC 4180 quoting, exact numbers,
 -- one row per run and per case, failed cases with empty metrics.
-local stats = require("arkbench.stats")
-local json = require("arkbench.json")
-local csv = require("arkbench.csv")
+local stats = require("arkbench.report.stats")
+local json = require("arkbench.util.json")
+local csv = require("arkbench.report.csv")
 
 -- A strict RFC 4180 reader: rows of fields.
 local function parse(text)

@@ -1,5 +1,5 @@
-local env = require("arkbench.env")
-local json = require("arkbench.json")
+local env = require("arkbench.util.env")
+local json = require("arkbench.util.json")
 local core = require("arkbench.core")
 
 local SHA256_ABC = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"

@@ -1,4 +1,4 @@
-local json = require("arkbench.json")
+local json = require("arkbench.util.json")
 
 describe("json.encode", function()
   it("writes NaN and infinities as null, at any depth", function()

@@ -1,9 +1,9 @@
--- spec/unit/matrix_spec.lua -- arkbench.matrix: topology parsing, matrix
+-- spec/unit/matrix_spec.lua -- arkbench.scenario.matrix: topology parsing, matrix
 -- expansion (order, case ids, idle loops of sharded:N with fewer clients
 -- than loops), filters.
 
-local scenario = require("arkbench.scenario")
-local matrix = require("arkbench.matrix")
+local scenario = require("arkbench.scenario.load")
+local matrix = require("arkbench.scenario.matrix")
 
 local F = "spec/fixtures/scenarios/"
 

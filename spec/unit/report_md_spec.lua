@@ -1,11 +1,11 @@
 -- report_md_spec.lua -- report.md from a known set of runs: table rows,
 -- findings (median of per-payload ratios), failed cases kept apart,
 -- escaping, environment, determinism.
-local stats = require("arkbench.stats")
-local json = require("arkbench.json")
-local model_of = require("arkbench.report_model")
-local md = require("arkbench.report_md")
-local report = require("arkbench.report")
+local stats = require("arkbench.report.stats")
+local json = require("arkbench.util.json")
+local model_of = require("arkbench.report.model")
+local md = require("arkbench.report.md")
+local report = require("arkbench.report.report")
 
 local function case(payload, clients, topology)
   return {
@@ -185,7 +185,7 @@ describe("report_md", function()
   it("links the charts it is given under their group", function()
     local rs = runs()
     local m = model_of.build(stats.summarize(rs, {}), rs, ENV)
-    local charts = require("arkbench.report_svg").charts(m)
+    local charts = require("arkbench.report.svg").charts(m)
     local text = md.render(m, charts)
     local s = section(text, "## tcp, 16 clients, window 16")
     assert.truthy(s:find("![tcp, 16 clients, window 16: throughput](charts/tcp-c16-w16-throughput.svg)", 1, true))

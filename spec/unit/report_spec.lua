@@ -1,6 +1,6 @@
-local report = require("arkbench.report")
-local stats = require("arkbench.stats")
-local json = require("arkbench.json")
+local report = require("arkbench.report.report")
+local stats = require("arkbench.report.stats")
+local json = require("arkbench.util.json")
 
 -- f = { round trips/s, MiB/s, p50 µs, p99 µs, CPU %, RSS bytes }
 local function run(id, case, rep, f)

@@ -2,10 +2,10 @@
 -- whiskers only where min < max, value labels, axis titles with units,
 -- failed cases marked and never drawn as a value, nothing external,
 -- deterministic bytes.
-local stats = require("arkbench.stats")
-local json = require("arkbench.json")
-local model_of = require("arkbench.report_model")
-local svg = require("arkbench.report_svg")
+local stats = require("arkbench.report.stats")
+local json = require("arkbench.util.json")
+local model_of = require("arkbench.report.model")
+local svg = require("arkbench.report.svg")
 
 -- A small XML well-formedness checker (enough for SVG as we write it):
 -- one root, nested tags, quoted unique attributes, known entities, no

@@ -1,9 +1,9 @@
--- spec/unit/scenario_spec.lua -- arkbench.scenario: loading, validation,
+-- spec/unit/scenario_spec.lua -- arkbench.scenario.load: loading, validation,
 -- defaults, --set, --quick. Error messages are asserted exactly: they are
 -- the user interface.
 
-local scenario = require("arkbench.scenario")
-local matrix = require("arkbench.matrix")
+local scenario = require("arkbench.scenario.load")
+local matrix = require("arkbench.scenario.matrix")
 
 local F = "spec/fixtures/scenarios/"
 

@@ -1,8 +1,8 @@
-local stats = require("arkbench.stats")
-local json = require("arkbench.json")
+local stats = require("arkbench.report.stats")
+local json = require("arkbench.util.json")
 local core = require("arkbench.core")
 
--- ab1: encoding of the given nanosecond values (core/histogram.h).
+-- ab1: encoding of the given nanosecond values (core/base/histogram.h).
 local function bucket(v)
   if v < 128 then return v end
   local msb = 6

@@ -1,0 +1,308 @@
+/* tcp_client.c -- the built-in echo client over TCP, callback style.
+ *
+ * Per connection: `window` slots; message seq lives in slot seq mod window.
+ * The socket's IO is our own (sockio.h: recv/send on a uv_poll_t).  Each
+ * recv takes one clock reading, completes every whole echo it delivered
+ * (full content check, RTT into the loop's histogram), then refills the
+ * window in one batch: the messages are built in the loop's send scratch,
+ * the clock is read once more just before the bytes go to the socket, and
+ * that time stamps the whole batch.  No allocation, lock or Lua call per
+ * message.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/ab_error.h"
+#include "base/clock.h"
+#include "engine/engine_int.h"
+#include "proto/codecs.h"
+#include "proto/framing.h"
+
+#define READ_CHUNK 65536
+
+void ab__client_on_closed(uv_handle_t *h) {
+  ab__client_t *c = h->data;
+  if (c->ly.codec && c->ly.codec->vt == &ab_codec_http) {
+    uint64_t n = 0;
+    ab_http_stats(c->ly.codec, &n);
+    c->loop->http_non2xx += n;
+  }
+  ab__layers_free(&c->ly);
+  ab_sockio_free(&c->io);
+  free(c->sbuf);
+  free(c->cbuf);
+  c->sbuf = c->cbuf = NULL;
+  ab_outbuf_free(&c->out);
+  free(c->rbuf);
+  c->rbuf = NULL;
+  c->rcap = c->rlen = 0;
+}
+
+void ab__client_close(ab__client_t *c) {
+  if (c->closing || c->tcp.data == NULL) return;
+  c->closing = 1;
+  c->alive = 0;
+  ab_sockio_close(&c->io); /* before the handle that owns the descriptor */
+  uv_close((uv_handle_t *)&c->tcp, ab__client_on_closed);
+}
+
+/* Accounts every message still in flight on c as `as` (timed out, errored,
+ * unfinished) and frees the slots. */
+static void release_inflight(ab__client_t *c, uint64_t *as) {
+  ab__loop_t *l = c->loop;
+  uint32_t w = l->eng->cfg->window;
+  for (uint32_t i = 0; i < w && c->inflight > 0; i++) {
+    if (c->slot_ns[i] == 0) continue;
+    if (c->slot_phase[i] == AB_PHASE_MEASURE) {
+      (*as)++;
+      l->meas_inflight--;
+    } else {
+      l->warm_inflight--;
+    }
+    c->slot_ns[i] = 0;
+    c->inflight--;
+  }
+  c->oldest_seq = c->next_seq;
+}
+
+void ab__client_fail(ab__client_t *c, int code, const char *what) {
+  ab__loop_t *l = c->loop;
+  if (!c->alive) return;
+  c->alive = 0;
+  /* a coroutine blocked on this connection returns AB_EINTR and ends
+   * before its handle closes (from inside itself it just returns) */
+  if (c->task && ab_task_current() != c->task) ab_sched_cancel(c->task);
+  if (l->phase != AB__PH_STOPPING) {
+    char msg[200];
+    snprintf(msg, sizeof(msg), "connection %u: %s: %s (%s)", c->id, what,
+             ab_strerror(code), ab_err_name(code));
+    ab__loop_error(l, code, msg);
+  }
+  release_inflight(c, code == AB_ETIMEDOUT ? &l->timed_out : &l->message_errors);
+  ab__client_close(c);
+  ab__loop_check_progress(l);
+}
+
+static void on_io_error(ab_sockio_t *io, int err) {
+  ab__client_t *c = (ab__client_t *)((char *)io - offsetof(ab__client_t, io));
+  ab__client_fail(c, err, "socket");
+}
+
+uint8_t ab__sending_phase(const ab__loop_t *l, uint64_t *dl) {
+  if (l->phase == AB__PH_WARMUP) {
+    *dl = l->warm_deadline_ns;
+    return AB_PHASE_WARMUP;
+  }
+  if (l->phase == AB__PH_MEASURE) {
+    *dl = l->deadline_ns;
+    return AB_PHASE_MEASURE;
+  }
+  return 0;
+}
+
+void ab__client_stamp(ab__client_t *c, uint64_t seq, uint32_t n, uint64_t t, uint8_t phase) {
+  ab__loop_t *l = c->loop;
+  uint32_t slot = ab__slot(l, seq);
+  for (uint32_t i = 0; i < n; i++, slot = slot + 1 == l->window ? 0 : slot + 1) {
+    c->slot_seq[slot] = seq + i;
+    c->slot_ns[slot] = t;
+    c->slot_phase[slot] = phase;
+  }
+  if (c->inflight == 0) c->oldest_seq = seq;
+  c->next_seq = seq + n;
+  c->inflight += n;
+  if (phase == AB_PHASE_MEASURE) {
+    l->sent += n;
+    l->meas_inflight += n;
+  } else {
+    l->warm_inflight += n;
+  }
+}
+
+/* Fills the window.  now is a recent clock reading used only to decide
+ * whether the phase still sends; the batch is stamped with a fresh reading
+ * taken after the messages are built, just before they reach the socket.
+ * The batch is built in the loop's scratch when the socket has nothing
+ * pending and it fits, else at the end of the connection's pending output. */
+static void pump(ab__client_t *c, uint64_t now) {
+  ab__loop_t *l = c->loop;
+  uint64_t dl = 0;
+  if (!c->alive) return;
+  uint8_t phase = ab__sending_phase(l, &dl);
+  if (phase == 0 || c->inflight >= l->window || now >= dl) return;
+  uint32_t n = l->window - c->inflight;
+  size_t pfx = l->pfx, fsz = l->fsz;
+  size_t bytes = (size_t)n * fsz;
+  int scratch = ab_sockio_idle(&c->io) && bytes <= AB__IO_TX;
+  uint8_t *dst = scratch ? l->io_tx : ab_sockio_reserve(&c->io, bytes);
+  if (dst == NULL) {
+    ab__client_fail(c, AB_ENOMEM, "send buffer");
+    return;
+  }
+  const uint8_t *batch = dst;
+  uint64_t seq = c->next_seq;
+  for (uint32_t i = 0; i < n; i++, dst += fsz) {
+    if (pfx) ab_prefix_encode(dst, l->payload);
+    ab_msg_fill(dst + pfx, l->payload, phase, c->id, seq + i);
+  }
+  uint64_t t = ab_now_ns();
+  if (t >= dl) return; /* built but too late: never sent, never counted */
+  ab__client_stamp(c, seq, n, t, phase);
+  int r = scratch ? ab_sockio_send(&c->io, batch, bytes) : ab_sockio_commit(&c->io, bytes);
+  if (r < 0) ab__client_fail(c, r, "write");
+}
+
+void ab__client_pump(ab__client_t *c) { pump(c, ab_now_ns()); }
+
+/* Completes the whole replies in p[0..len).  Returns the bytes they take,
+ * or -1 after failing the connection. */
+static ssize_t complete_replies(ab__client_t *c, const uint8_t *p, size_t len, uint64_t now) {
+  const ab__loop_t *l = c->loop;
+  size_t off = 0;
+  for (;;) {
+    const uint8_t *m = p + off;
+    size_t avail = len - off;
+    uint64_t plen = l->payload;
+    size_t hdr = 0;
+    if (l->pfx) {
+      int r = ab_prefix_decode(m, avail, l->payload, &plen);
+      if (r == AB_EAGAIN) break;
+      if (r < 0) {
+        ab__client_fail(c, r, "reply framing");
+        return -1;
+      }
+      hdr = (size_t)r;
+      if (plen != l->payload) {
+        ab__client_fail(c, AB_ESIZE, "reply length");
+        return -1;
+      }
+    }
+    if (avail < hdr + plen) break;
+    uint8_t ph;
+    uint32_t cid;
+    uint64_t seq;
+    int r = ab_msg_check(m + hdr, (size_t)plen, &ph, &cid, &seq);
+    if (r == 0) r = ab__client_complete(c, ph, cid, seq, now);
+    if (r < 0) {
+      ab__client_fail(c, r, "reply check");
+      return -1;
+    }
+    off += hdr + (size_t)plen;
+  }
+  return (ssize_t)off;
+}
+
+/* Reads until the socket has nothing more.  With no partial reply kept, a
+ * recv lands in the loop's shared buffer and only a trailing partial reply
+ * is copied to the connection's own; otherwise it appends to that. */
+static void on_readable(ab_sockio_t *io) {
+  ab__client_t *c = (ab__client_t *)((char *)io - offsetof(ab__client_t, io));
+  ab__loop_t *l = c->loop;
+  ab_sockio_kept_t kept = {&c->rbuf, &c->rcap, &c->rlen};
+  uint8_t *shared = l->fsz <= AB__IO_SHARED_MAX ? l->io_rx : NULL;
+  while (c->alive) {
+    const uint8_t *data;
+    size_t len, room;
+    ssize_t n = ab_sockio_recv_frames(io, shared, AB__IO_RX, kept, READ_CHUNK, &data, &len, &room);
+    if (n == 0) return;
+    if (n < 0) {
+      ab__client_fail(c, n == UV_EOF ? AB_ECLOSED : (int)n, n == AB_ENOMEM ? "read buffer" : "read");
+      return;
+    }
+    uint64_t now = ab_now_ns();
+    ssize_t used = complete_replies(c, data, len, now);
+    if (used < 0) return;
+    if (ab_sockio_keep(kept, data, len, (size_t)used) != 0) {
+      ab__client_fail(c, AB_ENOMEM, "read buffer");
+      return;
+    }
+    if (used > 0) {
+      pump(c, now);
+      ab__loop_check_progress(l);
+    }
+    if ((size_t)n < room) return;
+  }
+}
+
+static void on_connect(uv_connect_t *req, int status) {
+  ab__client_t *c = req->data;
+  ab__loop_t *l = c->loop;
+  ab_hist_record(&l->connect, ab_now_ns() - c->connect_start_ns);
+  if (status < 0) {
+    char msg[160];
+    snprintf(msg, sizeof(msg), "connection %u: connect: %s (%s)", c->id,
+             ab_strerror(status), ab_err_name(status));
+    ab__loop_error(l, status, msg);
+    ab__client_close(c);
+  } else {
+    c->alive = 1;
+    c->loop->ready_clients++;
+    int r = ab_sockio_start(&c->io, &l->loop, &c->tcp, 0, on_readable, on_io_error);
+    if (r < 0) ab__client_fail(c, r, "read start");
+  }
+  if (--l->connects_pending == 0) ab__loop_reached(l, AB__ST_CONNECTED);
+  else ab__clients_connect_more(l);
+}
+
+/* At most this many connects in flight per loop: a burst larger than the
+ * listen backlog (net.core.somaxconn, 4096; SYN backlog 2048) overflows it,
+ * and the dropped handshakes come back only after retransmission timeouts,
+ * which would then sit inside the first measured RTTs. */
+#define CONNECTS_IN_FLIGHT 256
+
+void ab__clients_connect_more(ab__loop_t *l) {
+  while (l->connects_started < l->nclients &&
+         l->connects_started - (l->nclients - l->connects_pending) < CONNECTS_IN_FLIGHT) {
+    ab__client_t *c = &l->clients[l->connects_started++];
+    if (l->eng->hooks) l->eng->hooks->client_start(l->exec_state, c);
+    else if (l->eng->coro) ab__co_client_start(c);
+    else if (l->eng->layered) ab__sclient_connect(c, (const struct sockaddr *)&l->connect_addr);
+    else ab__client_connect(c, (const struct sockaddr *)&l->connect_addr);
+  }
+}
+
+void ab__client_connect(ab__client_t *c, const struct sockaddr *addr) {
+  ab__loop_t *l = c->loop;
+  int r = uv_tcp_init(&l->loop, &c->tcp);
+  if (r == 0) {
+    c->tcp.data = c;
+    c->creq.data = c;
+    uv_tcp_nodelay(&c->tcp, 1);
+    /* one destination port gives ~28k ephemeral source ports (Linux
+     * ip_local_port_range 32768-60999): past 20,000 connections per loop
+     * use further loopback source addresses 127.0.0.2, .3, ... */
+    if (l->nclients > 20000 && addr->sa_family == AF_INET) {
+      uint32_t k = (c->id / l->eng->nloops) / 20000 + 1;
+      struct sockaddr_in src;
+      char ip[32];
+      snprintf(ip, sizeof(ip), "127.0.%u.%u", (k + 1) >> 8, (k + 1) & 255);
+      uv_ip4_addr(ip, 0, &src);
+      r = uv_tcp_bind(&c->tcp, (const struct sockaddr *)&src, 0);
+    }
+    c->connect_start_ns = ab_now_ns();
+    if (r == 0)
+      r = uv_tcp_connect(&c->creq, &c->tcp, addr, on_connect);
+  }
+  if (r < 0) {
+    char msg[160];
+    snprintf(msg, sizeof(msg), "connection %u: connect: %s (%s)", c->id,
+             ab_strerror(r), ab_err_name(r));
+    ab__loop_error(l, r, msg);
+    if (c->tcp.data) ab__client_close(c);
+    if (--l->connects_pending == 0) ab__loop_reached(l, AB__ST_CONNECTED);
+  }
+}
+
+void ab__clients_tick(ab__loop_t *l, uint64_t now) {
+  const ab_case_cfg_t *cfg = l->eng->cfg;
+  uint64_t limit = (uint64_t)(cfg->timeout_s * 1e9);
+  for (uint32_t i = 0; i < l->nclients; i++) {
+    ab__client_t *c = &l->clients[i];
+    if (!c->alive || c->inflight == 0) continue;
+    uint32_t slot = ab__slot(l, c->oldest_seq);
+    uint64_t t = c->slot_ns[slot];
+    if (t != 0 && now > t && now - t > limit)
+      ab__client_fail(c, AB_ETIMEDOUT, "no reply within the timeout");
+  }
+}

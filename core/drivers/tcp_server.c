@@ -1,0 +1,315 @@
+/* tcp_server.c -- the built-in echo server over TCP, callback style.
+ *
+ * The socket's IO is our own (sockio.h: recv/send on a uv_poll_t).  A recv
+ * with no partial frame kept lands in the loop's shared buffer; whole
+ * frames (length prefix or fixed-size raw) are cut, the configured `work`
+ * is done per frame, and the frames are sent back unchanged straight from
+ * that buffer; only a trailing partial frame, or what the kernel did not
+ * take, is copied to the connection.  While output is pending the
+ * connection stops reading, so a client that does not read its replies is
+ * pushed back rather than buffered without bound.  In shared:N with a work
+ * pool, frames wait in `held` until the pool returns their work, and are
+ * released in arrival order, so the echo order on a connection is the send
+ * order whichever worker finishes first; past AB__HOLD_BYTES held, reads
+ * stop until the pool catches up.  A client's EOF closes the connection
+ * only once every reply it is owed has been sent.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/ab_error.h"
+#include "engine/engine_int.h"
+#include "proto/framing.h"
+#include "base/work.h"
+
+#define READ_CHUNK 65536
+
+static void on_sclosed(uv_handle_t *h) {
+  ab__sconn_t *s = h->data;
+  ab__layers_free(&s->ly);
+  ab_sockio_free(&s->io);
+  free(s->cbuf);
+  s->cbuf = NULL;
+  ab_outbuf_free(&s->out);
+  free(s->rbuf);
+  free(s->held);
+  s->rbuf = s->held = NULL;
+  /* the struct stays on the loop's list until the engine frees it: pool
+   * jobs may still point at it */
+}
+
+void ab__sconn_close(ab__sconn_t *s) {
+  if (s->closing) return;
+  s->closing = 1;
+  ab_sockio_close(&s->io); /* before the handle that owns the descriptor */
+  uv_close((uv_handle_t *)&s->tcp, on_sclosed);
+}
+
+void ab__sconn_error(ab__sconn_t *s, int code, const char *what) {
+  ab__loop_t *l = s->loop;
+  if (l->phase != AB__PH_STOPPING && !s->closing) {
+    char msg[200];
+    snprintf(msg, sizeof(msg), "server: %s: %s (%s)", what, ab_strerror(code),
+             ab_err_name(code));
+    ab__loop_error(l, code, msg);
+  }
+  ab__sconn_close(s);
+}
+
+/* The peer ended the connection (EOF), reset it (counted as a reset when
+ * serving external clients: their doing, not the server's) or it failed. */
+static void peer_failed(ab__sconn_t *s, int code, const char *what) {
+  ab__loop_t *l = s->loop;
+  if (code == UV_EOF) {
+    ab__sconn_close(s);
+  } else if (l->eng->cfg->role == AB_ROLE_SERVER &&
+             (code == UV_ECONNRESET || code == UV_EPIPE)) {
+    l->srv_resets++;
+    ab__sconn_close(s);
+  } else {
+    ab__sconn_error(s, code, what);
+  }
+}
+
+void ab__sconn_read_failed(ab__sconn_t *s, ssize_t nread) {
+  peer_failed(s, (int)nread, "read");
+}
+
+/* write errors of the layered and coroutine servers' outbuf */
+static void on_swrite_error(ab_outbuf_t *ob, int err) {
+  ab__sconn_t *s = (ab__sconn_t *)((char *)ob - offsetof(ab__sconn_t, out));
+  ab__sconn_error(s, err, "write");
+}
+
+/* a socket error no read met (reads were held) */
+static void on_sio_error(ab_sockio_t *io, int err) {
+  ab__sconn_t *s = (ab__sconn_t *)((char *)io - offsetof(ab__sconn_t, io));
+  peer_failed(s, err, "socket");
+}
+
+/* Length of the frame at p (prefix included), 0 if incomplete, <0 error;
+ * *payload gets the message's own length. */
+static int64_t frame_len(const ab__loop_t *l, const uint8_t *p, size_t avail,
+                         uint64_t *payload) {
+  if (l->pfx == 0) { /* raw framing */
+    *payload = l->payload;
+    return avail >= l->payload ? (int64_t)l->payload : 0;
+  }
+  uint64_t len;
+  int r = ab_prefix_decode(p, avail, l->eng->max_frame, &len);
+  if (r == AB_EAGAIN) return 0;
+  if (r < 0) return r;
+  if (avail < (size_t)r + len) return 0;
+  *payload = len;
+  return (int64_t)((size_t)r + len);
+}
+
+static void echo(ab__sconn_t *s, const uint8_t *p, size_t n) {
+  int r = ab_sockio_send(&s->io, p, n);
+  if (r < 0) ab__sconn_error(s, r, r == AB_ENOMEM ? "send buffer" : "write");
+}
+
+/* The whole frames in p[0..len): counted, worked on and echoed (or handed
+ * to the pool).  Returns the bytes they take, or -1 after closing s. */
+static ssize_t serve_frames(ab__sconn_t *s, const uint8_t *p, size_t len) {
+  ab__loop_t *l = s->loop;
+  ab__engine_t *eng = l->eng;
+  size_t off = 0;
+  uint64_t frames = 0, payload_bytes = 0;
+  for (;;) {
+    uint64_t pl = 0;
+    int64_t n = frame_len(l, p + off, len - off, &pl);
+    if (n == 0) break;
+    if (n < 0) {
+      ab__sconn_error(s, (int)n, "request framing");
+      return -1;
+    }
+    off += (size_t)n;
+    frames++;
+    payload_bytes += pl;
+  }
+  if (frames == 0) return 0;
+  l->srv_messages += frames;
+  l->srv_bytes += payload_bytes;
+  if (eng->pool) {
+    if (s->hcap - s->hlen < off) {
+      size_t want = s->hcap ? s->hcap * 2 : 65536;
+      while (want - s->hlen < off) want *= 2;
+      uint8_t *h = realloc(s->held, want);
+      if (h == NULL) {
+        ab__sconn_error(s, AB_ENOMEM, "held frames");
+        return -1;
+      }
+      s->held = h;
+      s->hcap = want;
+    }
+    memcpy(s->held + s->hlen, p, off);
+    s->hlen += off;
+    s->jobs_out += frames;
+    for (uint64_t i = 0; i < frames; i++) ab__pool_submit(eng->pool, &s->job);
+    if (s->hlen - s->hoff > AB__HOLD_BYTES) ab_sockio_hold_reads(&s->io, 1);
+  } else {
+    uint64_t work = eng->cfg->work;
+    if (work) {
+      for (uint64_t i = 0; i < frames; i++)
+        l->work_sink ^= ab_work(work, l->work_sink + i);
+    }
+    echo(s, p, off);
+    if (s->closing) return -1;
+  }
+  return (ssize_t)off;
+}
+
+/* After the client's EOF: closes once no request waits for the pool and
+ * no reply waits for the socket (an `echo ... | nc` style client that
+ * half-closes still gets every reply). */
+static void finish_if_done(ab__sconn_t *s) {
+  if (s->eof && !s->closing && s->hoff == s->hlen && ab_sockio_idle(&s->io))
+    ab__sconn_close(s);
+}
+
+static void on_sdrained(ab_sockio_t *io) {
+  finish_if_done((ab__sconn_t *)((char *)io - offsetof(ab__sconn_t, io)));
+}
+
+/* Reads until the socket has nothing more or reading is paused by pending
+ * output.  With no partial frame kept, a recv lands in the loop's shared
+ * buffer and only a trailing partial frame is copied to the connection. */
+static void on_sreadable(ab_sockio_t *io) {
+  ab__sconn_t *s = (ab__sconn_t *)((char *)io - offsetof(ab__sconn_t, io));
+  ab_sockio_kept_t kept = {&s->rbuf, &s->rcap, &s->rlen};
+  while (!s->closing && ab_sockio_may_read(io)) {
+    const uint8_t *data;
+    size_t len, room;
+    ssize_t n = ab_sockio_recv_frames(io, s->loop->io_rx, AB__IO_RX, kept, READ_CHUNK, &data,
+                                      &len, &room);
+    if (n == 0) return;
+    if (n == AB_ENOMEM) {
+      ab__sconn_error(s, AB_ENOMEM, "read buffer");
+      return;
+    }
+    if (n == UV_EOF && !s->eof) {
+      /* replies still owed (pool work, unsent output) go out first; reads
+       * stop, or the readable EOF would wake the loop forever */
+      s->eof = 1;
+      ab_sockio_hold_reads(io, 1);
+      finish_if_done(s);
+      return;
+    }
+    if (n < 0) {
+      /* a reset, or a read error; from our own clients at the end it is
+       * normal and counted only while the run is live */
+      ab__sconn_read_failed(s, n);
+      return;
+    }
+    ssize_t used = serve_frames(s, data, len);
+    if (used < 0) return;
+    if (ab_sockio_keep(kept, data, len, (size_t)used) != 0) {
+      ab__sconn_error(s, AB_ENOMEM, "read buffer");
+      return;
+    }
+    if ((size_t)n < room) return;
+  }
+}
+
+void ab__server_work_returned(ab__sconn_t *s, uint64_t n) {
+  s->jobs_back += n;
+  if (s->closing) return;
+  size_t start = s->hoff, end = s->hoff;
+  while (s->jobs_back > 0) {
+    uint64_t pl;
+    int64_t len = frame_len(s->loop, s->held + end, s->hlen - end, &pl);
+    if (len <= 0) break; /* cannot happen: held frames are whole */
+    end += (size_t)len;
+    s->jobs_back--;
+  }
+  if (end > start) echo(s, s->held + start, end - start);
+  s->hoff = end;
+  if (s->hoff == s->hlen) {
+    s->hoff = s->hlen = 0;
+  } else if (s->hoff > s->hcap / 2) {
+    memmove(s->held, s->held + s->hoff, s->hlen - s->hoff);
+    s->hlen -= s->hoff;
+    s->hoff = 0;
+  }
+  if (s->io.held && s->hlen - s->hoff <= AB__HOLD_BYTES && !s->closing && !s->eof)
+    ab_sockio_hold_reads(&s->io, 0);
+  finish_if_done(s);
+}
+
+static void job_done(ab__job_t *job) {
+  ab__sconn_t *s = (ab__sconn_t *)((char *)job - offsetof(ab__sconn_t, job));
+  if (s->loop->eng->coro) ab__co_job_done(s);
+  else if (s->loop->eng->layered) ab__sserver_release(s, 1);
+  else ab__server_work_returned(s, 1);
+}
+
+static void on_connection(uv_stream_t *server, int status) {
+  ab__loop_t *l = server->data;
+  if (status < 0) {
+    ab__loop_error(l, status, "server: accept");
+    return;
+  }
+  ab__sconn_t *s = calloc(1, sizeof(*s));
+  if (s == NULL) {
+    ab__loop_error(l, AB_ENOMEM, "server: accept");
+    return;
+  }
+  s->loop = l;
+  s->job.done = job_done;
+  l->srv_connections++;
+  uv_tcp_init(&l->loop, &s->tcp);
+  s->tcp.data = s;
+  s->next = l->sconns;
+  if (l->sconns) l->sconns->prev = s;
+  l->sconns = s;
+  if (uv_accept(server, (uv_stream_t *)&s->tcp) != 0) {
+    ab__sconn_close(s);
+    return;
+  }
+  uv_tcp_nodelay(&s->tcp, 1);
+  ab_outbuf_init(&s->out, (uv_stream_t *)&s->tcp, on_swrite_error);
+  if (l->eng->hooks && l->eng->hooks->server_accept) {
+    l->eng->hooks->server_accept(l->exec_state, s);
+    return;
+  }
+  if (l->eng->coro) {
+    ab__co_server_accept(s);
+    return;
+  }
+  if (l->eng->layered) {
+    ab__sserver_accept(s);
+    return;
+  }
+  int r = ab_sockio_start(&s->io, &l->loop, &s->tcp, 1, on_sreadable, on_sio_error);
+  if (r < 0) ab__sconn_error(s, r, "read start");
+  else s->io.on_drained = on_sdrained;
+}
+
+int ab__server_listen(ab__loop_t *l) {
+  int r = uv_tcp_init(&l->loop, &l->listener);
+  if (r < 0) return r;
+  l->listener.data = l;
+  l->listening = 1;
+  int fd = ab__server_socket(l, SOCK_STREAM);
+  if (fd < 0) return fd;
+  r = uv_tcp_open(&l->listener, fd);
+  if (r < 0) {
+    close(fd);
+    return r;
+  }
+  r = uv_listen((uv_stream_t *)&l->listener, 4096, on_connection);
+  if (r < 0) return r;
+  struct sockaddr_storage ss;
+  int len = sizeof(ss);
+  r = uv_tcp_getsockname(&l->listener, (struct sockaddr *)&ss, &len);
+  if (r < 0) return r;
+  l->port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+  return 0;
+}
+
+void ab__server_close_all(ab__loop_t *l) {
+  for (ab__sconn_t *s = l->sconns; s; s = s->next) ab__sconn_close(s);
+}

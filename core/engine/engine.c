@@ -1,0 +1,743 @@
+/* engine.c -- topology, phases and the coordinator (see engine.h).
+ *
+ * Order of a run (DESIGN §8):
+ *   1. loops created, listeners bound (coordinator thread), loop threads up;
+ *   2. CONNECT: each loop connects its clients; wait for all;
+ *   3. WARMUP (if warmup > 0): full windows until the warm-up deadline, then
+ *      drained completely; its samples are dropped;
+ *   4. CPU sampled, start = now, deadline = start + duration; MEASURE: every
+ *      loop starts with a full window burst; no message is sent after the
+ *      deadline; the coordinator sleeps to the deadline and samples CPU;
+ *   5. drain: replies to measure messages are awaited up to `timeout`;
+ *   6. STOP: the pool is joined, loops close every handle and exit.
+ * Phase deadlines are nanosecond clock values; libuv timers only wake a loop
+ * near them (they are millisecond timers) and the clock decides.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/ab_error.h"
+#include "base/clock.h"
+#include "engine/engine_int.h"
+#include "proto/framing.h"
+#include "proto/codecs.h"
+#include "base/procstat.h"
+
+void ab__errors_add(ab_error_count_t *tab, int *n, int code, uint64_t count) {
+  for (int i = 0; i < *n; i++) {
+    if (tab[i].code == code) {
+      tab[i].count += count;
+      return;
+    }
+  }
+  if (*n < AB_MAX_ERROR_CLASSES) {
+    tab[*n].code = code;
+    tab[*n].count = count;
+    (*n)++;
+  }
+}
+
+void ab__loop_error(ab__loop_t *l, int code, const char *what) {
+  ab__errors_add(l->errors, &l->nerrors, code, 1);
+  if (l->first_error[0] == '\0')
+    snprintf(l->first_error, sizeof(l->first_error), "%s", what);
+}
+
+void ab__engine_abort(ab__loop_t *l) {
+  ab__engine_t *eng = l->eng;
+  pthread_mutex_lock(&eng->mu);
+  eng->aborted = 1;
+  pthread_cond_broadcast(&eng->cv);
+  pthread_mutex_unlock(&eng->mu);
+}
+
+void ab__loop_reached(ab__loop_t *l, int stage) {
+  ab__engine_t *eng = l->eng;
+  pthread_mutex_lock(&eng->mu);
+  eng->reached[stage]++;
+  pthread_cond_broadcast(&eng->cv);
+  pthread_mutex_unlock(&eng->mu);
+}
+
+int ab__server_socket(ab__loop_t *l, int type) {
+  const ab_case_cfg_t *cfg = l->eng->cfg;
+  struct sockaddr_storage ss;
+  socklen_t len;
+  memset(&ss, 0, sizeof(ss));
+  if (cfg->role == AB_ROLE_SERVER && cfg->addr.ss_family != 0) {
+    ss = cfg->addr;
+  } else {
+    struct sockaddr_in *in = (struct sockaddr_in *)&ss;
+    in->sin_family = AF_INET;
+    in->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  }
+  /* the loops of a server-role sharded:N share the port the first one got */
+  if (cfg->role == AB_ROLE_SERVER && l->index > 0) {
+    int port = l->eng->loops[0].port;
+    if (ss.ss_family == AF_INET6) ((struct sockaddr_in6 *)&ss)->sin6_port = htons((uint16_t)port);
+    else ((struct sockaddr_in *)&ss)->sin_port = htons((uint16_t)port);
+  }
+  len = ss.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+  int one = 1;
+  /* several loops share the port through SO_REUSEPORT; first make sure no
+   * other process already holds it (it would silently share it too) */
+  int explicit_port = ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port != 0
+                                               : ((struct sockaddr_in *)&ss)->sin_port != 0;
+  if (cfg->role == AB_ROLE_SERVER && l->eng->nloops > 1 && l->index == 0 && explicit_port) {
+    int probe = socket(ss.ss_family, type | SOCK_CLOEXEC, 0);
+    if (probe < 0) return -errno;
+    setsockopt(probe, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (bind(probe, (struct sockaddr *)&ss, len) != 0) {
+      int e = -errno;
+      close(probe);
+      return e;
+    }
+    close(probe);
+  }
+  int fd = socket(ss.ss_family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -errno;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (cfg->role == AB_ROLE_SERVER && l->eng->nloops > 1)
+    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+  if (bind(fd, (struct sockaddr *)&ss, len) != 0) {
+    int e = -errno;
+    close(fd);
+    return e;
+  }
+  return fd;
+}
+
+static uint64_t ms_until(uint64_t t_ns) {
+  uint64_t now = ab_now_ns();
+  if (t_ns <= now) return 0;
+  return (t_ns - now + 999999) / 1000000; /* round up: never early */
+}
+
+static void phase_timer_cb(uv_timer_t *t);
+
+static void arm_phase_timer(ab__loop_t *l, uint64_t at_ns) {
+  uv_timer_start(&l->phase_timer, phase_timer_cb, ms_until(at_ns), 0);
+}
+
+/* Counts what is still in flight as unfinished and ends the measurement. */
+static void finish_measure(ab__loop_t *l, int forced) {
+  if (forced) {
+    for (uint32_t i = 0; i < l->nclients; i++) {
+      ab__client_t *c = &l->clients[i];
+      uint32_t w = l->eng->cfg->window;
+      for (uint32_t k = 0; k < w && c->inflight > 0; k++) {
+        if (c->slot_ns[k] == 0) continue;
+        if (c->slot_phase[k] == 2) {
+          l->unfinished++;
+          l->meas_inflight--;
+        }
+        c->slot_ns[k] = 0;
+        c->inflight--;
+      }
+      if (c->alive && c->inflight == 0) c->oldest_seq = c->next_seq;
+    }
+  }
+  l->phase = AB__PH_DONE;
+  uv_timer_stop(&l->phase_timer);
+  uv_timer_stop(&l->tick);
+  ab__loop_reached(l, AB__ST_MEASURE_DONE);
+}
+
+void ab__loop_check_progress(ab__loop_t *l) {
+  if (l->phase == AB__PH_WARM_DRAIN && l->warm_inflight == 0) {
+    l->phase = AB__PH_IDLE;
+    uv_timer_stop(&l->phase_timer);
+    ab__loop_reached(l, AB__ST_WARM_DONE);
+  } else if (l->phase == AB__PH_DRAIN && l->meas_inflight == 0) {
+    finish_measure(l, 0);
+  }
+}
+
+static void phase_timer_cb(uv_timer_t *t) {
+  ab__loop_t *l = t->data;
+  uint64_t now = ab_now_ns();
+  switch (l->phase) {
+  case AB__PH_WARMUP:
+    if (now < l->warm_deadline_ns) { arm_phase_timer(l, l->warm_deadline_ns); return; }
+    l->phase = AB__PH_WARM_DRAIN;
+    arm_phase_timer(l, l->warm_deadline_ns +
+                           (uint64_t)(l->eng->cfg->timeout_s * 1e9) + 500000000u);
+    ab__loop_check_progress(l);
+    break;
+  case AB__PH_WARM_DRAIN:
+    /* warm-up replies overdue: those connections are broken */
+    for (uint32_t i = 0; i < l->nclients; i++)
+      if (l->clients[i].inflight > 0)
+        ab__client_fail(&l->clients[i], AB_ETIMEDOUT, "warm-up reply overdue");
+    ab__loop_check_progress(l);
+    break;
+  case AB__PH_MEASURE:
+    if (now < l->deadline_ns) { arm_phase_timer(l, l->deadline_ns); return; }
+    l->phase = AB__PH_DRAIN;
+    arm_phase_timer(l, l->drain_end_ns);
+    ab__loop_check_progress(l);
+    break;
+  case AB__PH_DRAIN:
+    if (now < l->drain_end_ns) { arm_phase_timer(l, l->drain_end_ns); return; }
+    finish_measure(l, 1);
+    break;
+  default:
+    break;
+  }
+}
+
+static void tick_cb(uv_timer_t *t) {
+  ab__loop_t *l = t->data;
+  if (l->eng->cfg->protocol == AB_PROTO_UDP) ab__udp_tick(l, ab_now_ns());
+  else ab__clients_tick(l, ab_now_ns());
+}
+
+static void pump_all(ab__loop_t *l) {
+  int udp = l->eng->cfg->protocol == AB_PROTO_UDP;
+  for (uint32_t i = 0; i < l->nclients; i++) {
+    if (l->eng->hooks) l->eng->hooks->client_wake(l->exec_state, &l->clients[i]);
+    else if (l->eng->coro) ab__co_client_wake(&l->clients[i]);
+    else if (udp) ab__udp_pump(&l->clients[i]);
+    else if (l->eng->layered) ab__sclient_pump(&l->clients[i]);
+    else ab__client_pump(&l->clients[i]);
+  }
+}
+
+static void close_cb_noop(uv_handle_t *h) { (void)h; }
+
+static void close_walk_cb(uv_handle_t *h, void *arg) {
+  (void)arg;
+  if (!uv_is_closing(h)) uv_close(h, close_cb_noop);
+}
+
+static void pool_done_cb(uv_async_t *a) {
+  ab__loop_t *l = a->data;
+  if (l->eng->pool && l->phase != AB__PH_STOPPING) ab__pool_collect(l->eng->pool, l);
+}
+
+static void start_tick(ab__loop_t *l) {
+  double ms = l->eng->cfg->timeout_s * 1000.0 / 4.0;
+  uint64_t iv = ms < 1 ? 1 : ms > 100 ? 100 : (uint64_t)ms;
+  uv_timer_start(&l->tick, tick_cb, iv, iv);
+}
+
+static void ctl_cb(uv_async_t *a) {
+  ab__loop_t *l = a->data;
+  ab__engine_t *eng = l->eng;
+  pthread_mutex_lock(&eng->mu);
+  int cmd = l->cmd;
+  uint64_t t0 = l->cmd_t0, t1 = l->cmd_t1;
+  l->cmd = AB__CMD_NONE;
+  pthread_mutex_unlock(&eng->mu);
+
+  switch (cmd) {
+  case AB__CMD_CONNECT: {
+    struct sockaddr_storage addr;
+    ab__loop_t *srv = eng->cfg->model == AB_MODEL_SHARDED ? l : &eng->loops[0];
+    if (eng->cfg->role == AB_ROLE_CLIENT) addr = eng->cfg->addr;
+    else uv_ip4_addr("127.0.0.1", srv->port, (struct sockaddr_in *)&addr);
+    if (eng->cfg->protocol == AB_PROTO_UDP) {
+      for (uint32_t i = 0; i < l->nclients; i++)
+        ab__udp_client_open(&l->clients[i], (const struct sockaddr *)&addr);
+      ab__loop_reached(l, AB__ST_CONNECTED);
+      break;
+    }
+    l->connects_pending = l->nclients;
+    l->connect_addr = addr;
+    if (l->nclients == 0) ab__loop_reached(l, AB__ST_CONNECTED);
+    ab__clients_connect_more(l);
+    break;
+  }
+  case AB__CMD_WARMUP:
+    l->phase = AB__PH_WARMUP;
+    l->warm_deadline_ns = t0;
+    arm_phase_timer(l, t0);
+    start_tick(l);
+    pump_all(l);
+    break;
+  case AB__CMD_MEASURE:
+    l->phase = AB__PH_MEASURE;
+    l->start_ns = t0;
+    l->deadline_ns = t1;
+    l->drain_end_ns = t1 + (uint64_t)(eng->cfg->timeout_s * 1e9);
+    arm_phase_timer(l, t1);
+    start_tick(l);
+    pump_all(l);
+    break;
+  case AB__CMD_STOP:
+    l->phase = AB__PH_STOPPING;
+    if (l->sched) ab_sched_cancel_all(l->sched);
+    for (uint32_t i = 0; i < l->nclients; i++) ab__client_close(&l->clients[i]);
+    ab__server_close_all(l);
+    if (l->listening)
+      uv_close(eng->cfg->protocol == AB_PROTO_UDP ? (uv_handle_t *)&l->userver
+                                                  : (uv_handle_t *)&l->listener,
+               close_cb_noop);
+    uv_close((uv_handle_t *)&l->phase_timer, close_cb_noop);
+    uv_close((uv_handle_t *)&l->tick, close_cb_noop);
+    uv_close((uv_handle_t *)&l->ctl, close_cb_noop);
+    if (eng->pool) uv_close((uv_handle_t *)&l->pool_done, close_cb_noop);
+    break;
+  default:
+    break;
+  }
+}
+
+static void loop_main(void *arg) {
+  ab__loop_t *l = arg;
+  uv_run(&l->loop, UV_RUN_DEFAULT);
+}
+
+static void send_cmd(ab__engine_t *eng, int cmd, uint64_t t0, uint64_t t1) {
+  pthread_mutex_lock(&eng->mu);
+  for (uint32_t i = 0; i < eng->nloops; i++) {
+    eng->loops[i].cmd = cmd;
+    eng->loops[i].cmd_t0 = t0;
+    eng->loops[i].cmd_t1 = t1;
+  }
+  pthread_mutex_unlock(&eng->mu);
+  for (uint32_t i = 0; i < eng->nloops; i++) uv_async_send(&eng->loops[i].ctl);
+}
+
+/* Waits until every loop reached stage or the timeout passed; returns 1 if
+ * all did. */
+static int wait_stage(ab__engine_t *eng, int stage, double timeout_s) {
+  uint64_t until = ab_now_ns() + (uint64_t)(timeout_s * 1e9);
+  struct timespec ts = {(time_t)(until / 1000000000u), (long)(until % 1000000000u)};
+  pthread_mutex_lock(&eng->mu);
+  while (eng->reached[stage] < eng->nloops && !eng->aborted) {
+    if (pthread_cond_timedwait(&eng->cv, &eng->mu, &ts) == ETIMEDOUT) break;
+  }
+  int all = eng->reached[stage] >= eng->nloops && !eng->aborted;
+  pthread_mutex_unlock(&eng->mu);
+  return all;
+}
+
+/* Sleeps until t_ns or an abort; returns 1 when aborted. */
+static int sleep_or_abort(ab__engine_t *eng, uint64_t t_ns) {
+  struct timespec ts = {(time_t)(t_ns / 1000000000u), (long)(t_ns % 1000000000u)};
+  pthread_mutex_lock(&eng->mu);
+  while (!eng->aborted && ab_now_ns() < t_ns) {
+    if (pthread_cond_timedwait(&eng->cv, &eng->mu, &ts) == ETIMEDOUT) break;
+  }
+  int aborted = eng->aborted;
+  pthread_mutex_unlock(&eng->mu);
+  return aborted;
+}
+
+int ab_case_check(const ab_case_cfg_t *cfg, char *err, size_t errlen) {
+#define BAD(...) do { snprintf(err, errlen, __VA_ARGS__); return AB_ECONFIG; } while (0)
+  if (cfg->protocol < AB_PROTO_TCP || cfg->protocol > AB_PROTO_HTTPS) BAD("unknown protocol");
+  if (cfg->protocol == AB_PROTO_UDP && cfg->payload > AB_UDP_MAX_PAYLOAD) BAD("udp payload %u is over the UDP limit of 65507 bytes", cfg->payload);
+  if (cfg->execution < AB_EXEC_CALLBACK || cfg->execution > AB_EXEC_HOOKS) BAD("execution must be callback, coroutine or lua");
+  if (cfg->execution == AB_EXEC_HOOKS && (cfg->hooks == NULL || !cfg->hooks->loop_open || !cfg->hooks->client_start || !cfg->hooks->client_wake)) BAD("execution hooks are incomplete");
+  if (cfg->execution == AB_EXEC_COROUTINE && cfg->protocol == AB_PROTO_UDP) BAD("execution coroutine runs the stream protocols (tcp, tls, ws, wss, http, https), not udp");
+  if (cfg->framing != AB_FRAMING_LENGTH && cfg->framing != AB_FRAMING_RAW) BAD("framing must be length or raw");
+  if (cfg->payload < AB_MSG_MIN_PAYLOAD || cfg->payload > AB_MSG_MAX_PAYLOAD) BAD("payload %u out of range 16 .. 16777216", cfg->payload);
+  if (cfg->clients < 1) BAD("clients must be >= 1");
+  if (cfg->window < 1 || cfg->window > 4096) BAD("window must be 1 .. 4096");
+  if (cfg->model != AB_MODEL_SHARDED && cfg->model != AB_MODEL_SHARED) BAD("topology must be sharded:N or shared:N");
+  if (cfg->threads < 1 || cfg->threads > 256) BAD("topology N must be 1 .. 256");
+  if (!(cfg->warmup_s >= 0) || !(cfg->duration_s > 0) || !(cfg->timeout_s > 0)) BAD("warmup >= 0, duration > 0 and timeout > 0 are required");
+  if ((double)cfg->clients * cfg->window * cfg->payload > 1073741824.0) BAD("clients x window x payload exceeds 1 GiB");
+  return 0;
+#undef BAD
+}
+
+/* One handshake in memory before anything is timed: OpenSSL initialises
+ * lazily (several ms on first use), which would otherwise land in the
+ * first connection's handshake_us. */
+static void warm_tls(ab__engine_t *eng) {
+  ab_tls_conn_t *cl = NULL, *sv = NULL;
+  uint8_t buf[16384];
+  if (ab_tls_conn_new(eng->tls_client, 1, eng->verify_host, &cl) == 0 &&
+      ab_tls_conn_new(eng->tls_server, 0, NULL, &sv) == 0) {
+    for (int i = 0; i < 10; i++) {
+      int a = ab_tls_handshake(cl), b = ab_tls_handshake(sv);
+      size_t n;
+      while ((n = ab_tls_take_out(cl, buf, sizeof(buf))) > 0) ab_tls_feed(sv, buf, n);
+      while ((n = ab_tls_take_out(sv, buf, sizeof(buf))) > 0) ab_tls_feed(cl, buf, n);
+      if ((a == 1 && b == 1) || a < 0 || b < 0) break;
+    }
+  }
+  ab_tls_conn_free(cl);
+  ab_tls_conn_free(sv);
+}
+
+/* Chooses the layers and codec for the protocol and makes the TLS
+ * contexts (the server's generates its EC P-256 certificate now, before
+ * anything is timed). */
+static int setup_protocol(ab__engine_t *eng, const ab_case_cfg_t *cfg, ab_result_t *out) {
+  int p = cfg->protocol;
+  eng->layered = p != AB_PROTO_TCP && p != AB_PROTO_UDP;
+  /* a hooks-driven run serves with the coroutine echo unless the hooks
+   * serve connections themselves */
+  eng->coro = cfg->execution == AB_EXEC_COROUTINE || cfg->execution == AB_EXEC_HOOKS;
+  eng->hooks = cfg->execution == AB_EXEC_HOOKS ? cfg->hooks : NULL;
+  eng->use_tls = p == AB_PROTO_TLS || p == AB_PROTO_WSS || p == AB_PROTO_HTTPS;
+  eng->use_ws = p == AB_PROTO_WS || p == AB_PROTO_WSS;
+  eng->codec_vt = eng->use_ws ? &ab_codec_ws
+                  : (p == AB_PROTO_HTTP || p == AB_PROTO_HTTPS) ? &ab_codec_http
+                  : cfg->framing == AB_FRAMING_RAW ? &ab_codec_raw : &ab_codec_length;
+  eng->host = cfg->host ? cfg->host : "127.0.0.1";
+  eng->verify_host = eng->host;
+  if (!eng->use_tls) return 0;
+  ab_tls_opts_t o;
+  memset(&o, 0, sizeof(o));
+  o.version = cfg->tls_version;
+  o.ciphers = cfg->tls_ciphers;
+  o.sni = cfg->tls_sni;
+  o.alpn = cfg->tls_alpn;
+  o.resume = cfg->tls_resume;
+  int r = 0;
+  if (cfg->role != AB_ROLE_CLIENT) r = ab_tls_server_ctx_new(&o, &eng->tls_server);
+  if (r == 0 && cfg->role != AB_ROLE_SERVER) {
+    /* against our own server: trust its certificate; against a target:
+     * trust the PEM given (tls_cert_out doubles as the CA file path) */
+    const char *ca = eng->tls_server ? ab_tls_ctx_cert_pem(eng->tls_server) : NULL;
+    char *file_pem = NULL;
+    if (ca == NULL && cfg->tls_cert_out) {
+      FILE *f = fopen(cfg->tls_cert_out, "rb");
+      if (f) {
+        file_pem = calloc(1, 65536);
+        if (file_pem) fread(file_pem, 1, 65535, f);
+        fclose(f);
+      }
+      ca = file_pem;
+    }
+    r = ab_tls_client_ctx_new(&o, ca, &eng->tls_client);
+    free(file_pem);
+  }
+  if (r == 0 && eng->tls_server && eng->tls_client) warm_tls(eng);
+  if (r == 0 && cfg->role == AB_ROLE_SERVER && cfg->tls_cert_out) {
+    FILE *f = fopen(cfg->tls_cert_out, "wb");
+    if (f == NULL) r = AB_EINVAL;
+    else {
+      fputs(ab_tls_ctx_cert_pem(eng->tls_server), f);
+      fclose(f);
+    }
+  }
+  if (r < 0) {
+    snprintf(out->error, sizeof(out->error), "TLS setup: %s", ab_tls_last_error());
+    ab_tls_ctx_free(eng->tls_server);
+    ab_tls_ctx_free(eng->tls_client);
+    eng->tls_server = eng->tls_client = NULL;
+    return AB_ECONFIG;
+  }
+  return 0;
+}
+
+static void note(ab_result_t *out, const char *fmt, uint32_t a, uint32_t b) {
+  if (out->nnotes < AB_MAX_NOTES) snprintf(out->notes[out->nnotes++], sizeof(out->notes[0]), fmt, a, b);
+}
+
+static void free_clients(ab__loop_t *l) {
+  for (uint32_t i = 0; i < l->nclients; i++) {
+    free(l->clients[i].slot_seq);
+    free(l->clients[i].slot_ns);
+    free(l->clients[i].slot_phase);
+    free(l->clients[i].dgram);
+    free(l->clients[i].out_seq);
+    free(l->clients[i].out_state);
+  }
+  ab__udp_free(l);
+  free(l->cipher_rx);
+  l->cipher_rx = NULL;
+  free(l->io_rx);
+  free(l->io_tx);
+  l->io_rx = l->io_tx = NULL;
+  free(l->clients);
+  ab__sconn_t *s = l->sconns;
+  while (s) {
+    ab__sconn_t *n = s->next;
+    free(s);
+    s = n;
+  }
+}
+
+int ab_run_case(const ab_case_cfg_t *cfg, ab_result_t *out) {
+  memset(out, 0, sizeof(*out));
+  ab_hist_init(&out->rtt);
+  ab_hist_init(&out->connect);
+  ab_hist_init(&out->handshake);
+  int r = ab_case_check(cfg, out->error, sizeof(out->error));
+  if (r < 0) return r;
+
+  ab__engine_t eng;
+  uint32_t started = 0; /* loops whose uv_loop is initialised */
+  memset(&eng, 0, sizeof(eng));
+  eng.cfg = cfg;
+  eng.max_frame = AB_MSG_MAX_PAYLOAD;
+  eng.nloops = cfg->model == AB_MODEL_SHARDED ? cfg->threads : 1;
+  uint32_t workers = cfg->model == AB_MODEL_SHARED && cfg->threads > 1 ? cfg->threads : 0;
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&eng.cv, &ca);
+  pthread_condattr_destroy(&ca);
+  pthread_mutex_init(&eng.mu, NULL);
+
+  r = setup_protocol(&eng, cfg, out);
+  if (r < 0) {
+    pthread_mutex_destroy(&eng.mu);
+    pthread_cond_destroy(&eng.cv);
+    return r;
+  }
+
+  eng.loops = calloc(eng.nloops, sizeof(ab__loop_t));
+  out->conns_per_loop = calloc(eng.nloops, sizeof(uint32_t));
+  if (eng.loops == NULL || out->conns_per_loop == NULL) goto nomem;
+  out->loops = eng.nloops;
+  out->workers = workers;
+
+  /* connection i lives on loop i mod N (client and server ends) */
+  for (uint32_t i = 0; i < cfg->clients; i++) out->conns_per_loop[i % eng.nloops]++;
+  for (uint32_t li = 0; li < eng.nloops; li++) {
+    ab__loop_t *l = &eng.loops[li];
+    l->eng = &eng;
+    l->index = li;
+    ab_hist_init(&l->rtt);
+    ab_hist_init(&l->connect);
+    ab_hist_init(&l->handshake);
+    l->payload = cfg->payload;
+    l->window = cfg->window;
+    l->window_pow2 = (cfg->window & (cfg->window - 1)) == 0;
+    l->pfx = cfg->framing == AB_FRAMING_LENGTH ? (uint32_t)ab_prefix_size(cfg->payload) : 0;
+    l->fsz = l->pfx + (size_t)cfg->payload;
+    l->nclients = out->conns_per_loop[li];
+    l->clients = calloc(l->nclients ? l->nclients : 1, sizeof(ab__client_t));
+    if (l->clients == NULL) goto nomem;
+    for (uint32_t k = 0; k < l->nclients; k++) {
+      ab__client_t *c = &l->clients[k];
+      c->loop = l;
+      c->id = li + k * eng.nloops;
+      c->slot_seq = calloc(cfg->window, sizeof(uint64_t));
+      c->slot_ns = calloc(cfg->window, sizeof(uint64_t));
+      c->slot_phase = calloc(cfg->window, 1);
+      if (!c->slot_seq || !c->slot_ns || !c->slot_phase) goto nomem;
+    }
+  }
+  for (uint32_t li = 0; li < eng.nloops; li++) {
+    ab__loop_t *l = &eng.loops[li];
+    if ((r = uv_loop_init(&l->loop)) < 0) goto uverr;
+    started++;
+    uv_async_init(&l->loop, &l->ctl, ctl_cb);
+    l->ctl.data = l;
+    uv_timer_init(&l->loop, &l->phase_timer);
+    l->phase_timer.data = l;
+    uv_timer_init(&l->loop, &l->tick);
+    l->tick.data = l;
+    if (workers) {
+      uv_async_init(&l->loop, &l->pool_done, pool_done_cb);
+      l->pool_done.data = l;
+    }
+    if (cfg->role != AB_ROLE_CLIENT &&
+        (r = cfg->protocol == AB_PROTO_UDP ? ab__udp_server_open(l) : ab__server_listen(l)) < 0)
+      goto uverr;
+    if (cfg->protocol == AB_PROTO_UDP && l->udp_rx == NULL && (l->udp_rx = malloc(65536)) == NULL)
+      goto nomem;
+    if (eng.use_tls && (l->cipher_rx = malloc(65536)) == NULL) goto nomem;
+    if (cfg->protocol == AB_PROTO_TCP && !eng.layered && !eng.coro &&
+        ((l->io_rx = malloc(AB__IO_RX)) == NULL ||
+         (cfg->role != AB_ROLE_SERVER && (l->io_tx = malloc(AB__IO_TX)) == NULL)))
+      goto nomem;
+    if (eng.coro && (r = ab_sched_new(&l->sched, &l->loop)) < 0) goto nomem;
+    if (eng.hooks) {
+      l->exec_state = eng.hooks->loop_open(eng.hooks->arg, l, out->error, sizeof(out->error));
+      if (l->exec_state == NULL) {
+        r = AB_ECONFIG;
+        goto fail;
+      }
+    }
+  }
+  if (workers && (r = ab__pool_start(&eng, workers)) < 0) goto nomem;
+  for (uint32_t li = 0; li < eng.nloops; li++)
+    uv_thread_create(&eng.loops[li].thread, loop_main, &eng.loops[li]);
+
+  if (cfg->role == AB_ROLE_SERVER) {
+    /* serve until told to stop; no clients, no phases */
+    if (cfg->on_listening) cfg->on_listening(eng.loops[0].port, cfg->on_listening_arg);
+    ab_cpu_sample_t s0;
+    ab_cpu_sample(&s0);
+    uint64_t t0 = ab_now_ns();
+    while (!(cfg->stop && *cfg->stop)) ab_sleep_until_ns(ab_now_ns() + 20000000u);
+    ab_cpu_sample_t s1;
+    ab_cpu_sample(&s1);
+    out->cpu_wall_s = (double)(ab_now_ns() - t0) / 1e9;
+    out->measured_s = out->cpu_wall_s;
+    out->cpu_user_s = s1.user_s - s0.user_s;
+    out->cpu_sys_s = s1.sys_s - s0.sys_s;
+    goto stop;
+  }
+  int ncpu = ab_logical_cpus();
+  uint32_t idle = 0;
+  for (uint32_t li = 0; li < eng.nloops; li++) idle += out->conns_per_loop[li] == 0;
+  if (idle) note(out, "%u of %u loops have no connection (fewer clients than loops)", idle, eng.nloops);
+  if (eng.nloops + workers > (uint32_t)ncpu)
+    note(out, "%u busy threads on %u logical CPUs: oversubscribed", eng.nloops + workers, (uint32_t)ncpu);
+
+  /* connect */
+  send_cmd(&eng, AB__CMD_CONNECT, 0, 0);
+  if (!wait_stage(&eng, AB__ST_CONNECTED, cfg->timeout_s + 10)) {
+    if (!eng.aborted)
+      snprintf(out->error, sizeof(out->error), "connecting did not finish in time");
+  } else {
+    /* nobody to measure with: end now, with the first error as the cause
+     * (a refused ALPN fails fast, it does not sit out the duration) */
+    uint32_t ready = 0;
+    pthread_mutex_lock(&eng.mu);
+    for (uint32_t li = 0; li < eng.nloops; li++) ready += eng.loops[li].ready_clients;
+    const char *why = "";
+    for (uint32_t li = 0; li < eng.nloops && !why[0]; li++) why = eng.loops[li].first_error;
+    if (ready == 0)
+      snprintf(out->error, sizeof(out->error), "no connection could be set up: %s", why);
+    pthread_mutex_unlock(&eng.mu);
+  }
+
+  /* warm-up */
+  if (cfg->warmup_s > 0 && out->error[0] == '\0' && !eng.aborted) {
+    uint64_t t = ab_now_ns();
+    send_cmd(&eng, AB__CMD_WARMUP, t + (uint64_t)(cfg->warmup_s * 1e9), 0);
+    if (!wait_stage(&eng, AB__ST_WARM_DONE, cfg->warmup_s + cfg->timeout_s + 5) && !eng.aborted)
+      snprintf(out->error, sizeof(out->error), "warm-up did not drain in time");
+  }
+
+  /* measure */
+  ab_cpu_sample_t c0, c1;
+  ab_cpu_sample(&c0);
+  uint64_t t_start = ab_now_ns();
+  uint64_t dur_ns = (uint64_t)(cfg->duration_s * 1e9);
+  uint64_t deadline = t_start + dur_ns;
+  if (out->error[0] == '\0' && !eng.aborted) {
+    send_cmd(&eng, AB__CMD_MEASURE, t_start, deadline);
+    if (sleep_or_abort(&eng, deadline)) dur_ns = ab_now_ns() - t_start;
+  }
+  ab_cpu_sample(&c1);
+  uint64_t t_cpu1 = ab_now_ns();
+  if (out->error[0] == '\0' && !eng.aborted &&
+      !wait_stage(&eng, AB__ST_MEASURE_DONE, cfg->timeout_s + 5) && !eng.aborted)
+    snprintf(out->error, sizeof(out->error), "the drain did not finish in time");
+  /* the measured interval: [start, deadline], or to the abort */
+  out->measured_s = (double)dur_ns / 1e9;
+  out->cpu_wall_s = (double)(t_cpu1 - t_start) / 1e9;
+  out->cpu_user_s = c1.user_s - c0.user_s;
+  out->cpu_sys_s = c1.sys_s - c0.sys_s;
+
+stop:
+  ab__pool_stop(eng.pool);
+  send_cmd(&eng, AB__CMD_STOP, 0, 0);
+  for (uint32_t li = 0; li < eng.nloops; li++) uv_thread_join(&eng.loops[li].thread);
+  out->work_sink = ab__pool_free(eng.pool);
+  eng.pool = NULL;
+
+  ab_cpu_sample_t cend;
+  ab_cpu_sample(&cend);
+  out->rss_end_bytes = ab_rss_now_bytes();
+  /* ru_maxrss is the kernel's high-water mark, updated lazily: never report
+   * a peak below what is resident now */
+  out->rss_peak_bytes = cend.maxrss_bytes > out->rss_end_bytes ? cend.maxrss_bytes
+                                                               : out->rss_end_bytes;
+
+  for (uint32_t li = 0; li < eng.nloops; li++) {
+    ab__loop_t *l = &eng.loops[li];
+    ab_hist_merge(&out->rtt, &l->rtt);
+    ab_hist_merge(&out->connect, &l->connect);
+    ab_hist_merge(&out->handshake, &l->handshake);
+    out->sent += l->sent;
+    out->completed += l->completed;
+    out->drained += l->drained;
+    out->timed_out += l->timed_out;
+    out->message_errors += l->message_errors;
+    out->unfinished += l->unfinished + l->meas_inflight; /* stuck at stop */
+    out->warmup_completed += l->warmup_completed;
+    out->udp_late += l->udp_late;
+    out->udp_reordered += l->udp_reordered;
+    out->udp_duplicated += l->udp_duplicated;
+    out->udp_server_drops += l->udp_server_drops;
+    out->server_connections += l->srv_connections;
+    out->server_messages += l->srv_messages;
+    out->server_bytes += l->srv_bytes;
+    out->server_resets += l->srv_resets;
+    if (l->http_non2xx) {
+      /* an echo that answers 500 is not a round trip that worked */
+      ab__errors_add(out->errors, &out->nerrors, AB_EHTTPSTATUS, l->http_non2xx);
+      if (out->error[0] == '\0')
+        snprintf(out->error, sizeof(out->error), "%llu responses had a status outside 2xx",
+                 (unsigned long long)l->http_non2xx);
+    }
+    out->work_sink ^= l->work_sink;
+    for (int k = 0; k < l->nerrors; k++)
+      ab__errors_add(out->errors, &out->nerrors, l->errors[k].code, l->errors[k].count);
+    if (out->error[0] == '\0' && l->first_error[0] != '\0')
+      snprintf(out->error, sizeof(out->error), "%s", l->first_error);
+    if (eng.hooks && l->exec_state) eng.hooks->loop_close(eng.hooks->arg, l->exec_state);
+    l->exec_state = NULL;
+    if (l->sched && ab_sched_free(l->sched) != 0)
+      fprintf(stderr, "arkbench: loop %u: coroutine tasks still alive at the end\n", li);
+    l->sched = NULL;
+    uv_loop_close(&l->loop);
+    free_clients(l);
+  }
+  snprintf(out->tls_version, sizeof(out->tls_version), "%s", eng.tls_version);
+  snprintf(out->tls_cipher, sizeof(out->tls_cipher), "%s", eng.tls_cipher);
+  snprintf(out->tls_alpn, sizeof(out->tls_alpn), "%s", eng.tls_alpn);
+  snprintf(out->tls_sni, sizeof(out->tls_sni), "%s", eng.tls_sni);
+  out->tls_resumed = eng.tls_resumed;
+  ab_tls_ctx_free(eng.tls_server);
+  ab_tls_ctx_free(eng.tls_client);
+  out->udp_client_buffers = eng.udp_client_buffers;
+  out->udp_server_buffers = eng.udp_server_buffers;
+  if (cfg->role == AB_ROLE_SERVER) {
+    out->ok = out->error[0] == '\0';
+  } else if (cfg->protocol == AB_PROTO_UDP) {
+    /* loss is what UDP measures, not a failure; errors still are */
+    out->ok = out->error[0] == '\0' && out->message_errors == 0 && out->completed > 0;
+  } else {
+    out->ok = out->error[0] == '\0' && out->nerrors == 0 && out->timed_out == 0 &&
+              out->message_errors == 0 && out->unfinished == 0 && out->completed > 0;
+  }
+  if (!out->ok && out->error[0] == '\0')
+    snprintf(out->error, sizeof(out->error), "no round trip completed in the measured interval");
+  free(eng.loops);
+  pthread_mutex_destroy(&eng.mu);
+  pthread_cond_destroy(&eng.cv);
+  return 0;
+
+uverr:
+  snprintf(out->error, sizeof(out->error), "setting up loop: %s (%s)", ab_strerror(r), ab_err_name(r));
+  goto fail;
+nomem:
+  r = AB_ENOMEM;
+  snprintf(out->error, sizeof(out->error), "out of memory setting up the case");
+fail:
+  /* loops [0, started) have live handles: close them without threads */
+  for (uint32_t li = 0; li < started; li++) {
+    ab__loop_t *l = &eng.loops[li];
+    l->phase = AB__PH_STOPPING;
+    uv_walk(&l->loop, close_walk_cb, NULL);
+    uv_run(&l->loop, UV_RUN_DEFAULT);
+    if (eng.hooks && l->exec_state) eng.hooks->loop_close(eng.hooks->arg, l->exec_state);
+    l->exec_state = NULL;
+    ab_sched_free(l->sched);
+    l->sched = NULL;
+    uv_loop_close(&l->loop);
+  }
+  if (eng.loops)
+    for (uint32_t li = 0; li < eng.nloops; li++)
+      if (eng.loops[li].clients) free_clients(&eng.loops[li]);
+  free(eng.loops);
+  if (eng.pool) { ab__pool_stop(eng.pool); ab__pool_free(eng.pool); }
+  ab_tls_ctx_free(eng.tls_server);
+  ab_tls_ctx_free(eng.tls_client);
+  return r < 0 ? r : AB_ENOMEM;
+}
+
+void ab_result_free(ab_result_t *r) {
+  free(r->conns_per_loop);
+  r->conns_per_loop = NULL;
+}

@@ -1,0 +1,148 @@
+/* engine.h -- runs one benchmark case in this process (DESIGN §5, §8).
+ *
+ * ab_run_case() builds the topology (loops on their own threads, a worker
+ * pool for shared:N), connects every client to this process's own echo
+ * server over loopback, runs warm-up, the measured interval and the drain,
+ * and fills an ab_result_t.  It blocks the calling thread for about
+ * warmup + duration (+ drain) seconds.  The calling thread only coordinates
+ * and samples CPU; all socket IO happens on the loop threads.
+ *
+ * Timing: RTT per message, CLOCK_MONOTONIC, from just before the message's
+ * first byte is handed to the socket to the read that completes its echo;
+ * one histogram per loop, merged at the end.  See docs/run-object.md for
+ * the accounting identity.
+ */
+#ifndef AB_ENGINE_H
+#define AB_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "base/histogram.h"
+
+enum { AB_PROTO_TCP = 1, AB_PROTO_UDP, AB_PROTO_TLS, AB_PROTO_WS, AB_PROTO_WSS,
+       AB_PROTO_HTTP, AB_PROTO_HTTPS };
+#define AB_UDP_MAX_PAYLOAD 65507
+enum { AB_FRAMING_LENGTH = 1, AB_FRAMING_RAW = 2 };
+enum { AB_MODEL_SHARDED = 1, AB_MODEL_SHARED = 2 };
+enum { AB_EXEC_CALLBACK = 1, AB_EXEC_COROUTINE = 2, AB_EXEC_HOOKS = 3 };
+
+/* execution = "lua" (and any other driver of connections written outside
+ * the core): the engine keeps topology, phases, timing and accounting, and
+ * hands each connection end to these callbacks.  Everything but loop_open
+ * runs on the loop's own thread; loop_open runs on the calling thread
+ * before the loop thread starts, loop_close after it ended.  `state` is
+ * what loop_open returned for that loop.  The types are the engine's
+ * internals (engine_int.h); see core/lua/lua_exec.c for the Lua driver. */
+struct ab__loop_s;
+struct ab__client_s;
+struct ab__sconn_s;
+typedef struct ab_exec_hooks_s {
+  void *arg;
+  void *(*loop_open)(void *arg, struct ab__loop_s *l, char *err, size_t errlen);
+  void (*loop_close)(void *arg, void *state);
+  /* a client connection to start (its task connects, then drives it) */
+  void (*client_start)(void *state, struct ab__client_s *c);
+  /* the phase changed (warm-up or measure began): sending may resume */
+  void (*client_wake)(void *state, struct ab__client_s *c);
+  /* an accepted server connection; NULL = the built-in echo serves it */
+  void (*server_accept)(void *state, struct ab__sconn_s *s);
+  /* after the loop stopped (STOP): every task is cancelled by the engine */
+} ab_exec_hooks_t;
+
+typedef struct {
+  int protocol;      /* AB_PROTO_* */
+  int framing;       /* AB_FRAMING_* */
+  int execution;     /* AB_EXEC_* */
+  uint32_t payload;  /* bytes per message, 16 .. 16 MiB */
+  uint32_t clients;  /* connections, >= 1 */
+  uint32_t window;   /* messages in flight per connection, >= 1 */
+  int model;         /* AB_MODEL_* */
+  uint32_t threads;  /* N of sharded:N / shared:N */
+  uint64_t work;     /* xorshift iterations per echo, server side */
+  double warmup_s;   /* >= 0 */
+  double duration_s; /* > 0 */
+  double timeout_s;  /* per-message reply timeout, > 0 */
+  /* udp: socket buffers to request (bytes; 0 = the defaults 64 KiB send,
+   * 4 MiB receive); server_recv_buffer applies to the server socket */
+  uint32_t udp_send_buffer, udp_recv_buffer, udp_server_recv_buffer;
+  /* role: AB_ROLE_BOTH runs both ends here over loopback; AB_ROLE_CLIENT
+   * connects to `addr` (scenario key target); AB_ROLE_SERVER listens on
+   * `addr` (port 0 = any; several loops share it with SO_REUSEPORT), calls
+   * on_listening(port, arg) once every loop listens, and serves until
+   * *stop becomes non-zero (checked every 20 ms; set it from a signal). */
+  int role;
+  struct sockaddr_storage addr;
+  const char *host;        /* Host / verify name for the client (default
+                              "127.0.0.1"; the target's host) */
+  /* tls, wss, https: NULL = defaults (TLS 1.3, OpenSSL's suites, no SNI
+   * for IPs, no ALPN, no resumption); tls_cert_out: server role writes the
+   * generated certificate (PEM) there so other clients can verify it */
+  const char *tls_version, *tls_ciphers, *tls_sni, *tls_alpn, *tls_cert_out;
+  int tls_resume;
+  void (*on_listening)(int port, void *arg);
+  void *on_listening_arg;
+  volatile int *stop;
+  const ab_exec_hooks_t *hooks; /* execution AB_EXEC_HOOKS */
+} ab_case_cfg_t;
+
+enum { AB_ROLE_BOTH = 0, AB_ROLE_CLIENT = 1, AB_ROLE_SERVER = 2 };
+
+/* What the kernel granted for a requested socket buffer (Linux reports
+ * twice the usable size; we record what getsockopt says). */
+typedef struct {
+  int32_t send_requested, send_granted, recv_requested, recv_granted;
+} ab_udp_buffers_t;
+
+#define AB_MAX_ERROR_CLASSES 32
+#define AB_MAX_NOTES 8
+
+typedef struct {
+  int code;        /* ab_error.h code or negated errno */
+  uint64_t count;
+} ab_error_count_t;
+
+typedef struct {
+  int ok;                 /* 1: measured as asked, no errors */
+  char error[512];        /* first error, with context; "" when none */
+  uint64_t sent, completed, drained, timed_out, message_errors, unfinished;
+  uint64_t warmup_completed;
+  double measured_s;      /* the measured interval (deadline - start) */
+  double cpu_wall_s;      /* wall time between the two CPU samples */
+  double cpu_user_s, cpu_sys_s;
+  uint64_t rss_peak_bytes, rss_end_bytes;
+  ab_hist_t rtt;          /* measure-phase RTTs (completed + drained), ns */
+  ab_hist_t connect;      /* per-connection connect time, ns */
+  ab_error_count_t errors[AB_MAX_ERROR_CLASSES];
+  int nerrors;
+  uint32_t loops, workers;
+  uint32_t *conns_per_loop;  /* loops entries, malloc'd; ab_result_free() */
+  char notes[AB_MAX_NOTES][160];
+  int nnotes;
+  uint64_t work_sink;     /* folded result of the server work */
+  /* udp: lost = timed_out; late replies never count as completions */
+  uint64_t udp_late, udp_reordered, udp_duplicated, udp_server_drops;
+  ab_udp_buffers_t udp_client_buffers, udp_server_buffers;
+  ab_hist_t handshake;     /* TLS handshake + WebSocket upgrade, ns */
+  char tls_version[16], tls_cipher[64], tls_alpn[64], tls_sni[128];
+  int tls_resumed;
+  /* server side (every role that runs one) */
+  uint64_t server_connections, server_messages, server_bytes;
+  uint64_t server_resets;  /* server role: clients that reset (not errors) */
+} ab_result_t;
+
+/* Checks cfg; returns 0 or AB_ECONFIG with a sentence in err[0..errlen). */
+int ab_case_check(const ab_case_cfg_t *cfg, char *err, size_t errlen);
+
+/* Runs the case.  Returns 0 when the run happened (even with counted
+ * errors: see out->ok), or a negative code when it could not start
+ * (out->error says why).  out must be freed with ab_result_free(). */
+int ab_run_case(const ab_case_cfg_t *cfg, ab_result_t *out);
+
+void ab_result_free(ab_result_t *r);
+
+/* Adds n to the count of error class `code` (shared by loops and merge). */
+void ab__errors_add(ab_error_count_t *tab, int *n, int code, uint64_t count);
+
+#endif

@@ -1,0 +1,364 @@
+/* engine_int.h -- shared internals of the engine (engine.c, tcp_client.c,
+ * tcp_server.c, pool.c).  Not a public header.
+ *
+ * Threads: each ab__loop_t runs one uv_loop_t on its own thread; the thread
+ * that called ab_run_case() is the coordinator.  The coordinator talks to a
+ * loop only through loop->ctl (uv_async) plus the command fields guarded by
+ * eng->mu; a loop reports progress by bumping eng->reached[stage] under
+ * eng->mu and signalling eng->cv.  Everything else a loop touches is its own:
+ * connections, buffers, histograms and counters, so the per-message path
+ * takes no lock (shared:N's hand-off to the work pool is the one exception,
+ * and it is the model being measured).
+ */
+#ifndef AB_ENGINE_INT_H
+#define AB_ENGINE_INT_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "base/buf.h"
+#include "engine/engine.h"
+#include "base/histogram.h"
+#include "proto/codec.h"
+#include "proto/framing.h"
+#include "base/outbuf.h"
+#include "io/scheduler.h"
+#include "io/sockio.h"
+#include "proto/tls.h"
+#include "proto/ws.h"
+
+typedef struct ab__engine_s ab__engine_t;
+typedef struct ab__loop_s ab__loop_t;
+typedef struct ab__pool_s ab__pool_t;
+
+/* Loop stages, in order; the coordinator waits for every loop to reach one. */
+enum {
+  AB__ST_LISTENING = 0, /* listener bound, port known */
+  AB__ST_CONNECTED,     /* every client's connect finished (ok or not) */
+  AB__ST_WARM_DONE,     /* warm-up over and its messages drained */
+  AB__ST_MEASURE_DONE,  /* measure over and drained (or drain timed out) */
+  AB__ST_COUNT
+};
+
+/* Commands, coordinator -> loop. */
+enum { AB__CMD_NONE = 0, AB__CMD_CONNECT, AB__CMD_WARMUP, AB__CMD_MEASURE,
+       AB__CMD_STOP };
+
+/* What a loop is doing with its clients. */
+enum {
+  AB__PH_IDLE = 0,
+  AB__PH_WARMUP,   /* sending warm-up messages until warm_deadline */
+  AB__PH_WARM_DRAIN,
+  AB__PH_MEASURE,  /* sending measure messages until deadline */
+  AB__PH_DRAIN,    /* deadline passed; waiting for replies */
+  AB__PH_DONE,
+  AB__PH_STOPPING
+};
+
+/* A unit of server work handed to the shared:N pool; `done` runs on the
+ * loop thread when the work has been done. */
+typedef struct ab__job_s {
+  void (*done)(struct ab__job_s *job);
+} ab__job_t;
+
+/* The layers of a tls/ws/wss/http/https connection (stream.c): socket <->
+ * [TLS] <-> plaintext <-> [WebSocket upgrade] <-> codec.  Plain `tcp` keeps
+ * its own leaner path (tcp_client.c, tcp_server.c). */
+enum { AB__LY_HS_TLS = 1, AB__LY_HS_WS, AB__LY_READY };
+
+typedef struct {
+  int state;                    /* AB__LY_HS_TLS .. AB__LY_READY */
+  ab_tls_conn_t *tls;           /* NULL for plaintext protocols */
+  ab_ws_hs_t *ws_hs;            /* during the WebSocket upgrade */
+  ab_codec_t *codec;
+  ab_outbuf_t plain;            /* TLS: plaintext waiting for encryption */
+  uint64_t t_connected;         /* TCP connect done (client) */
+  int reported;                 /* counted towards the CONNECTED stage */
+} ab__layers_t;
+
+/* UDP outcome ring: what became of recent sequences, to tell a late reply
+ * (its message timed out) from a duplicate (it completed already). */
+enum { AB__UDP_OUT_NONE = 0, AB__UDP_OUT_DONE, AB__UDP_OUT_LOST };
+
+/* Plain tcp, callback: every recv of a connection with no partial frame
+ * kept lands in the loop's io_rx, and a client batch that fits is built in
+ * io_tx, so the bytes the kernel copies stay in a few hot cache lines
+ * whatever the connection count.  Frames larger than AB__IO_SHARED_MAX are
+ * read into the connection's own buffer. */
+#define AB__IO_RX ((size_t)256 << 10)
+#define AB__IO_TX ((size_t)256 << 10)
+#define AB__IO_SHARED_MAX ((size_t)64 << 10)
+/* A server connection whose requests wait for the shared:N work pool holds
+ * its reads past this many bytes, until the pool catches up: a client that
+ * sends faster than the pool works is pushed back instead of buffered. */
+#define AB__HOLD_BYTES ((size_t)4 << 20)
+
+typedef struct ab__client_s {
+  union {                       /* first: handle.data points here too */
+    uv_tcp_t tcp;
+    uv_udp_t udp;
+  };
+  /* what every message touches first, kept together */
+  ab__loop_t *loop;
+  uint32_t id;                  /* global connection id */
+  int alive;                    /* connected and not failed */
+  int closing;
+  uint32_t inflight;
+  uint64_t next_seq;            /* next sequence to send */
+  uint64_t oldest_seq;          /* oldest in flight: the reply expected next */
+  /* in-flight slots: message seq is in slot ab__slot(loop, seq) */
+  uint64_t *slot_seq;
+  uint64_t *slot_ns;            /* send time; 0 = slot free */
+  uint8_t *slot_phase;
+  uint8_t *rbuf;
+  size_t rcap, rlen;
+  ab_sockio_t io;               /* plain tcp, callback: the socket's IO */
+  uv_connect_t creq;
+  uint64_t connect_start_ns;
+  ab_outbuf_t out;
+  ab__layers_t ly;              /* layered protocols only */
+  /* execution = coroutine (coro_echo.c) */
+  ab_task_t *task;
+  int co_waiting, co_err;
+  uint64_t co_now;              /* clock at the last read */
+  uint8_t *sbuf, *cbuf;         /* request batch; its ciphertext */
+  size_t scap, ccap;
+  /* udp only */
+  uint8_t *dgram;               /* one datagram being built */
+  uint64_t highest_seq;         /* highest sequence whose reply arrived */
+  int any_reply;
+  uint64_t *out_seq;            /* outcome ring (size out_n) */
+  uint8_t *out_state;
+  uint32_t out_n;
+} ab__client_t;
+
+typedef struct ab__sconn_s {
+  uv_tcp_t tcp;
+  ab__loop_t *loop;
+  int closing;
+  int eof;                      /* the client half-closed: close once every
+                                   reply has gone out */
+  uint8_t *rbuf;
+  size_t rcap, rlen;
+  ab_sockio_t io;               /* plain tcp, callback: the socket's IO */
+  ab__job_t job;                /* pool completions for this connection */
+  struct ab__sconn_s *next, *prev; /* loop's list of server connections */
+  ab_outbuf_t out;
+  /* shared:N only: frames waiting for their work to come back */
+  uint8_t *held;
+  size_t hcap, hlen, hoff;
+  ab__layers_t ly;              /* layered protocols only */
+  ab_task_t *task;              /* execution = coroutine */
+  int co_waiting, co_err;
+  uint8_t *cbuf;
+  size_t ccap;
+  uint64_t jobs_out;            /* jobs submitted, not yet returned */
+  uint64_t jobs_back;           /* returned jobs not yet released */
+} ab__sconn_t;
+
+struct ab__loop_s {
+  ab__engine_t *eng;
+  uint32_t index;
+  uv_thread_t thread;
+  uv_loop_t loop;
+  uv_async_t ctl;
+  uv_async_t pool_done;         /* shared:N: work pool returns */
+  uv_timer_t phase_timer;       /* fires at the phase deadline */
+  uv_timer_t tick;              /* per-message timeouts */
+  uv_tcp_t listener;
+  int port;
+  int listening;
+  uv_udp_t userver;             /* udp: the one server socket of this loop */
+  uint8_t *udp_rx;              /* udp: receive buffer (64 KiB) */
+  uint8_t *cipher_rx;           /* tls: ciphertext read buffer (64 KiB) */
+  /* the case's shape, copied here for the per-message path */
+  uint64_t payload;             /* cfg->payload */
+  uint32_t window;              /* cfg->window */
+  uint32_t pfx;                 /* length prefix bytes (0 for raw framing) */
+  size_t fsz;                   /* pfx + payload: one frame */
+  int window_pow2;              /* window is a power of two */
+  uint8_t *io_rx;               /* plain tcp, callback: receive buffer
+                                   shared by the loop's connections */
+  uint8_t *io_tx;               /* and the client batch being built */
+  ab_sched_t *sched;            /* execution = coroutine or hooks */
+  void *exec_state;             /* execution = hooks: loop_open's result */
+  struct ab__udp_job_s *udp_free; /* udp + pool: recycled datagram jobs */
+
+  ab__client_t *clients;        /* this loop's clients */
+  uint32_t nclients;
+  uint32_t connects_pending;    /* connects not finished yet */
+  uint32_t ready_clients;       /* connected (and handshaken) clients */
+  uint32_t connects_started;    /* clients[0..started) have been started */
+  struct sockaddr_storage connect_addr; /* v4 or v6 */
+  ab__sconn_t *sconns;          /* list head */
+
+  int phase;
+  uint64_t warm_deadline_ns;
+  uint64_t start_ns, deadline_ns, drain_end_ns;
+  uint64_t warm_inflight;       /* warm-up messages in flight */
+  uint64_t meas_inflight;       /* measure messages in flight */
+
+  /* per-loop results, merged by the coordinator */
+  ab_hist_t rtt, connect, handshake;
+  uint64_t sent, completed, drained, timed_out, message_errors, unfinished;
+  uint64_t warmup_completed;
+  uint64_t udp_late, udp_reordered, udp_duplicated, udp_server_drops;
+  uint64_t srv_connections, srv_messages, srv_bytes, srv_resets;
+  uint64_t http_non2xx;          /* final responses outside 2xx (client) */
+  ab_error_count_t errors[AB_MAX_ERROR_CLASSES];
+  int nerrors;
+  char first_error[256];
+  uint64_t work_sink;
+
+  /* command mailbox (guarded by eng->mu) */
+  int cmd;
+  uint64_t cmd_t0, cmd_t1;
+};
+
+struct ab__engine_s {
+  const ab_case_cfg_t *cfg;
+  ab__loop_t *loops;
+  uint32_t nloops;
+  ab__pool_t *pool;             /* shared:N with N > 1, else NULL */
+  uint64_t max_frame;           /* largest frame a server accepts */
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  uint32_t reached[AB__ST_COUNT];
+  ab_udp_buffers_t udp_client_buffers, udp_server_buffers;
+  int aborted;                  /* ab__engine_abort: stop waiting now */
+  int layered;                  /* protocol goes through stream.c */
+  int coro;                     /* execution = coroutine: coro_echo.c */
+  const ab_exec_hooks_t *hooks; /* execution = hooks (lua) */
+  const char *host;             /* Host header / WebSocket host */
+  const char *verify_host;      /* name the server certificate must match */
+  int use_tls, use_ws;
+  const ab_codec_vt_t *codec_vt;
+  ab_tls_ctx_t *tls_server, *tls_client;
+  char tls_version[16], tls_cipher[64], tls_alpn[64], tls_sni[128];
+  int tls_resumed;
+};
+
+/* engine.c */
+/* From any loop thread: the run cannot go on (a script error): the
+ * coordinator stops waiting for phases and deadlines and ends the run. */
+void ab__engine_abort(ab__loop_t *l);
+void ab__loop_reached(ab__loop_t *l, int stage);
+void ab__loop_error(ab__loop_t *l, int code, const char *what);
+void ab__loop_check_progress(ab__loop_t *l);
+
+/* tcp_client.c: the accounting every client path shares (tcp, layered,
+ * coroutine, udp, hooks) */
+/* The phase that sends now: AB_PHASE_WARMUP or AB_PHASE_MEASURE with its
+ * deadline in *dl, or 0 when nothing may be sent. */
+uint8_t ab__sending_phase(const ab__loop_t *l, uint64_t *dl);
+/* Marks messages seq .. seq+n-1 as handed to the socket at t in phase. */
+void ab__client_stamp(ab__client_t *c, uint64_t seq, uint32_t n, uint64_t t, uint8_t phase);
+/* A reply whose header (ph, cid, seq) checked out arrived at `now`: frees
+ * its slot and counts it.  AB_ESEQ when it is not a message in flight.
+ * (Inline: it runs once per message.) */
+/* The in-flight slot of message seq: seq mod window, without a division
+ * when the window is a power of two. */
+static inline uint32_t ab__slot(const ab__loop_t *l, uint64_t seq) {
+  return l->window_pow2 ? (uint32_t)seq & (l->window - 1) : (uint32_t)(seq % l->window);
+}
+
+static inline int ab__client_complete(ab__client_t *c, uint8_t ph, uint32_t cid, uint64_t seq, uint64_t now) {
+  struct ab__loop_s *l = c->loop;
+  uint32_t slot = ab__slot(l, seq);
+  /* replies come back in request order on a stream (an echo answers in
+   * arrival order): anything but the oldest in flight is a wrong reply */
+  if (cid != c->id || seq != c->oldest_seq || c->slot_ns[slot] == 0 ||
+      c->slot_seq[slot] != seq || c->slot_phase[slot] != ph)
+    return AB_ESEQ;
+  uint64_t rtt = now - c->slot_ns[slot];
+  c->slot_ns[slot] = 0;
+  c->inflight--;
+  c->oldest_seq++;
+  if (ph == AB_PHASE_MEASURE) {
+    ab_hist_record(&l->rtt, rtt);
+    if (now <= l->deadline_ns) l->completed++;
+    else l->drained++;
+    l->meas_inflight--;
+  } else {
+    l->warmup_completed++;
+    l->warm_inflight--;
+  }
+  return 0;
+}
+
+/* A whole reply payload: checks every byte and completes it (stream.c). */
+int ab__client_reply(ab__client_t *c, const ab_msgview_t *msg, uint64_t now);
+
+/* tcp_client.c */
+void ab__client_connect(ab__client_t *c, const struct sockaddr *addr);
+/* Starts connects up to the per-loop limit of connects in flight. */
+void ab__clients_connect_more(ab__loop_t *l);
+void ab__client_pump(ab__client_t *c);
+void ab__client_fail(ab__client_t *c, int code, const char *what);
+void ab__clients_tick(ab__loop_t *l, uint64_t now);
+void ab__client_close(ab__client_t *c);
+void ab__client_on_closed(uv_handle_t *h);
+
+/* engine.c: a bound socket for a loop's server (the scenario's listen
+ * address in server role, else 127.0.0.1:0; SO_REUSEPORT when shared by
+ * several loops).  Returns an fd or a negative errno. */
+int ab__server_socket(ab__loop_t *l, int type);
+
+/* A server connection's read failed: an orderly EOF or, in server role, a
+ * client's reset (not ours to count as a failure: counted apart) closes it
+ * quietly; anything else is an error. */
+void ab__sconn_read_failed(ab__sconn_t *s, ssize_t nread);
+/* Server side: the first completed TLS handshake's parameters. */
+void ab__record_tls(ab__engine_t *eng, ab_tls_conn_t *tls);
+
+/* tcp_server.c */
+int ab__server_listen(ab__loop_t *l);
+void ab__sconn_close(ab__sconn_t *s);
+void ab__sconn_error(ab__sconn_t *s, int code, const char *what);
+void ab__server_work_returned(ab__sconn_t *s, uint64_t n);
+void ab__server_close_all(ab__loop_t *l);
+
+/* stream.c: layered protocols */
+void ab__sclient_connect(ab__client_t *c, const struct sockaddr *addr);
+void ab__sclient_pump(ab__client_t *c);
+void ab__sserver_accept(ab__sconn_t *s);
+void ab__sserver_release(ab__sconn_t *s, uint64_t n);
+void ab__layers_free(ab__layers_t *ly);
+/* pieces shared with coro_echo.c */
+/* Plaintext that arrived with the end of a TLS handshake, appended. */
+void ab__ly_drain_tls(ab__layers_t *ly, uint8_t **rbuf, size_t *rcap, size_t *rlen);
+/* Drops buf[0..used) and moves the rest to the front. */
+void ab__consume(uint8_t *buf, size_t *len, size_t used);
+/* A client's connect (and handshakes) finished, well or not: counts it
+ * towards the CONNECTED stage once, and starts the next paced connect. */
+void ab__client_reported(ab__client_t *c);
+void ab__ly_alloc(ab__layers_t *ly, ab__loop_t *l, uint8_t **rbuf, size_t *rcap,
+                  size_t rlen, uv_buf_t *buf);
+int ab__ly_ingest(ab__layers_t *ly, uint8_t **rbuf, size_t *rcap, size_t *rlen,
+                  const uv_buf_t *buf, ssize_t n);
+
+/* coro_echo.c: execution = coroutine */
+void ab__co_client_start(ab__client_t *c);
+void ab__co_client_wake(ab__client_t *c);
+void ab__co_server_accept(ab__sconn_t *s);
+void ab__co_job_done(ab__sconn_t *s);
+
+/* udp.c */
+int ab__udp_server_open(ab__loop_t *l);
+void ab__udp_client_open(ab__client_t *c, const struct sockaddr *addr);
+void ab__udp_pump(ab__client_t *c);
+void ab__udp_tick(ab__loop_t *l, uint64_t now);
+void ab__udp_free(ab__loop_t *l);
+
+/* pool.c: shared:N hand-off of per-message server work */
+int ab__pool_start(ab__engine_t *eng, uint32_t workers);
+void ab__pool_submit(ab__pool_t *p, ab__job_t *job);
+void ab__pool_stop(ab__pool_t *p);
+/* loop side: drain returned jobs (called from pool_done async) */
+void ab__pool_collect(ab__pool_t *p, ab__loop_t *l);
+/* after stop: frees the pool, returns the folded work result */
+uint64_t ab__pool_free(ab__pool_t *p);
+
+#endif

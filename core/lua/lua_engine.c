@@ -1,0 +1,425 @@
+/* lua_engine.c -- core.run_case(case) from Lua.
+ *
+ *   core.run_case{ protocol="tcp", framing="length"|"raw",
+ *                  execution="callback", payload=, clients=, window=,
+ *                  topology="sharded:N"|"shared:N", work=, warmup=,
+ *                  duration=, timeout= }
+ *     execution="lua" also reads scenario_path, scenario_sets, quick, index
+ *     and case_id (core/lua/lua_exec.h); its result may hold script_error =
+ *     true (status "script_error") and errors.ESCRIPT.
+ *     -> result | nil, "ECONFIG: ...", "ECONFIG"
+ *
+ * result holds the measured fields of a run object (docs/run-object.md):
+ * ok, error, sent, completed, drained, timed_out, message_errors,
+ * unfinished, warmup_completed, measured_s, round_trips_per_s,
+ * payload_mib_per_s, rtt_us {min p50 p90 p95 p99 p999 max mean stdev count},
+ * rtt_histogram, connect_us, connect_histogram, cpu_percent, cpu_user_s,
+ * cpu_sys_s, cpu_machine_percent, rss_peak_bytes, rss_end_bytes,
+ * errors {NAME = count}, loops, workers, model, connections_per_loop,
+ * notes, logical_cpus, load_model.  Empty RTT stats are absent (nil).
+ * The call blocks for the length of the run; it makes no Lua call while
+ * the run is going.
+ */
+#include <netdb.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lauxlib.h>
+
+#include "base/ab_error.h"
+#include "engine/engine.h"
+#include "lua/lua_core.h"
+#include "lua/lua_exec.h"
+#include "base/procstat.h"
+
+static const char *opt_string(lua_State *L, const char *key, const char *def) {
+  lua_getfield(L, 1, key);
+  const char *s = lua_isnil(L, -1) ? def : lua_tostring(L, -1);
+  lua_pop(L, 1);
+  return s ? s : def;
+}
+
+static double opt_number(lua_State *L, const char *key, double def) {
+  lua_getfield(L, 1, key);
+  double v = lua_isnumber(L, -1) ? lua_tonumber(L, -1) : def;
+  lua_pop(L, 1);
+  return v;
+}
+
+static int config_error(lua_State *L, const char *msg) {
+  lua_pushnil(L);
+  lua_pushfstring(L, "ECONFIG: %s", msg);
+  lua_pushliteral(L, "ECONFIG");
+  return 3;
+}
+
+static void push_stats(lua_State *L, const ab_hist_t *h) {
+  lua_newtable(L);
+  lua_pushnumber(L, (double)h->count);
+  lua_setfield(L, -2, "count");
+  if (h->count == 0) return;
+  struct { const char *k; double p; } ps[] = {
+      {"p50", 50}, {"p90", 90}, {"p95", 95}, {"p99", 99}, {"p999", 99.9}};
+  lua_pushnumber(L, (double)h->min / 1000.0);
+  lua_setfield(L, -2, "min");
+  for (size_t i = 0; i < sizeof(ps) / sizeof(ps[0]); i++) {
+    lua_pushnumber(L, (double)ab_hist_percentile(h, ps[i].p) / 1000.0);
+    lua_setfield(L, -2, ps[i].k);
+  }
+  lua_pushnumber(L, (double)h->max / 1000.0);
+  lua_setfield(L, -2, "max");
+  lua_pushnumber(L, ab_hist_mean(h) / 1000.0);
+  lua_setfield(L, -2, "mean");
+  lua_pushnumber(L, ab_hist_stdev(h) / 1000.0);
+  lua_setfield(L, -2, "stdev");
+}
+
+static void push_encoded(lua_State *L, const ab_hist_t *h) {
+  size_t need = ab_hist_encode(h, NULL, 0);
+  char *buf = malloc(need + 1);
+  if (buf == NULL) {
+    lua_pushnil(L);
+    return;
+  }
+  ab_hist_encode(h, buf, need + 1);
+  lua_pushlstring(L, buf, need);
+  free(buf);
+}
+
+/* "host:port" or "[v6]:port" -> sockaddr (numeric or resolved). */
+static int parse_hostport(const char *s, struct sockaddr_storage *out, char *err, size_t errlen) {
+  char host[256];
+  const char *colon = strrchr(s, ':');
+  if (colon == NULL || colon == s || colon[1] == '\0') {
+    snprintf(err, errlen, "'%s' is not host:port", s);
+    return -1;
+  }
+  size_t hl = (size_t)(colon - s);
+  if (s[0] == '[' && hl >= 2 && s[hl - 1] == ']') {
+    s++;
+    hl -= 2;
+  }
+  if (hl >= sizeof(host)) hl = sizeof(host) - 1;
+  memcpy(host, s, hl);
+  host[hl] = '\0';
+  struct addrinfo hints, *res = NULL;
+  memset(&hints, 0, sizeof(hints));
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  int r = getaddrinfo(host, colon + 1, &hints, &res);
+  if (r != 0 || res == NULL) {
+    snprintf(err, errlen, "cannot resolve '%s': %s", s, gai_strerror(r));
+    return -1;
+  }
+  memset(out, 0, sizeof(*out));
+  memcpy(out, res->ai_addr, res->ai_addrlen);
+  freeaddrinfo(res);
+  return 0;
+}
+
+static volatile int serve_stop = 0;
+static void on_stop_signal(int sig) {
+  (void)sig;
+  serve_stop = 1;
+}
+
+static void print_listening(int port, void *arg) {
+  const char *host = arg;
+  fprintf(stdout, "listening on %s:%d\n", host, port);
+  fflush(stdout);
+}
+
+#define SETNUM(name, v) (lua_pushnumber(L, (double)(v)), lua_setfield(L, -2, name))
+
+static int l_run_case(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  ab_case_cfg_t cfg;
+  memset(&cfg, 0, sizeof(cfg));
+  const char *proto = opt_string(L, "protocol", "tcp");
+  const char *framing = opt_string(L, "framing", "length");
+  const char *exec = opt_string(L, "execution", "callback");
+  const char *topo = opt_string(L, "topology", "sharded:1");
+  static const char *protos[] = {"tcp", "udp", "tls", "ws", "wss", "http", "https"};
+  for (int i = 0; i < 7; i++)
+    if (strcmp(proto, protos[i]) == 0) cfg.protocol = AB_PROTO_TCP + i;
+  if (cfg.protocol == 0) return config_error(L, lua_pushfstring(L, "protocol '%s' is not built into the engine yet", proto));
+  cfg.framing = strcmp(framing, "raw") == 0 ? AB_FRAMING_RAW
+                : strcmp(framing, "length") == 0 ? AB_FRAMING_LENGTH : 0;
+  if (strcmp(exec, "callback") == 0) cfg.execution = AB_EXEC_CALLBACK;
+  else if (strcmp(exec, "coroutine") == 0) cfg.execution = AB_EXEC_COROUTINE;
+  else if (strcmp(exec, "lua") == 0) cfg.execution = AB_EXEC_HOOKS;
+  else return config_error(L, lua_pushfstring(L, "execution '%s' is not built into the engine yet", exec));
+  unsigned n = 0;
+  char model[16] = "";
+  if (sscanf(topo, "%15[a-z]:%u", model, &n) != 2)
+    return config_error(L, "topology must be sharded:N or shared:N");
+  cfg.model = strcmp(model, "sharded") == 0 ? AB_MODEL_SHARDED
+              : strcmp(model, "shared") == 0 ? AB_MODEL_SHARED : 0;
+  cfg.threads = n;
+  if (opt_number(L, "rate", 0) > 0)
+    return config_error(L, "open-loop rate (DESIGN section 7) is not built into the engine yet; "
+                           "remove rate to run closed loop");
+  cfg.payload = (uint32_t)opt_number(L, "payload", 1024);
+  cfg.clients = (uint32_t)opt_number(L, "clients", 1);
+  cfg.window = (uint32_t)opt_number(L, "window", 1);
+  cfg.work = (uint64_t)opt_number(L, "work", 0);
+  cfg.warmup_s = opt_number(L, "warmup", 0.25);
+  cfg.duration_s = opt_number(L, "duration", 1);
+  cfg.timeout_s = opt_number(L, "timeout", 2);
+  /* tls = { version=, ciphers=, sni=, alpn= (string or list), resume= } */
+  char alpn[512] = "";
+  lua_getfield(L, 1, "tls");
+  if (lua_istable(L, -1)) {
+    lua_getfield(L, -1, "version");
+    cfg.tls_version = lua_tostring(L, -1);
+    lua_getfield(L, -2, "ciphers");
+    cfg.tls_ciphers = lua_tostring(L, -1);
+    lua_getfield(L, -3, "sni");
+    cfg.tls_sni = lua_tostring(L, -1);
+    lua_getfield(L, -4, "resume");
+    cfg.tls_resume = lua_toboolean(L, -1);
+    lua_getfield(L, -5, "alpn");
+    if (lua_istable(L, -1)) {
+      int n = (int)lua_objlen(L, -1);
+      for (int i = 1; i <= n; i++) {
+        lua_rawgeti(L, -1, i);
+        const char *a = lua_tostring(L, -1);
+        if (a) {
+          if (alpn[0]) strncat(alpn, ",", sizeof(alpn) - strlen(alpn) - 1);
+          strncat(alpn, a, sizeof(alpn) - strlen(alpn) - 1);
+        }
+        lua_pop(L, 1);
+      }
+      cfg.tls_alpn = alpn;
+    } else if (lua_isstring(L, -1)) {
+      snprintf(alpn, sizeof(alpn), "%s", lua_tostring(L, -1));
+      cfg.tls_alpn = alpn;
+    }
+    lua_getfield(L, -6, "cert"); /* serve: where to write the PEM */
+    if (lua_isnil(L, -1)) {
+      lua_pop(L, 1);
+      lua_getfield(L, -6, "ca"); /* client with target: the PEM to trust */
+    }
+    cfg.tls_cert_out = lua_tostring(L, -1);
+    /* the strings stay referenced by the tls table (argument 1) */
+    lua_pop(L, 6);
+  }
+  lua_pop(L, 1);
+  lua_getfield(L, 1, "udp");
+  if (lua_istable(L, -1)) {
+    lua_getfield(L, -1, "send_buffer");
+    cfg.udp_send_buffer = (uint32_t)lua_tonumber(L, -1);
+    lua_getfield(L, -2, "recv_buffer");
+    cfg.udp_recv_buffer = (uint32_t)lua_tonumber(L, -1);
+    lua_getfield(L, -3, "server_recv_buffer");
+    cfg.udp_server_recv_buffer = (uint32_t)lua_tonumber(L, -1);
+    lua_pop(L, 3);
+  }
+  lua_pop(L, 1);
+  char err[256];
+  const char *role = opt_string(L, "role", "both");
+  const char *where = NULL;
+  char listen_host[256] = "127.0.0.1";
+  if (strcmp(role, "client") == 0) {
+    cfg.role = AB_ROLE_CLIENT;
+    where = opt_string(L, "target", NULL);
+    if (where == NULL) return config_error(L, "role client needs target = \"host:port\"");
+  } else if (strcmp(role, "server") == 0) {
+    cfg.role = AB_ROLE_SERVER;
+    where = opt_string(L, "listen", "127.0.0.1:0");
+  }
+  if (where && parse_hostport(where, &cfg.addr, err, sizeof(err)) != 0) return config_error(L, err);
+  char target_host[256] = "";
+  if (cfg.role == AB_ROLE_CLIENT) {
+    const char *colon = strrchr(where, ':');
+    size_t hl = (size_t)(colon - where);
+    if (where[0] == '[' && hl >= 2) {
+      where++;
+      hl -= 2;
+    }
+    if (hl >= sizeof(target_host)) hl = sizeof(target_host) - 1;
+    memcpy(target_host, where, hl);
+    target_host[hl] = '\0';
+    cfg.host = target_host;
+  }
+  if (cfg.role == AB_ROLE_SERVER) {
+    const char *colon = strrchr(where, ':');
+    size_t hl = (size_t)(colon - where);
+    if (hl >= sizeof(listen_host)) hl = sizeof(listen_host) - 1;
+    memcpy(listen_host, where, hl);
+    listen_host[hl] = '\0';
+    cfg.on_listening = print_listening;
+    cfg.on_listening_arg = listen_host;
+    cfg.stop = &serve_stop;
+    serve_stop = 0;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_stop_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+  }
+  /* execution = "lua": the scenario's Lua code drives the connections
+   * (lua_exec.c); the run table says which scenario, sets and case */
+  ab_lua_exec_t *lx = NULL;
+  if (cfg.execution == AB_EXEC_HOOKS) {
+    if (cfg.protocol != AB_PROTO_TCP)
+      return config_error(L, lua_pushfstring(L, "execution \"lua\" drives plain tcp connections;"
+                                                " protocol '%s' is not supported with it", proto));
+    if (ab_lua_exec_new(L, 1, &lx, err, sizeof(err)) != 0) return config_error(L, err);
+    cfg.hooks = ab_lua_exec_hooks(lx);
+  }
+  if (ab_case_check(&cfg, err, sizeof(err)) != 0) {
+    ab_lua_exec_free(lx);
+    return config_error(L, err);
+  }
+
+  ab_result_t *r = malloc(sizeof(*r));
+  if (r == NULL) {
+    ab_lua_exec_free(lx);
+    return ab_lua_fail(L, AB_ENOMEM);
+  }
+  int rc = ab_run_case(&cfg, r);
+  const char *script_msg = NULL;
+  int script_errors = lx ? ab_lua_exec_script_errors(lx, &script_msg) : 0;
+  if (rc < 0) {
+    lua_pushnil(L);
+    lua_pushfstring(L, "%s: %s", ab_err_name(rc), r->error);
+    lua_pushstring(L, ab_err_name(rc));
+    ab_result_free(r);
+    free(r);
+    ab_lua_exec_free(lx);
+    return 3;
+  }
+  int ncpu = ab_logical_cpus();
+  lua_newtable(L);
+  lua_pushboolean(L, r->ok);
+  lua_setfield(L, -2, "ok");
+  if (r->error[0]) {
+    lua_pushstring(L, r->error);
+    lua_setfield(L, -2, "error");
+  }
+  SETNUM("sent", r->sent);
+  SETNUM("completed", r->completed);
+  SETNUM("drained", r->drained);
+  SETNUM("timed_out", r->timed_out);
+  SETNUM("message_errors", r->message_errors);
+  SETNUM("unfinished", r->unfinished);
+  SETNUM("warmup_completed", r->warmup_completed);
+  SETNUM("measured_s", r->measured_s);
+  SETNUM("round_trips_per_s", (double)r->completed / r->measured_s);
+  SETNUM("payload_mib_per_s",
+         (double)r->completed * cfg.payload / r->measured_s / 1048576.0);
+  push_stats(L, &r->rtt);
+  lua_setfield(L, -2, "rtt_us");
+  push_encoded(L, &r->rtt);
+  lua_setfield(L, -2, "rtt_histogram");
+  push_stats(L, &r->connect);
+  lua_setfield(L, -2, "connect_us");
+  if (r->handshake.count > 0) {
+    push_stats(L, &r->handshake);
+    lua_setfield(L, -2, "handshake_us");
+    push_encoded(L, &r->handshake);
+    lua_setfield(L, -2, "handshake_histogram");
+  }
+  if (cfg.protocol == AB_PROTO_TLS || cfg.protocol == AB_PROTO_WSS ||
+      cfg.protocol == AB_PROTO_HTTPS) {
+    lua_newtable(L);
+    lua_pushstring(L, r->tls_version);
+    lua_setfield(L, -2, "version");
+    lua_pushstring(L, r->tls_cipher);
+    lua_setfield(L, -2, "cipher");
+    lua_pushstring(L, r->tls_alpn);
+    lua_setfield(L, -2, "alpn");
+    lua_pushstring(L, r->tls_sni);
+    lua_setfield(L, -2, "sni_received");
+    lua_pushboolean(L, r->tls_resumed);
+    lua_setfield(L, -2, "resumed");
+    lua_setfield(L, -2, "tls");
+  }
+  push_encoded(L, &r->connect);
+  lua_setfield(L, -2, "connect_histogram");
+  double cpu = r->cpu_wall_s > 0 ? (r->cpu_user_s + r->cpu_sys_s) / r->cpu_wall_s * 100.0 : 0;
+  SETNUM("cpu_percent", cpu);
+  SETNUM("cpu_user_s", r->cpu_user_s);
+  SETNUM("cpu_sys_s", r->cpu_sys_s);
+  SETNUM("cpu_machine_percent", cpu / ncpu);
+  SETNUM("rss_peak_bytes", r->rss_peak_bytes);
+  SETNUM("rss_end_bytes", r->rss_end_bytes);
+  lua_newtable(L);
+  for (int i = 0; i < r->nerrors; i++) {
+    SETNUM(ab_err_name(r->errors[i].code), r->errors[i].count);
+  }
+  lua_setfield(L, -2, "errors");
+  SETNUM("loops", r->loops);
+  SETNUM("workers", r->workers);
+  lua_pushstring(L, cfg.model == AB_MODEL_SHARDED ? "sharded" : "shared");
+  lua_setfield(L, -2, "model");
+  lua_createtable(L, (int)r->loops, 0);
+  for (uint32_t i = 0; i < r->loops; i++) {
+    lua_pushnumber(L, r->conns_per_loop[i]);
+    lua_rawseti(L, -2, (int)i + 1);
+  }
+  lua_setfield(L, -2, "connections_per_loop");
+  lua_createtable(L, r->nnotes, 0);
+  for (int i = 0; i < r->nnotes; i++) {
+    lua_pushstring(L, r->notes[i]);
+    lua_rawseti(L, -2, i + 1);
+  }
+  lua_setfield(L, -2, "notes");
+  SETNUM("logical_cpus", ncpu);
+  SETNUM("server_connections", r->server_connections);
+  SETNUM("server_messages", r->server_messages);
+  SETNUM("server_bytes", r->server_bytes);
+  SETNUM("server_resets", r->server_resets);
+  lua_pushliteral(L, "closed");
+  lua_setfield(L, -2, "load_model");
+  if (cfg.protocol == AB_PROTO_UDP) {
+    lua_newtable(L);
+    SETNUM("lost", r->timed_out);
+    SETNUM("late", r->udp_late);
+    SETNUM("reordered", r->udp_reordered);
+    SETNUM("duplicated", r->udp_duplicated);
+    SETNUM("server_drops", r->udp_server_drops);
+    SETNUM("loss_percent", r->sent ? (double)r->timed_out / (double)r->sent * 100.0 : 0.0);
+    lua_newtable(L);
+    const ab_udp_buffers_t *bs[2] = {&r->udp_client_buffers, &r->udp_server_buffers};
+    const char *names[2] = {"client", "server"};
+    for (int i = 0; i < 2; i++) {
+      lua_newtable(L);
+      SETNUM("send_requested", bs[i]->send_requested);
+      SETNUM("send_granted", bs[i]->send_granted);
+      SETNUM("recv_requested", bs[i]->recv_requested);
+      SETNUM("recv_granted", bs[i]->recv_granted);
+      lua_setfield(L, -2, names[i]);
+    }
+    lua_setfield(L, -2, "buffers");
+    lua_setfield(L, -2, "udp");
+  }
+  if (lx) {
+    /* a script error: status script_error with the whole message (file:line,
+     * traceback); payload MiB/s from the reply bytes actually read */
+    if (script_errors > 0) {
+      lua_pushboolean(L, 0);
+      lua_setfield(L, -2, "ok");
+      lua_pushboolean(L, 1);
+      lua_setfield(L, -2, "script_error");
+      lua_pushstring(L, script_msg ? script_msg : "script error");
+      lua_setfield(L, -2, "error");
+      lua_getfield(L, -1, "errors");
+      SETNUM("ESCRIPT", script_errors);
+      lua_pop(L, 1);
+    }
+    SETNUM("payload_mib_per_s", (double)ab_lua_exec_reply_bytes(lx) / r->measured_s / 1048576.0);
+    ab_lua_exec_free(lx);
+  }
+  ab_result_free(r);
+  free(r);
+  return 1;
+}
+
+void ab_lua_register_engine(lua_State *L) {
+  lua_pushcfunction(L, l_run_case);
+  lua_setfield(L, -2, "run_case");
+}

@@ -1,0 +1,446 @@
+/* lua_exec_conn.c -- execution = "lua": the conn object of the full form
+ * (docs/lua-api.md).  The conn methods are a small Lua prelude (PRELUDE
+ * below) over C primitives: a primitive that cannot finish returns `false`
+ * and the prelude calls wait(), which records a cleanup on the task and
+ * yields; the libuv callback that brings what it waits for (bytes, an
+ * error, the next phase, its sleep timer) resumes it, and the prelude
+ * tries again.
+ *
+ * Reading stays started for the life of a connection; bytes collect in the
+ * connection's buffer (the engine's rbuf/rcap/rlen, so its close callback
+ * frees them; `roff` here marks what Lua consumed).  Writes go through the
+ * connection's outbuf: uv_try_write straight from the Lua string, copying
+ * only what the kernel did not take.
+ */
+#include "lua/lua_exec_int.h"
+
+#include <math.h>
+#include <string.h>
+
+#include <lauxlib.h>
+
+#include "base/ab_error.h"
+#include "base/clock.h"
+#include "lua/lua_core.h"
+
+/* ---- connection state ----------------------------------------------- */
+
+static int conn_dead(const ab__lx_conn_t *k) {
+  if (k->err) return 1;
+  return k->is_client ? !k->c->alive : k->s->closing;
+}
+
+/* uv alloc for a connection's buffer: what Lua consumed is dropped first. */
+void ab__lx_buf_alloc(ab__lx_conn_t *k, uv_buf_t *buf) {
+  if (k->roff > 0) {
+    size_t left = *k->rlen - k->roff;
+    if (left) memmove(*k->rbuf, *k->rbuf + k->roff, left);
+    *k->rlen = left;
+    k->roff = 0;
+  }
+  if (ab_buf_grow(k->rbuf, k->rcap, *k->rlen, AB__LX_READ_CHUNK) != 0) {
+    *buf = uv_buf_init(NULL, 0); /* libuv reports UV_ENOBUFS */
+    return;
+  }
+  *buf = uv_buf_init((char *)*k->rbuf + *k->rlen, (unsigned)(*k->rcap - *k->rlen));
+}
+
+int ab__lx_want_met(const ab__lx_conn_t *k) {
+  if (k->want == AB__LX_W_NONE || k->want == AB__LX_W_PHASE) return 0;
+  if (k->err) return 1;
+  size_t n = ab__lx_avail(k);
+  if (k->want == AB__LX_W_ANY) return n > 0;
+  if (k->want == AB__LX_W_LINE) return n > 0 && memchr(ab__lx_rdata(k), '\n', n) != NULL;
+  return n >= (size_t)k->want;
+}
+
+void ab__lx_wake(ab__lx_conn_t *k) {
+  if (k->task && k->waiting) {
+    k->waiting = 0;
+    ab_task_wake(k->task, 0);
+  }
+}
+
+/* An IO failure of a connection: sticky; a client's also fails it for the
+ * run (counted, its in-flight round trips released) -- without cancelling
+ * its task, so the script sees the error. */
+void ab__lx_conn_failed(ab__lx_conn_t *k, int code, const char *what) {
+  if (k->err == 0) k->err = code;
+  if (k->is_client) {
+    k->c->task = NULL;
+    ab__client_fail(k->c, code, what);
+  }
+  if (k->waiting && k->want != AB__LX_W_NONE) ab__lx_wake(k);
+}
+
+/* ---- C primitives under the conn methods (full form) ---------------- */
+
+static ab__lx_conn_t *arg_conn(lua_State *L) {
+  ab__lx_conn_t *k = lua_touserdata(L, 1);
+  if (k == NULL || lua_type(L, 1) != LUA_TLIGHTUSERDATA || k->magic != AB__LX_MAGIC)
+    luaL_argerror(L, 1, "not an arkbench connection");
+  return k;
+}
+
+/* own(k): may the running coroutine wait on k? */
+static int f_own(lua_State *L) {
+  ab__lx_conn_t *k = arg_conn(L);
+  lua_pushboolean(L, k->task != NULL && k->task == ab_task_current() && k->co == L);
+  return 1;
+}
+
+/* Nothing to return yet: false (the prelude waits), or the connection's
+ * error once (then false, and waiting parks the task until it ends). */
+static int not_yet(lua_State *L, ab__lx_conn_t *k) {
+  if (conn_dead(k)) {
+    if (!k->reported) {
+      k->reported = 1;
+      return ab_lua_fail(L, k->err ? k->err : AB_ECLOSED);
+    }
+    k->want = AB__LX_W_NONE;
+  }
+  lua_pushboolean(L, 0);
+  return 1;
+}
+
+/* send(k, s) -> true | nil, err, code */
+static int f_send(lua_State *L) {
+  ab__lx_conn_t *k = arg_conn(L);
+  size_t n;
+  const char *p = luaL_checklstring(L, 2, &n);
+  if (conn_dead(k)) return ab_lua_fail(L, k->err ? k->err : AB_ECLOSED);
+  int r = 0;
+  if (n > 0) {
+    if (ab_outbuf_idle(k->out)) {
+      r = ab_outbuf_write_direct(k->out, (const uint8_t *)p, n);
+    } else if ((r = ab_outbuf_append(k->out, p, n)) == 0) {
+      r = ab_outbuf_flush(k->out);
+    }
+  }
+  if (r < 0 || conn_dead(k)) return ab_lua_fail(L, k->err ? k->err : r < 0 ? r : AB_ECLOSED);
+  if (!k->is_client) k->lx->l->srv_messages++;
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* recv(k, n): n > 0 bytes, or (n == 0) a line without its CR LF ->
+ * string | false | nil, err, code */
+static int f_recv(lua_State *L) {
+  ab__lx_conn_t *k = arg_conn(L);
+  lua_Integer n = lua_tointeger(L, 2);
+  size_t have = ab__lx_avail(k);
+  if (n > 0) {
+    if (have >= (size_t)n) {
+      lua_pushlstring(L, (const char *)ab__lx_rdata(k), (size_t)n);
+      ab__lx_consume(k, (size_t)n);
+      return 1;
+    }
+    k->want = (long)n;
+  } else {
+    const char *p = have ? (const char *)ab__lx_rdata(k) : NULL;
+    const char *nl = have ? memchr(p, '\n', have) : NULL;
+    if (nl) {
+      size_t len = (size_t)(nl - p);
+      size_t used = len + 1;
+      if (len > 0 && p[len - 1] == '\r') len--;
+      lua_pushlstring(L, p, len);
+      ab__lx_consume(k, used);
+      return 1;
+    }
+    k->want = AB__LX_W_LINE;
+  }
+  return not_yet(L, k);
+}
+
+/* peek(k) -> the buffered bytes (maybe ""), dead */
+static int f_peek(lua_State *L) {
+  ab__lx_conn_t *k = arg_conn(L);
+  size_t have = ab__lx_avail(k);
+  lua_pushlstring(L, have ? (const char *)ab__lx_rdata(k) : "", have);
+  lua_pushboolean(L, conn_dead(k));
+  k->want = AB__LX_W_ANY;
+  return 2;
+}
+
+static int f_consume(lua_State *L) {
+  ab__lx_conn_t *k = arg_conn(L);
+  lua_Integer n = luaL_checkinteger(L, 2);
+  if (n < 0 || (size_t)n > ab__lx_avail(k)) return luaL_argerror(L, 2, "more than is buffered");
+  ab__lx_consume(k, (size_t)n);
+  return 0;
+}
+
+/* fail(k) -> nil, err, code (the first time) | false */
+static int f_fail(lua_State *L) {
+  ab__lx_conn_t *k = arg_conn(L);
+  return not_yet(L, k);
+}
+
+static void clear_waiting(void *arg) { ((ab__lx_conn_t *)arg)->waiting = 0; }
+
+static int yield_wait(lua_State *L, ab__lx_conn_t *k, void (*cleanup)(void *)) {
+  if (k->task == NULL || k->task != ab_task_current() || k->co != L)
+    return luaL_error(L, "a connection can only wait inside its own client/server function");
+  k->waiting = 1;
+  ab_task_set_cleanup(k->task, cleanup, k);
+  return lua_yield(L, 0);
+}
+
+/* wait(k): suspends until what the last primitive asked for (k->want). */
+static int f_wait(lua_State *L) {
+  ab__lx_conn_t *k = arg_conn(L);
+  return yield_wait(L, k, clear_waiting);
+}
+
+static void sleep_cb(uv_timer_t *tm) {
+  ab__lx_conn_t *k = tm->data;
+  uint64_t now = ab_now_ns();
+  if (now < k->sleep_until) {
+    /* the loop's millisecond clock runs behind: never wake early */
+    uv_timer_start(tm, sleep_cb, (k->sleep_until - now + 999999) / 1000000, 0);
+    return;
+  }
+  ab__lx_wake(k);
+}
+
+static void sleep_cleanup(void *arg) {
+  ab__lx_conn_t *k = arg;
+  k->waiting = 0;
+  uv_timer_stop(&k->timer);
+}
+
+/* sleep(k, seconds) */
+static int f_sleep(lua_State *L) {
+  ab__lx_conn_t *k = arg_conn(L);
+  double s = luaL_checknumber(L, 2);
+  if (!(s >= 0) || s > 1e9) return luaL_argerror(L, 2, "seconds from 0 to 1e9 expected");
+  uv_loop_t *loop = &k->lx->l->loop;
+  if (!k->timer_open) {
+    int r = uv_timer_init(loop, &k->timer);
+    if (r < 0) return ab_lua_fail(L, r);
+    k->timer.data = k;
+    k->timer_open = 1;
+  }
+  uint64_t now = ab_now_ns();
+  k->sleep_until = now + (uint64_t)ceil(s * 1e9);
+  uv_update_time(loop);
+  uv_timer_start(&k->timer, sleep_cb, (k->sleep_until - now + 999999) / 1000000, 0);
+  k->want = AB__LX_W_NONE;
+  return yield_wait(L, k, sleep_cleanup);
+}
+
+/* call_begin(k, request) -> true (sent and timed) | false (not sending
+ * now: wait for the next phase) | nil, err, code */
+static int f_call_begin(lua_State *L) {
+  ab__lx_conn_t *k = arg_conn(L);
+  size_t n;
+  const char *p = luaL_checklstring(L, 2, &n);
+  if (!k->is_client) return luaL_error(L, "conn:call is for client connections");
+  if (conn_dead(k)) return not_yet(L, k);
+  ab__client_t *c = k->c;
+  ab__lx_loop_t *lx = k->lx;
+  uint64_t dl;
+  uint8_t ph = ab__sending_phase(lx->l, &dl);
+  if (ph == 0 || c->inflight >= lx->l->eng->cfg->window) {
+    k->want = AB__LX_W_PHASE;
+    lua_pushboolean(L, 0);
+    return 1;
+  }
+  uint64_t t = ab_now_ns();
+  if (t >= dl) { /* the deadline passed: nothing more is sent in this phase */
+    k->want = AB__LX_W_PHASE;
+    lua_pushboolean(L, 0);
+    return 1;
+  }
+  k->call_seq = c->next_seq;
+  k->call_t0 = t;
+  k->call_active = 1;
+  ab__client_stamp(c, c->next_seq, 1, t, ph);
+  int r = 0;
+  if (n > 0) {
+    if (ab_outbuf_idle(k->out)) {
+      r = ab_outbuf_write_direct(k->out, (const uint8_t *)p, n);
+    } else if ((r = ab_outbuf_append(k->out, p, n)) == 0) {
+      r = ab_outbuf_flush(k->out);
+    }
+  }
+  if (r < 0 || conn_dead(k)) {
+    k->call_active = 0;
+    k->reported = 1;
+    return ab_lua_fail(L, k->err ? k->err : r < 0 ? r : AB_ECLOSED);
+  }
+  k->call_consumed = k->consumed;
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* call_end(k): the reply of the call in flight was read. */
+static int f_call_end(lua_State *L) {
+  ab__lx_conn_t *k = arg_conn(L);
+  if (!k->is_client || !k->call_active) return 0;
+  k->call_active = 0;
+  ab__client_t *c = k->c;
+  ab__lx_loop_t *lx = k->lx;
+  uint32_t slot = ab__slot(lx->l, k->call_seq);
+  /* released meanwhile (the drain ended, the connection failed)? */
+  if (c->slot_ns[slot] == 0 || c->slot_seq[slot] != k->call_seq) return 0;
+  uint64_t now = k->now;
+  if (now < k->call_t0) now = ab_now_ns(); /* the reply was there before the call */
+  ab__lx_complete_slot(lx, c, slot, now, (size_t)(k->consumed - k->call_consumed));
+  ab__loop_check_progress(lx->l);
+  return 0;
+}
+
+static int f_phase(lua_State *L) {
+  ab__lx_loop_t *lx = lua_touserdata(L, lua_upvalueindex(1));
+  const ab__loop_t *l = lx->l;
+  uint64_t now = ab_now_ns();
+  if (l->phase == AB__PH_WARMUP && now < l->warm_deadline_ns) lua_pushliteral(L, "warmup");
+  else if (l->phase == AB__PH_MEASURE && now < l->deadline_ns) lua_pushliteral(L, "measure");
+  else lua_pushliteral(L, "idle");
+  return 1;
+}
+
+/* The conn methods, in Lua over the primitives above; returns the conn
+ * metatable.  Waiting is always: try; if false, wait(k); try again. */
+static const char PRELUDE[] =
+    "local C = ...\n"
+    "local type, error, tostring, rawget, unpack = type, error, tostring, rawget, unpack\n"
+    "local floor = math.floor\n"
+    "local find, sub, format = string.find, string.sub, string.format\n"
+    "local getinfo = debug.getinfo\n"
+    "local own, send, recv, peek, consume, fail, wait, call_begin, call_end, sleep, phase =\n"
+    "  C.own, C.send, C.recv, C.peek, C.consume, C.fail, C.wait, C.call_begin, C.call_end,\n"
+    "  C.sleep, C.phase\n"
+    "local methods = setmetatable({}, { __index = function(_, key)\n"
+    "  if key == 'phase' then return phase() end\n"
+    "end })\n"
+    "local mt = { __index = methods, __metatable = false }\n"
+    "function mt.__tostring(self) return 'arkbench conn ' .. tostring(rawget(self, 'id')) end\n"
+    "local function conn_of(self, name, blocking)\n"
+    "  local k = type(self) == 'table' and rawget(self, '_k')\n"
+    "  if not k then error(format('bad self to conn:%s (call it as conn:%s(...))', name, name), 3) end\n"
+    "  if blocking and not own(k) then\n"
+    "    error(format('conn:%s: a connection can only wait inside its own client/server function'\n"
+    "      .. ' (not in another connection\\'s function, nor in a coroutine of your own)', name), 3)\n"
+    "  end\n"
+    "  return k\n"
+    "end\n"
+    "local function where(f)\n"
+    "  local i = getinfo(f, 'S')\n"
+    "  return i.short_src .. ':' .. i.linedefined\n"
+    "end\n"
+    "local function check_expect(how, name, argn)\n"
+    "  local t = type(how)\n"
+    "  if (t == 'number' and how >= 1 and how == floor(how) and how < 2^53) or t == 'string'\n"
+    "     or t == 'function' then return end\n"
+    "  error(format('bad argument #%d to \\'%s\\' (expected a length in bytes, \"line\", \"*l\", a'\n"
+    "    .. ' pattern or a function(buf); got %s)', argn, name,\n"
+    "    t == 'number' and tostring(how) or t), 3)\n"
+    "end\n"
+    "local function read(k, how)\n"
+    "  local t = type(how)\n"
+    "  if t == 'number' or how == '*l' or how == 'line' then\n"
+    "    local n = t == 'number' and how or 0\n"
+    "    while true do\n"
+    "      local s, e, c = recv(k, n)\n"
+    "      if s ~= false then return s, e, c end\n"
+    "      wait(k)\n"
+    "    end\n"
+    "  end\n"
+    "  while true do\n"
+    "    local buf, dead = peek(k)\n"
+    "    if buf ~= '' then\n"
+    "      if t == 'function' then\n"
+    "        local n = how(buf)\n"
+    "        if n ~= nil and n ~= false then\n"
+    "          if type(n) ~= 'number' or n < 1 or n > #buf or n ~= floor(n) then\n"
+    "            error(format('%s: expect(buf) returned %s; expected nil (reply incomplete) or an'\n"
+    "              .. ' integer from 1 to #buf (%d)', where(how), tostring(n), #buf), 0)\n"
+    "          end\n"
+    "          consume(k, n)\n"
+    "          if n == #buf then return buf end\n"
+    "          return sub(buf, 1, n)\n"
+    "        end\n"
+    "      else\n"
+    "        local r = { pcall(find, buf, how) }\n"
+    "        if not r[1] then\n"
+    "          error(format('conn:receive: bad pattern %q: %s', how, tostring(r[2])), 2)\n"
+    "        end\n"
+    "        table.remove(r, 1)\n"
+    "        if r[1] then\n"
+    "          consume(k, r[2])\n"
+    "          if #r > 2 then return unpack(r, 3) end\n"
+    "          return sub(buf, r[1], r[2])\n"
+    "        end\n"
+    "      end\n"
+    "    end\n"
+    "    if dead then\n"
+    "      local a, e, c = fail(k)\n"
+    "      if a == nil then return nil, e, c end\n"
+    "    end\n"
+    "    wait(k)\n"
+    "  end\n"
+    "end\n"
+    "function methods.send(self, data)\n"
+    "  local k = conn_of(self, 'send')\n"
+    "  if type(data) ~= 'string' then\n"
+    "    error('bad argument #1 to \\'send\\' (string expected, got ' .. type(data) .. ')', 2)\n"
+    "  end\n"
+    "  return send(k, data)\n"
+    "end\n"
+    "function methods.receive(self, how)\n"
+    "  local k = conn_of(self, 'receive', true)\n"
+    "  if how == nil then how = '*l' end\n"
+    "  check_expect(how, 'receive', 1)\n"
+    "  return read(k, how)\n"
+    "end\n"
+    "function methods.call(self, request, expect)\n"
+    "  local k = conn_of(self, 'call', true)\n"
+    "  if not rawget(self, '_client') then\n"
+    "    error('conn:call is for client connections (a server answers with conn:send)', 2)\n"
+    "  end\n"
+    "  if type(request) ~= 'string' then\n"
+    "    error('bad argument #1 to \\'call\\' (string expected, got ' .. type(request) .. ')', 2)\n"
+    "  end\n"
+    "  check_expect(expect, 'call', 2)\n"
+    "  while true do\n"
+    "    local ok, e, c = call_begin(k, request)\n"
+    "    if ok then break end\n"
+    "    if ok == nil then return nil, e, c end\n"
+    "    wait(k)\n"
+    "  end\n"
+    "  local reply, e, c = read(k, expect)\n"
+    "  if reply == nil then return nil, e, c end\n"
+    "  call_end(k)\n"
+    "  return reply\n"
+    "end\n"
+    "function methods.sleep(self, s)\n"
+    "  local k = conn_of(self, 'sleep', true)\n"
+    "  if type(s) ~= 'number' or not (s >= 0) or s > 1e9 then\n"
+    "    error('bad argument #1 to \\'sleep\\' (seconds from 0 to 1e9 expected, got '\n"
+    "      .. tostring(s) .. ')', 2)\n"
+    "  end\n"
+    "  sleep(k, s)\n"
+    "  return true\n"
+    "end\n"
+    "return mt\n";
+
+/* The conn methods: runs PRELUDE with the primitives (called from boot(),
+ * protected); leaves the conn metatable on L's stack. */
+void ab__lx_conn_open(lua_State *L, ab__lx_loop_t *lx) {
+  if (luaL_loadbuffer(L, PRELUDE, sizeof(PRELUDE) - 1, "=arkbench.conn") != 0) lua_error(L);
+  static const luaL_Reg prims[] = {
+      {"own", f_own},   {"send", f_send},   {"recv", f_recv},       {"peek", f_peek},
+      {"consume", f_consume}, {"fail", f_fail}, {"wait", f_wait},   {"call_begin", f_call_begin},
+      {"call_end", f_call_end}, {"sleep", f_sleep}, {NULL, NULL}};
+  lua_newtable(L);
+  for (const luaL_Reg *r = prims; r->name; r++) {
+    lua_pushcfunction(L, r->func);
+    lua_setfield(L, -2, r->name);
+  }
+  lua_pushlightuserdata(L, lx);
+  lua_pushcclosure(L, f_phase, 1);
+  lua_setfield(L, -2, "phase");
+  lua_call(L, 1, 1);
+}

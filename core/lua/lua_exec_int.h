@@ -1,0 +1,192 @@
+/* lua_exec_int.h -- shared internals of the execution = "lua" driver (the
+ * public side is lua_exec.h).  Not a public header.
+ *
+ *   lua_exec.c        the engine hooks' per-loop state (loop_open/close,
+ *                     the scenario's boot), stopping after a script error,
+ *                     the public API
+ *   lua_exec_task.c   script errors, the Lua task kind (resume, release)
+ *   lua_exec_conn.c   a connection's buffer and waiting state, the C
+ *                     primitives and the Lua prelude of the conn methods
+ *   lua_exec_light.c  the light form (message/expect, C does the IO)
+ *   lua_exec_tcp.c    client and server connections: connect, accept,
+ *                     read and write callbacks
+ *
+ * Threads: a loop's ab__lx_loop_t, lua_State and connections are touched
+ * only by that loop's thread while the loop runs (and by the coordinator
+ * thread in loop_open / loop_close).  The shared ab_lua_exec_t holds the
+ * first script error (mutex) and the list of loops to wake on one
+ * (uv_async_send is thread-safe; the list is complete before any loop
+ * thread starts).
+ */
+#ifndef AB_LUA_EXEC_INT_H
+#define AB_LUA_EXEC_INT_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <lua.h>
+#include <uv.h>
+
+#include "engine/engine_int.h"
+#include "lua/lua_exec.h"
+#include "base/outbuf.h"
+#include "io/scheduler.h"
+
+#define AB__LX_MAGIC 0x4c58636eu /* "LXcn" */
+#define AB__LX_READ_CHUNK 65536
+#define AB__LX_ERRMSG_MAX 8192
+
+/* main-state stack slots (light form) */
+enum { AB__LX_IDX_TRACEBACK = 1, AB__LX_IDX_MESSAGE = 2, AB__LX_IDX_EXPECT = 3 };
+
+enum { AB__LX_MODE_FULL = 1, AB__LX_MODE_LIGHT = 2 };
+enum { AB__LX_EXP_LEN = 1, AB__LX_EXP_LINE = 2, AB__LX_EXP_FN = 3 };
+
+/* What a waiting task waits for (ab__lx_conn_t.want). */
+enum {
+  AB__LX_W_NONE = 0,   /* nothing wakes it but cancellation (a sleep, a dead conn) */
+  AB__LX_W_ANY = -1,   /* any new bytes or an error */
+  AB__LX_W_LINE = -2,  /* a '\n' in the buffer or an error */
+  AB__LX_W_PHASE = -3  /* the next phase (client_wake) */
+};                     /* > 0: that many bytes buffered, or an error */
+
+typedef struct ab__lx_loop_s ab__lx_loop_t;
+
+typedef struct ab__lx_conn_s {
+  uint32_t magic;
+  ab__lx_loop_t *lx;
+  int is_client;
+  uint32_t id;
+  ab__client_t *c;              /* client side */
+  ab__sconn_t *s;               /* server side */
+  uv_stream_t *stream;
+  uint8_t **rbuf;               /* the engine's buffer fields of c or s */
+  size_t *rcap, *rlen;
+  size_t roff;                  /* rbuf[roff..rlen) not consumed yet */
+  uint64_t consumed;            /* bytes consumed so far */
+  ab_outbuf_t *out;
+  /* the task (full form) */
+  ab_task_t *task;
+  lua_State *co;
+  int co_ref;
+  int started;
+  int waiting;                  /* suspended in wait() or sleep() */
+  long want;                    /* AB__LX_W_* or a byte count */
+  int err;                      /* sticky IO error (AB_ECLOSED at EOF) */
+  int reported;                 /* err was returned to Lua once */
+  uint64_t now;                 /* clock at the last read */
+  /* conn:call */
+  int call_active;
+  uint64_t call_seq, call_t0, call_consumed;
+  /* conn:sleep */
+  uv_timer_t timer;
+  int timer_open;
+  uint64_t sleep_until;
+  /* light form: messages built so far; bytes to show expect(buf) first */
+  uint64_t msg_i;
+  size_t hint;
+  struct ab__lx_conn_s *next;   /* server conns of the loop */
+} ab__lx_conn_t;
+
+struct ab_lua_exec_s {
+  ab_exec_hooks_t hooks;
+  char *scenario_path;
+  char **sets;
+  int nsets;
+  int quick;
+  int index;
+  char *case_id;
+  char *lua_path, *lua_cpath, *root;
+  pthread_mutex_t mu;
+  int nscript_errors;               /* guarded by mu */
+  char errmsg[AB__LX_ERRMSG_MAX];   /* guarded by mu */
+  ab__lx_loop_t **loops;            /* complete before the loop threads start */
+  uint32_t nloops;
+  uint64_t reply_bytes;             /* summed in loop_close */
+};
+
+struct ab__lx_loop_s {
+  ab_lua_exec_t *x;
+  ab__loop_t *l;
+  lua_State *L;
+  int mode;
+  int ref_client, ref_server, ref_mt, ref_message, ref_expect;
+  /* light form */
+  const char *msg;              /* message string (pinned by ref_message) */
+  size_t msg_len;
+  int msg_fn;
+  int expect_kind;
+  size_t expect_len;
+  ab__lx_conn_t *cconns;        /* one per client of the loop */
+  ab__lx_conn_t *sconns;        /* Lua-served connections (list) */
+  uint32_t next_sid;
+  uv_async_t abort_async;
+  int stopping;                 /* a script error: drive nothing more */
+  int stopped;
+  uint64_t reply_bytes;
+};
+
+/* ---- inline: they run once per message or per read ------------------ */
+
+static inline ab__lx_conn_t *ab__lx_conn_of(ab__lx_loop_t *lx, ab__client_t *c) {
+  return &lx->cconns[c - lx->l->clients];
+}
+
+static inline size_t ab__lx_avail(const ab__lx_conn_t *k) { return *k->rlen - k->roff; }
+static inline const uint8_t *ab__lx_rdata(const ab__lx_conn_t *k) { return *k->rbuf + k->roff; }
+
+static inline void ab__lx_consume(ab__lx_conn_t *k, size_t n) {
+  k->roff += n;
+  k->consumed += n;
+  if (k->roff >= *k->rlen) k->roff = *k->rlen = 0;
+}
+
+/* Accounting (tcp_client.c's, shared by every client path): the reply of
+ * the round trip in `slot` completed at `now` (never before it was sent:
+ * bytes that were there earlier complete it "now"). */
+static inline void ab__lx_complete_slot(ab__lx_loop_t *lx, ab__client_t *c, uint32_t slot,
+                                        uint64_t now, size_t bytes) {
+  uint8_t ph = c->slot_phase[slot];
+  if (now < c->slot_ns[slot]) now = c->slot_ns[slot];
+  if (ab__client_complete(c, ph, c->id, c->slot_seq[slot], now) != 0) return;
+  if (ph == AB_PHASE_MEASURE && now <= lx->l->deadline_ns) lx->reply_bytes += bytes;
+}
+
+/* ---- lua_exec_task.c -------------------------------------------------- */
+
+void ab__lx_close_noop(uv_handle_t *h);
+/* Records a script error (msg: file:line, text, traceback) and tells every
+ * loop to stop driving its connections. */
+void ab__lx_script_error(ab__lx_loop_t *lx, const char *msg);
+/* The message handler of the light form's calls. */
+int ab__lx_traceback(lua_State *L);
+/* Makes the task running fn_ref(conn) for k; 0 or an error code. */
+int ab__lx_task_new(ab__lx_loop_t *lx, ab__lx_conn_t *k, int fn_ref);
+
+/* ---- lua_exec_conn.c -------------------------------------------------- */
+
+/* uv alloc for a connection's buffer: what Lua consumed is dropped first. */
+void ab__lx_buf_alloc(ab__lx_conn_t *k, uv_buf_t *buf);
+/* Has what the waiting task asked for (k->want) arrived? */
+int ab__lx_want_met(const ab__lx_conn_t *k);
+void ab__lx_wake(ab__lx_conn_t *k);
+/* An IO failure of a connection (see lua_exec_conn.c). */
+void ab__lx_conn_failed(ab__lx_conn_t *k, int code, const char *what);
+/* Runs the conn prelude over the C primitives and leaves the conn
+ * metatable on L's stack; raises a Lua error if it fails (boot() runs it
+ * protected). */
+void ab__lx_conn_open(lua_State *L, ab__lx_loop_t *lx);
+
+/* ---- lua_exec_light.c ------------------------------------------------- */
+
+void ab__lx_light_pump(ab__lx_conn_t *k);
+void ab__lx_light_parse(ab__lx_conn_t *k);
+
+/* ---- lua_exec_tcp.c: the engine hooks for connections ----------------- */
+
+void ab__lx_client_start(void *state, ab__client_t *c);
+void ab__lx_client_wake(void *state, ab__client_t *c);
+void ab__lx_server_accept(void *state, ab__sconn_t *s);
+
+#endif

@@ -1,0 +1,170 @@
+/* lua_exec_light.c -- execution = "lua", the light form: message = bytes |
+ * function(i), expect = length | "line" | function(buf).  C connects,
+ * keeps `window` messages in flight, writes and parses like the callback
+ * echo (tcp_client.c), and calls Lua only to build a message (when message
+ * is a function) and to find where a reply ends (when expect is a
+ * function).  Those calls run on the loop's main state with the handler,
+ * message and expect in the stack slots AB__LX_IDX_* (lx_loop_open).
+ */
+#include "lua/lua_exec_int.h"
+
+#include <math.h>
+#include <string.h>
+
+#include <lauxlib.h>
+
+#include "base/ab_error.h"
+#include "base/clock.h"
+
+/* "file:line" where the function at idx was defined. */
+static const char *fn_where(lua_State *L, int idx) {
+  lua_Debug ar;
+  lua_pushvalue(L, idx);
+  if (!lua_getinfo(L, ">S", &ar)) return lua_pushstring(L, "?"), lua_tostring(L, -1);
+  return lua_pushfstring(L, "%s:%d", ar.short_src, ar.linedefined);
+}
+
+/* message(i, id) on the loop's state; leaves the string on the stack.
+ * 0, or -1 after a script error (stack clean). */
+static int light_message(ab__lx_loop_t *lx, ab__lx_conn_t *k, uint64_t i, const char **p, size_t *n) {
+  lua_State *L = lx->L;
+  lua_pushvalue(L, AB__LX_IDX_MESSAGE);
+  lua_pushnumber(L, (lua_Number)i);
+  lua_pushnumber(L, k->id);
+  if (lua_pcall(L, 2, 1, AB__LX_IDX_TRACEBACK) != 0) {
+    ab__lx_script_error(lx, lua_tostring(L, -1));
+    lua_pop(L, 1);
+    return -1;
+  }
+  if (lua_type(L, -1) != LUA_TSTRING) {
+    const char *at = fn_where(L, AB__LX_IDX_MESSAGE);
+    ab__lx_script_error(lx, lua_pushfstring(L, "%s: message(%d) returned %s; expected a string (the "
+                                        "request's bytes)", at, (int)i, luaL_typename(L, -2)));
+    lua_pop(L, 3);
+    return -1;
+  }
+  *p = lua_tolstring(L, -1, n);
+  if (*n == 0) {
+    const char *at = fn_where(L, AB__LX_IDX_MESSAGE);
+    ab__lx_script_error(lx, lua_pushfstring(L, "%s: message(%d) returned an empty string; "
+                                        "expected the request's bytes", at, (int)i));
+    lua_pop(L, 3);
+    return -1;
+  }
+  return 0;
+}
+
+/* expect(buf): 1 and *used, 0 (incomplete), -1 after a script error. */
+static int light_expect(ab__lx_loop_t *lx, const uint8_t *p, size_t n, size_t *used) {
+  lua_State *L = lx->L;
+  lua_pushvalue(L, AB__LX_IDX_EXPECT);
+  lua_pushlstring(L, (const char *)p, n);
+  if (lua_pcall(L, 1, 1, AB__LX_IDX_TRACEBACK) != 0) {
+    ab__lx_script_error(lx, lua_tostring(L, -1));
+    lua_pop(L, 1);
+    return -1;
+  }
+  int t = lua_type(L, -1);
+  if (t == LUA_TNIL || (t == LUA_TBOOLEAN && !lua_toboolean(L, -1))) {
+    lua_pop(L, 1);
+    return 0;
+  }
+  double v = t == LUA_TNUMBER ? lua_tonumber(L, -1) : -1;
+  if (!(v >= 1 && v <= (double)n && v == floor(v))) {
+    const char *got = t == LUA_TNUMBER ? lua_pushfstring(L, "%f", v) : luaL_typename(L, -1);
+    if (t != LUA_TNUMBER) lua_pushnil(L);
+    const char *at = fn_where(L, AB__LX_IDX_EXPECT);
+    ab__lx_script_error(lx, lua_pushfstring(L, "%s: expect(buf) returned %s; expected nil (reply "
+                                        "incomplete) or an integer from 1 to #buf (%d)",
+                                     at, got, (int)n));
+    lua_pop(L, 4);
+    return -1;
+  }
+  lua_pop(L, 1);
+  *used = (size_t)v;
+  return 1;
+}
+
+/* Fills the window: builds the messages, stamps them with one clock
+ * reading just before they reach the socket, writes them in one batch. */
+void ab__lx_light_pump(ab__lx_conn_t *k) {
+  ab__lx_loop_t *lx = k->lx;
+  ab__client_t *c = k->c;
+  ab__loop_t *l = lx->l;
+  uint32_t w = l->eng->cfg->window;
+  uint64_t dl;
+  if (!c->alive || lx->stopping) return;
+  uint8_t ph = ab__sending_phase(l, &dl);
+  if (ph == 0 || c->inflight >= w || ab_now_ns() >= dl) return;
+  uint32_t n = w - c->inflight;
+  ab_outbuf_t *out = k->out;
+  size_t total = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    const char *p = lx->msg;
+    size_t len = lx->msg_len;
+    if (lx->msg_fn && light_message(lx, k, k->msg_i + 1 + i, &p, &len) < 0) return;
+    uint8_t *dst = len ? ab_outbuf_reserve(out, total + len) : NULL;
+    if (len && dst == NULL) {
+      if (lx->msg_fn) lua_pop(lx->L, 1);
+      ab__client_fail(c, AB_ENOMEM, "send buffer");
+      return;
+    }
+    if (len) memcpy(dst + total, p, len);
+    total += len;
+    if (lx->msg_fn) lua_pop(lx->L, 1);
+  }
+  uint64_t t = ab_now_ns();
+  if (t >= dl) return; /* built too late: never sent, never counted */
+  ab__client_stamp(c, c->next_seq, n, t, ph);
+  k->msg_i += n;
+  ab_outbuf_commit(out, total);
+  ab_outbuf_flush(out); /* errors arrive through on_cwrite_error */
+}
+
+/* Completes every whole reply in the buffer (in order: the oldest round
+ * trip in flight), then refills the window. */
+void ab__lx_light_parse(ab__lx_conn_t *k) {
+  ab__lx_loop_t *lx = k->lx;
+  ab__client_t *c = k->c;
+  ab__loop_t *l = lx->l;
+  int got = 0;
+  while (c->alive && !lx->stopping) {
+    size_t have = ab__lx_avail(k), used = 0;
+    if (have == 0) break;
+    const uint8_t *p = ab__lx_rdata(k);
+    if (lx->expect_kind == AB__LX_EXP_LEN) {
+      if (have < lx->expect_len) break;
+      used = lx->expect_len;
+    } else if (lx->expect_kind == AB__LX_EXP_LINE) {
+      const uint8_t *nl = memchr(p, '\n', have);
+      if (nl == NULL) break;
+      used = (size_t)(nl - p) + 1;
+    } else {
+      /* expect(buf) sees a prefix first: twice the last reply's size, not
+       * the whole pipelined buffer (a copy per call).  A reply may arrive
+       * split anywhere, so a correct expect answers nil to any prefix that
+       * is not a whole reply; then it sees everything buffered. */
+      size_t show = k->hint && k->hint < have ? k->hint : have;
+      int r = light_expect(lx, p, show, &used);
+      if (r == 0 && show < have) r = light_expect(lx, p, show = have, &used);
+      if (r <= 0) break;
+      k->hint = used < 32 ? 64 : 2 * used;
+    }
+    uint32_t slot = ab__slot(l, c->oldest_seq);
+    if (c->inflight == 0 || c->slot_ns[slot] == 0 || c->slot_seq[slot] != c->oldest_seq) {
+      if (l->phase >= AB__PH_DONE) { /* late, after a forced end: dropped */
+        ab__lx_consume(k, have);
+        break;
+      }
+      ab__client_fail(c, AB_ESEQ, "reply with no request in flight");
+      return;
+    }
+    ab__lx_complete_slot(lx, c, slot, k->now, used);
+    ab__lx_consume(k, used);
+    got = 1;
+  }
+  if (got && c->alive) {
+    ab__lx_light_pump(k);
+    ab__loop_check_progress(l);
+  }
+}

@@ -1,0 +1,168 @@
+/* lua_proc.c -- child processes and interrupts for the orchestrator (proc.h).
+ *
+ *   core.spawn_wait(argv, opts) -> res | nil, "ENAME: text", "ENAME"
+ *       argv  list of strings; argv[1] is the executable (PATH-searched when
+ *             it has no slash)
+ *       opts  optional { timeout_s = number (hard limit; absent or <= 0:
+ *             none), env = optional list of "K=V" added to the environment }
+ *       res   { stdout = string, stderr = string, exit_code = integer | nil,
+ *               term_signal = "SIGKILL" | nil, timed_out = bool,
+ *               interrupted = bool, elapsed_s = number, pid = integer
+ *               (0 if nothing was spawned), truncated = true when a stream
+ *               passed AB_PROC_OUTPUT_MAX bytes (absent otherwise) }
+ *       Fails (nil, err, code) only when the child cannot be started
+ *       (ENOENT, EACCES, ENOMEM).  A recorded interrupt returns at once with
+ *       interrupted = true and nothing spawned.
+ *   core.signals_install() -> true | nil, err, code   (once; later calls no-op)
+ *   core.interrupted() -> "SIGINT" | "SIGTERM" | nil
+ *   core.interrupt_clear()              forget a recorded signal (tests)
+ *   core.exe_path() -> string | nil, err, code        (/proc/self/exe)
+ *   core.die_with_parent([ppid]) -> true | nil, err, code
+ *       PR_SET_PDEATHSIG(SIGKILL) for this process; ESRCH when ppid is given
+ *       and the parent is already gone.  Workers call it at start.
+ */
+#include <limits.h>
+#include <string.h>
+
+#include <lauxlib.h>
+
+#include "base/ab_error.h"
+#include "lua/lua_core.h"
+#include "io/proc.h"
+
+/* List of strings at stack index idx -> NULL-terminated array in a userdata
+ * left on the stack (collected with it).  The strings stay owned by the
+ * table, which the caller keeps on the stack. */
+static const char **string_list(lua_State *L, int idx, int arg, const char *what,
+                                int need_one) {
+  size_t n = lua_objlen(L, idx);
+  if (need_one && n == 0)
+    luaL_argerror(L, arg, lua_pushfstring(L, "%s must not be empty", what));
+  const char **v = lua_newuserdata(L, (n + 1) * sizeof(*v));
+  for (size_t i = 1; i <= n; i++) {
+    lua_rawgeti(L, idx, (int)i);
+    if (lua_type(L, -1) != LUA_TSTRING)
+      luaL_argerror(L, arg,
+                    lua_pushfstring(L, "%s[%d] must be a string, got %s", what,
+                                    (int)i, luaL_typename(L, -1)));
+    v[i - 1] = lua_tostring(L, -1);
+    lua_pop(L, 1);
+  }
+  v[n] = NULL;
+  return v;
+}
+
+static int l_spawn_wait(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  ab_proc_opts_t opts;
+  memset(&opts, 0, sizeof(opts));
+  if (!lua_isnoneornil(L, 2)) {
+    luaL_checktype(L, 2, LUA_TTABLE);
+    lua_getfield(L, 2, "timeout_s");
+    if (!lua_isnil(L, -1)) {
+      if (lua_type(L, -1) != LUA_TNUMBER)
+        luaL_argerror(L, 2, "opts.timeout_s must be a number");
+      opts.timeout_s = lua_tonumber(L, -1);
+    }
+    lua_pop(L, 1);
+    lua_getfield(L, 2, "env"); /* stays on the stack: owns the strings */
+    if (!lua_isnil(L, -1)) {
+      if (!lua_istable(L, -1)) luaL_argerror(L, 2, "opts.env must be a list");
+      opts.env = string_list(L, lua_gettop(L), 2, "opts.env", 0);
+    }
+  }
+  const char **argv = string_list(L, 1, 1, "argv", 1);
+
+  ab_proc_result_t res;
+  int err = ab_proc_spawn_wait(argv, &opts, &res);
+  if (err != 0) {
+    lua_pushnil(L);
+    lua_pushfstring(L, "%s: cannot run %s: %s", ab_err_name(err), argv[0],
+                    ab_strerror(err));
+    lua_pushstring(L, ab_err_name(err));
+    return 3;
+  }
+
+  lua_createtable(L, 0, 10);
+  lua_pushlstring(L, res.out.data ? res.out.data : "", res.out.len);
+  lua_setfield(L, -2, "stdout");
+  lua_pushlstring(L, res.err.data ? res.err.data : "", res.err.len);
+  lua_setfield(L, -2, "stderr");
+  if (res.exited) {
+    lua_pushinteger(L, res.exit_code);
+    lua_setfield(L, -2, "exit_code");
+  }
+  if (res.term_signal) {
+    char buf[16];
+    lua_pushstring(L, ab_proc_signame(res.term_signal, buf, sizeof(buf)));
+    lua_setfield(L, -2, "term_signal");
+  }
+  lua_pushboolean(L, res.timed_out);
+  lua_setfield(L, -2, "timed_out");
+  lua_pushboolean(L, res.interrupted);
+  lua_setfield(L, -2, "interrupted");
+  lua_pushnumber(L, res.elapsed_s);
+  lua_setfield(L, -2, "elapsed_s");
+  lua_pushinteger(L, res.pid);
+  lua_setfield(L, -2, "pid");
+  if (res.out.truncated || res.err.truncated) {
+    lua_pushboolean(L, 1);
+    lua_setfield(L, -2, "truncated");
+  }
+  ab_proc_result_free(&res);
+  return 1;
+}
+
+static int l_signals_install(lua_State *L) {
+  int err = ab_proc_signals_install();
+  if (err != 0) return ab_lua_fail(L, err);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+static int l_interrupted(lua_State *L) {
+  int sig = ab_proc_interrupted();
+  if (sig == 0) {
+    lua_pushnil(L);
+  } else {
+    char buf[16];
+    lua_pushstring(L, ab_proc_signame(sig, buf, sizeof(buf)));
+  }
+  return 1;
+}
+
+static int l_interrupt_clear(lua_State *L) {
+  (void)L;
+  ab_proc_interrupt_clear();
+  return 0;
+}
+
+static int l_exe_path(lua_State *L) {
+  char buf[PATH_MAX + 1];
+  int err = ab_proc_exe_path(buf, sizeof(buf));
+  if (err != 0) return ab_lua_fail(L, err);
+  lua_pushstring(L, buf);
+  return 1;
+}
+
+static int l_die_with_parent(lua_State *L) {
+  int ppid = (int)luaL_optinteger(L, 1, 0);
+  int err = ab_proc_die_with_parent(ppid);
+  if (err != 0) return ab_lua_fail(L, err);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+void ab_lua_register_proc(lua_State *L) {
+  static const luaL_Reg fns[] = {{"spawn_wait", l_spawn_wait},
+                                 {"signals_install", l_signals_install},
+                                 {"interrupted", l_interrupted},
+                                 {"interrupt_clear", l_interrupt_clear},
+                                 {"exe_path", l_exe_path},
+                                 {"die_with_parent", l_die_with_parent},
+                                 {NULL, NULL}};
+  for (const luaL_Reg *r = fns; r->name; r++) {
+    lua_pushcfunction(L, r->func);
+    lua_setfield(L, -2, r->name);
+  }
+}

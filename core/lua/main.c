@@ -1,0 +1,107 @@
+/* main.c -- the arkbench host.
+ *
+ * Embeds LuaJIT, preloads the C modules (cjson, arkbench.core) and hands the
+ * command line to lua/arkbench/cmd/cli.lua.  All start-up runs inside one
+ * protected call with a traceback handler, so a Lua error anywhere prints
+ * file:line and a traceback instead of a PANIC.  The Lua tree is found via
+ * $ARKBENCH_ROOT (set by bin/arkbench), else the source directory the binary
+ * was built from.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lua.h>
+#include <lauxlib.h>
+#include <lualib.h>
+
+#include "lua/lua_core.h"
+
+extern int luaopen_cjson(lua_State *L);
+
+static int traceback(lua_State *L) {
+  const char *msg = lua_tostring(L, 1);
+  if (msg == NULL) {
+    if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING)
+      return 1;
+    msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+  }
+  luaL_traceback(L, L, msg, 1);
+  return 1;
+}
+
+struct start_args {
+  int argc;
+  char **argv;
+  int exit_code;
+};
+
+static int start(lua_State *L) {
+  struct start_args *a = lua_touserdata(L, 1);
+  const char *root = getenv("ARKBENCH_ROOT");
+  if (root == NULL || root[0] == '\0') root = AB_SOURCE_DIR;
+
+  luaL_openlibs(L);
+
+  /* package.path: our tree first, then the system's (busted, penlight). */
+  lua_getglobal(L, "package");
+  lua_getfield(L, -1, "path");
+  lua_pushfstring(L, "%s/lua/?.lua;%s/lua/?/init.lua;%s", root, root,
+                  lua_tostring(L, -1));
+  lua_setfield(L, -3, "path");
+  lua_pop(L, 1);
+
+  lua_getfield(L, -1, "preload");
+  lua_pushcfunction(L, luaopen_cjson);
+  lua_setfield(L, -2, "cjson");
+  lua_pushcfunction(L, ab_luaopen_core);
+  lua_setfield(L, -2, "arkbench.core");
+  lua_pop(L, 2);
+
+  lua_pushstring(L, root);
+  lua_setglobal(L, "ARKBENCH_ROOT");
+
+  /* arg table as the standalone interpreter builds it. */
+  lua_createtable(L, a->argc, 1);
+  for (int i = 0; i < a->argc; i++) {
+    lua_pushstring(L, a->argv[i]);
+    lua_rawseti(L, -2, i);
+  }
+  lua_setglobal(L, "arg");
+
+  lua_getglobal(L, "require");
+  lua_pushliteral(L, "arkbench.cmd.cli");
+  lua_call(L, 1, 1);
+  lua_getfield(L, -1, "main");
+  lua_createtable(L, a->argc, 0);
+  for (int i = 1; i < a->argc; i++) {
+    lua_pushstring(L, a->argv[i]);
+    lua_rawseti(L, -2, i);
+  }
+  lua_call(L, 1, 1);
+  a->exit_code = lua_isnumber(L, -1) ? (int)lua_tointeger(L, -1) : 0;
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  /* a peer that closes while echoes are queued must be an EPIPE the run
+   * counts, not a signal that kills the process */
+  signal(SIGPIPE, SIG_IGN);
+  lua_State *L = luaL_newstate();
+  if (L == NULL) {
+    fprintf(stderr, "arkbench: cannot create a Lua state (out of memory)\n");
+    return 1;
+  }
+  struct start_args a = {argc, argv, 0};
+  lua_pushcfunction(L, traceback);
+  lua_pushcfunction(L, start);
+  lua_pushlightuserdata(L, &a);
+  if (lua_pcall(L, 1, 0, 1) != 0) {
+    fprintf(stderr, "arkbench: internal error: %s\n", lua_tostring(L, -1));
+    lua_close(L);
+    return 1;
+  }
+  lua_close(L);
+  return a.exit_code;
+}

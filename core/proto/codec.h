@@ -1,0 +1,70 @@
+/* codec.h -- how the built-in echo's messages become bytes on a stream and
+ * back (DESIGN §4).  One codec per stream protocol: length-prefixed / raw
+ * (framing.h), WebSocket (ws.h), HTTP/1.1 (http.h).  TLS sits below a codec
+ * (tls.h): the codec only ever sees plaintext.
+ *
+ * A codec keeps its per-connection state in an ab_codec_t the engine
+ * allocates (size from vt->state_size) and zeroes; vt->init sets it up.
+ * Every function is allocation-free on the steady path (a codec may grow
+ * its own reassembly buffer up to the largest message and keep it).
+ *
+ * Client side, one request:
+ *   hdr = vt->client_begin(c, dst, len)    writes the header for a payload
+ *                                          of len bytes at dst (at most
+ *                                          vt->max_overhead bytes) and
+ *                                          returns its size;
+ *   the engine writes the payload at dst + hdr;
+ *   tail = vt->client_end(c, dst + hdr, len, dst + hdr + len)
+ *                                          finishes it (WebSocket masks the
+ *                                          payload in place) and returns the
+ *                                          bytes of trailer written after
+ *                                          the payload (0 for all today).
+ * Client side, replies: vt->client_parse(c, in, avail, &used, &msg) reads
+ *   from in[0..avail) and returns 1 when one reply is complete (msg points
+ *   at its payload, contiguous, valid until the next call), 0 when it needs
+ *   more bytes, or a negative AB_* code for a protocol error.  *used is the
+ *   number of bytes consumed either way (a codec may consume a partial
+ *   message into its own buffer).  Control traffic the codec must answer
+ *   (a WebSocket ping) is written with vt->... into `out` given to init.
+ * Server side: vt->server_parse (same contract, one request) and
+ *   vt->server_reply(c, payload, len) which appends the response to `out`.
+ */
+#ifndef AB_CODEC_H
+#define AB_CODEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/outbuf.h"
+
+typedef struct ab_codec_s ab_codec_t;
+
+typedef struct {
+  const uint8_t *data;
+  size_t len;
+} ab_msgview_t;
+
+typedef struct {
+  const char *name;
+  size_t state_size;   /* bytes of per-connection state after ab_codec_t */
+  size_t max_overhead; /* largest header + trailer of one client request */
+  int (*init)(ab_codec_t *c, int is_client);
+  void (*free)(ab_codec_t *c);
+  size_t (*client_begin)(ab_codec_t *c, uint8_t *dst, size_t len);
+  size_t (*client_end)(ab_codec_t *c, uint8_t *payload, size_t len, uint8_t *after);
+  int (*client_parse)(ab_codec_t *c, const uint8_t *in, size_t avail,
+                      size_t *used, ab_msgview_t *msg);
+  int (*server_parse)(ab_codec_t *c, const uint8_t *in, size_t avail,
+                      size_t *used, ab_msgview_t *msg);
+  int (*server_reply)(ab_codec_t *c, const uint8_t *payload, size_t len);
+} ab_codec_vt_t;
+
+struct ab_codec_s {
+  const ab_codec_vt_t *vt;
+  ab_outbuf_t *out;    /* where control frames and server replies go */
+  uint64_t max_msg;    /* largest payload accepted */
+  uint64_t protocol_errors;
+  /* codec state follows (vt->state_size bytes) */
+};
+
+#endif

@@ -1,0 +1,89 @@
+/* framing.h -- the built-in echo's bytes on the wire (DESIGN §4).
+ *
+ * Length prefix (tcp/tls, framing = "length"), the reference library's:
+ *   len < 254            1 byte: len
+ *   len <= 65535         3 bytes: 254, u16 little-endian
+ *   otherwise            9 bytes: 255, u64 little-endian
+ * A prefix longer than needed (e.g. 254 followed by 10) is a protocol error:
+ * the minimal encoding is the only valid one.
+ *
+ * Message body (every protocol), `payload` bytes, payload >= 16:
+ *   0..1   magic 'A','B'
+ *   2      phase (AB_PHASE_WARMUP or AB_PHASE_MEASURE)
+ *   3      0 (reserved)
+ *   4..7   connection id, u32 little-endian
+ *   8..15  sequence number, u64 little-endian
+ *   16..   deterministic pattern of (connection id, sequence): 64-bit words
+ *          w_k = seed + (k + 1) * 0x9E3779B97F4A7C15 (little-endian), where
+ *          seed = seq * 0xD1B54A32D192ED03 ^ (conn << 32 | conn), the last
+ *          word cut to the bytes that remain.
+ * The client fills a message with ab_msg_fill() and checks every echoed byte
+ * with ab_msg_check().
+ */
+#ifndef AB_FRAMING_H
+#define AB_FRAMING_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/ab_error.h"
+
+#define AB_MSG_HEADER 16
+#define AB_MSG_MIN_PAYLOAD 16
+#define AB_MSG_MAX_PAYLOAD (16u * 1024 * 1024)
+#define AB_PREFIX_MAX 9
+
+enum { AB_PHASE_WARMUP = 1, AB_PHASE_MEASURE = 2 };
+
+/* Bytes the minimal prefix for len takes: 1, 3 or 9. */
+static inline size_t ab_prefix_size(uint64_t len) {
+  return len < 254 ? 1 : len <= 65535 ? 3 : 9;
+}
+
+/* Writes the minimal prefix for len into out (>= 9 bytes); returns its size. */
+size_t ab_prefix_encode(uint8_t *out, uint64_t len);
+
+/* Reads a prefix from in[0..avail).  Returns the prefix size (> 0) and sets
+ * *len; AB_EAGAIN when more bytes are needed; AB_EFRAME when the prefix is
+ * not minimal or len > max_len. */
+static inline uint64_t ab__get_u64le(const uint8_t *p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
+  return v;
+}
+
+static inline int ab_prefix_decode(const uint8_t *in, size_t avail, uint64_t max_len,
+                     uint64_t *len) {
+  if (avail < 1) return AB_EAGAIN;
+  uint64_t v;
+  int n;
+  if (in[0] < 254) {
+    v = in[0];
+    n = 1;
+  } else if (in[0] == 254) {
+    if (avail < 3) return AB_EAGAIN;
+    v = (uint64_t)in[1] | (uint64_t)in[2] << 8;
+    if (v < 254) return AB_EFRAME;
+    n = 3;
+  } else {
+    if (avail < 9) return AB_EAGAIN;
+    v = ab__get_u64le(in + 1);
+    if (v <= 65535) return AB_EFRAME;
+    n = 9;
+  }
+  if (v > max_len) return AB_EFRAME;
+  *len = v;
+  return n;
+}
+
+/* Fills p[0..len) with the message for (phase, conn, seq); len >= 16. */
+void ab_msg_fill(uint8_t *p, size_t len, uint8_t phase, uint32_t conn,
+                 uint64_t seq);
+
+/* Checks a whole echoed message.  Returns 0 and the header fields, or
+ * AB_EMAGIC (header damaged) or AB_EPAYLOAD (pattern differs) or
+ * AB_ESIZE (len < 16). */
+int ab_msg_check(const uint8_t *p, size_t len, uint8_t *phase, uint32_t *conn,
+                 uint64_t *seq);
+
+#endif

@@ -1,0 +1,346 @@
+/* test_sockio.c -- sockio.h on a real libuv loop over loopback TCP: output
+ * the kernel does not take is kept and sent in order when the socket is
+ * writable; an echo server's reads pause while output is pending and a
+ * client's do not; end of stream; a peer that resets after sending (its
+ * data is still read, then the reset is seen by recv); a reset while output
+ * is pending drops it and reaches the reader (or on_error, once, when the
+ * owner holds its reads); a send that meets a reset returns 0 and the
+ * reader still gets what had arrived; held reads. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "io/sockio.h"
+#include "test/ab_test.h"
+
+static uv_loop_t loop;
+
+/* A connected loopback pair: *a (for the sockio) and *b (the peer). */
+static void tcp_pair(int *a, int *b) {
+  int l = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in addr;
+  socklen_t len = sizeof(addr);
+  memset(&addr, 0, sizeof(addr));
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  CHECK(bind(l, (struct sockaddr *)&addr, sizeof(addr)) == 0);
+  CHECK(listen(l, 1) == 0);
+  CHECK(getsockname(l, (struct sockaddr *)&addr, &len) == 0);
+  *a = socket(AF_INET, SOCK_STREAM, 0);
+  CHECK(connect(*a, (struct sockaddr *)&addr, sizeof(addr)) == 0);
+  *b = accept(l, NULL, NULL);
+  CHECK(*b >= 0);
+  close(l);
+}
+
+static uint8_t pattern(size_t i) { return (uint8_t)((i * 7 + 3) % 251); }
+
+/* ---- state shared with the callbacks --------------------------------- */
+typedef struct {
+  ab_sockio_t io;
+  uv_tcp_t tcp;
+  int readable_calls;
+  int readable_while_pending; /* on_readable ran with output pending */
+  size_t got;                 /* bytes our recv returned */
+  ssize_t last;               /* last recv result <= 0 */
+  int errors;
+  int error;
+  int stop_at_end;            /* stop the loop on EOF/error */
+} side_t;
+
+static void on_readable(ab_sockio_t *io) {
+  side_t *s = (side_t *)((char *)io - offsetof(side_t, io));
+  uint8_t buf[4096];
+  s->readable_calls++;
+  if (!ab_sockio_idle(io)) s->readable_while_pending++;
+  for (;;) {
+    ssize_t n = ab_sockio_recv(io, buf, sizeof(buf));
+    if (n > 0) {
+      s->got += (size_t)n;
+      continue;
+    }
+    s->last = n;
+    if (n < 0 && s->stop_at_end) {
+      ab_sockio_close(io);
+      uv_stop(&loop);
+    }
+    return;
+  }
+}
+
+static void on_error(ab_sockio_t *io, int err) {
+  side_t *s = (side_t *)((char *)io - offsetof(side_t, io));
+  s->errors++;
+  s->error = err;
+  if (s->stop_at_end) uv_stop(&loop);
+}
+
+static void start_side(side_t *s, int fd, int pause) {
+  memset(s, 0, sizeof(*s));
+  CHECK(uv_tcp_init(&loop, &s->tcp) == 0);
+  CHECK(uv_tcp_open(&s->tcp, fd) == 0);
+  CHECK(ab_sockio_start(&s->io, &loop, &s->tcp, pause, on_readable, on_error) == 0);
+}
+
+static void close_side(side_t *s) {
+  ab_sockio_close(&s->io);
+  uv_close((uv_handle_t *)&s->tcp, NULL);
+  uv_run(&loop, UV_RUN_NOWAIT);
+  ab_sockio_free(&s->io);
+}
+
+/* A loopback pair with our end in s; small socket buffers force short
+ * writes.  Returns the peer's descriptor. */
+static int open_pair(side_t *s, int pause, int small, int stop_at_end) {
+  int a, b;
+  tcp_pair(&a, &b);
+  if (small) {
+    int sz = 16384;
+    setsockopt(a, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+    setsockopt(b, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+  }
+  start_side(s, a, pause);
+  s->stop_at_end = stop_at_end;
+  return b;
+}
+
+/* ---- the peer, driven from a uv_poll of its own ---------------------- */
+typedef struct {
+  uv_poll_t poll;
+  int fd;
+  size_t want, got;
+  int bad;            /* a byte out of order */
+  side_t *watch;      /* whose pending state to sample */
+  int saw_pending_at_end;
+} peer_t;
+
+static void on_peer(uv_poll_t *h, int status, int events) {
+  peer_t *p = h->data;
+  uint8_t buf[65536];
+  (void)events;
+  if (status < 0) return;
+  for (;;) {
+    ssize_t n = recv(p->fd, buf, sizeof(buf), 0);
+    if (n <= 0) break;
+    for (ssize_t i = 0; i < n; i++)
+      if (buf[i] != pattern(p->got + (size_t)i)) p->bad++;
+    p->got += (size_t)n;
+  }
+  if (p->got >= p->want) {
+    uv_poll_stop(h);
+    uv_stop(&loop);
+  }
+}
+
+/* 8 MiB into small socket buffers: most of it is pending after the call;
+ * the peer then receives every byte, in order, and the pending buffer
+ * empties.  With pause_reads the data the peer sent us is read only after
+ * that; without it, while output is still pending. */
+static void test_pending(int pause) {
+  side_t s;
+  int b = open_pair(&s, pause, 1, 0);
+
+  size_t total = (size_t)8 << 20;
+  uint8_t *data = malloc(total);
+  for (size_t i = 0; i < total; i++) data[i] = pattern(i);
+  CHECK(ab_sockio_send(&s.io, data, total / 2) == 0);
+  /* a second send while output is pending queues behind it */
+  CHECK(!ab_sockio_idle(&s.io));
+  CHECK(ab_sockio_send(&s.io, data + total / 2, total - total / 2) == 0);
+  CHECK(s.io.plen - s.io.poff > total / 2);
+  CHECK(s.io.events & UV_WRITABLE);
+  CHECK(pause ? !(s.io.events & UV_READABLE) : (s.io.events & UV_READABLE) != 0);
+  /* the peer has something for us too */
+  CHECK(send(b, "hello", 5, 0) == 5);
+
+  peer_t p;
+  memset(&p, 0, sizeof(p));
+  p.fd = b;
+  p.want = total;
+  CHECK(uv_poll_init(&loop, &p.poll, b) == 0);
+  p.poll.data = &p;
+  CHECK(uv_poll_start(&p.poll, UV_READABLE, on_peer) == 0);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  CHECK_EQ_U64(p.got, total);
+  CHECK_EQ_U64(p.bad, 0);
+  CHECK(ab_sockio_idle(&s.io));
+  uv_run(&loop, UV_RUN_NOWAIT); /* let the re-armed read see "hello" */
+  CHECK_EQ_U64(s.got, 5);
+  CHECK(s.readable_calls >= 1);
+  if (pause) CHECK_EQ_U64(s.readable_while_pending, 0);
+  else CHECK(s.readable_while_pending > 0);
+  CHECK(s.io.events == UV_READABLE);
+  CHECK_EQ_U64(s.errors, 0);
+
+  uv_close((uv_handle_t *)&p.poll, NULL);
+  close_side(&s);
+  close(b);
+  free(data);
+}
+
+/* The peer closes: recv says UV_EOF. */
+static void test_eof(void) {
+  side_t s;
+  int b = open_pair(&s, 1, 0, 1);
+  CHECK(send(b, "abc", 3, 0) == 3);
+  close(b);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  CHECK_EQ_U64(s.got, 3);
+  CHECK(s.last == UV_EOF);
+  CHECK_EQ_U64(s.errors, 0);
+  close_side(&s);
+}
+
+static void reset(int fd) {
+  struct linger lg = {1, 0};
+  setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+  close(fd);
+}
+
+/* The peer sends 100000 bytes and resets: they are all read, then recv
+ * reports the reset; on_error is not called (the reader saw it).  First a
+ * read that ends on EAGAIN, so that the error path cannot rely on the last
+ * read's state. */
+static void test_reset_after_data(void) {
+  side_t s;
+  int b = open_pair(&s, 1, 0, 1);
+  CHECK(send(b, "warm", 4, 0) == 4);
+  for (int i = 0; i < 100 && s.got < 4; i++) {
+    usleep(1000);
+    uv_run(&loop, UV_RUN_NOWAIT);
+  }
+  CHECK_EQ_U64(s.got, 4);
+  CHECK(s.io.would_block); /* the test reader reads until EAGAIN */
+  s.got = 0;
+  size_t total = 100000, off = 0;
+  uint8_t *data = calloc(1, total);
+  while (off < total) {
+    ssize_t n = send(b, data + off, total - off, 0);
+    CHECK(n > 0);
+    if (n <= 0) break;
+    off += (size_t)n;
+  }
+  reset(b);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  CHECK_EQ_U64(s.got, total);
+  CHECK(s.last == UV_ECONNRESET);
+  CHECK_EQ_U64(s.errors, 0);
+  close_side(&s);
+  free(data);
+}
+
+/* Output pending (reads paused) when the peer resets: the pending output
+ * is dropped and the reader meets the reset in recv; on_error stays
+ * silent.  With reads held by the owner instead, on_error reports it. */
+static void test_reset_while_pending(int hold) {
+  side_t s;
+  int b = open_pair(&s, 1, 1, 1);
+  size_t total = (size_t)4 << 20;
+  uint8_t *data = calloc(1, total);
+  CHECK(ab_sockio_send(&s.io, data, total) == 0);
+  CHECK(!ab_sockio_idle(&s.io));
+  if (hold) CHECK(ab_sockio_hold_reads(&s.io, 1) == 0);
+  reset(b);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  CHECK(ab_sockio_idle(&s.io)); /* dropped */
+  if (hold) {
+    CHECK_EQ_U64(s.errors, 1);
+    CHECK(s.error == UV_ECONNRESET || s.error == UV_EPIPE);
+    CHECK_EQ_U64(s.readable_calls, 0);
+    CHECK(s.io.failed);
+  } else {
+    CHECK_EQ_U64(s.errors, 0);
+    CHECK(s.readable_calls >= 1);
+    CHECK(s.last == UV_ECONNRESET || s.last == UV_EPIPE);
+  }
+  close_side(&s);
+  free(data);
+}
+
+/* The peer sends 1000 bytes and resets before we send: our send fails
+ * (and takes the socket's error), yet returns 0; the reader still gets the
+ * 1000 bytes, then the reset that the send met, not a plain EOF. */
+static void test_send_after_reset(void) {
+  side_t s;
+  int b = open_pair(&s, 0, 0, 1);
+  uint8_t data[1000];
+  memset(data, 'x', sizeof(data));
+  CHECK(send(b, data, sizeof(data), 0) == (ssize_t)sizeof(data));
+  reset(b);
+  usleep(50000); /* the RST is in */
+  CHECK(ab_sockio_send(&s.io, data, 10) == 0);
+  CHECK(s.io.wdead == UV_ECONNRESET || s.io.wdead == UV_EPIPE);
+  CHECK(ab_sockio_send(&s.io, data, 10) == 0); /* discarded */
+  uv_run(&loop, UV_RUN_DEFAULT);
+  CHECK_EQ_U64(s.got, sizeof(data));
+  CHECK(s.last == UV_ECONNRESET || s.last == UV_EPIPE);
+  CHECK_EQ_U64(s.errors, 0);
+  close_side(&s);
+}
+
+/* Held reads: data waiting is not read until the owner lets go. */
+static void test_hold_reads(void) {
+  side_t s;
+  int b = open_pair(&s, 0, 0, 0);
+  CHECK(ab_sockio_hold_reads(&s.io, 1) == 0);
+  CHECK(!ab_sockio_may_read(&s.io));
+  CHECK(send(b, "abcd", 4, 0) == 4);
+  usleep(20000);
+  uv_run(&loop, UV_RUN_NOWAIT);
+  uv_run(&loop, UV_RUN_NOWAIT);
+  CHECK_EQ_U64(s.readable_calls, 0);
+  CHECK(ab_sockio_hold_reads(&s.io, 0) == 0);
+  CHECK(ab_sockio_may_read(&s.io));
+  uv_run(&loop, UV_RUN_NOWAIT);
+  CHECK_EQ_U64(s.readable_calls, 1);
+  CHECK_EQ_U64(s.got, 4);
+  close_side(&s);
+  close(b);
+}
+
+/* Building in place: reserve + commit sends, and commits queue in order
+ * behind pending output. */
+static void test_reserve_commit(void) {
+  side_t s;
+  int b = open_pair(&s, 0, 0, 0);
+  uint8_t *d = ab_sockio_reserve(&s.io, 1000);
+  CHECK(d != NULL);
+  for (size_t i = 0; i < 1000; i++) d[i] = pattern(i);
+  CHECK(ab_sockio_commit(&s.io, 1000) == 0);
+  CHECK(ab_sockio_idle(&s.io)); /* the kernel took it all */
+  uint8_t buf[1000];
+  size_t got = 0;
+  while (got < sizeof(buf)) {
+    ssize_t n = recv(b, buf + got, sizeof(buf) - got, 0);
+    CHECK(n > 0);
+    if (n <= 0) break;
+    got += (size_t)n;
+  }
+  int bad = 0;
+  for (size_t i = 0; i < got; i++)
+    if (buf[i] != pattern(i)) bad++;
+  CHECK_EQ_U64(got, 1000);
+  CHECK_EQ_U64(bad, 0);
+  close_side(&s);
+  close(b);
+}
+
+int main(void) {
+  CHECK(uv_loop_init(&loop) == 0);
+  test_pending(1);
+  test_pending(0);
+  test_eof();
+  test_reset_after_data();
+  test_reset_while_pending(0);
+  test_reset_while_pending(1);
+  test_send_after_reset();
+  test_hold_reads();
+  test_reserve_commit();
+  uv_run(&loop, UV_RUN_DEFAULT);
+  CHECK(uv_loop_close(&loop) == 0);
+  TEST_DONE();
+}

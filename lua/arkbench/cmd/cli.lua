@@ -1,0 +1,390 @@
+-- arkbench.cmd.cli: the command line (DESIGN §2).
+--
+--   arkbench run FILE.lua [--set k=v]... [--filter k=v]... [--out DIR]
+--                         [--quick] [--list]
+--   arkbench worker ...            (internal: one run in a fresh process)
+--   arkbench calibrate [...]       the physical floor vs arkbench
+--   arkbench report DIR [--csv]    rebuild summary.json, report.md,
+--                                  report.html, charts/ (+ runs.csv, cases.csv)
+--   arkbench compare A B [--force] per-case ratios B/A; --pair KEY in one DIR
+--   arkbench env                   print the environment as env.json has it
+--   arkbench help
+--
+-- Exit codes: 0 all runs ok; 1 some run failed; 2 the scenario or command
+-- line is wrong; 130 interrupted (results so far kept).
+
+local core = require("arkbench.core")
+
+local ipairs, tostring, type = ipairs, tostring, type
+local io_stderr, io_stdout = io.stderr, io.stdout
+local str_format = string.format
+
+local _M = {}
+
+local USAGE = [[
+usage: arkbench <command> [options]
+
+commands:
+  run FILE.lua        run every case of a scenario, each repetition in a
+                      fresh process; results go to results/<name>/<UTC>/
+      --set key=value     override a scenario key (repeatable; a,b,c = axis)
+      --filter key=value  keep only matching cases (repeatable)
+      --out DIR           write results into DIR instead
+      --quick             warmup=0.05 duration=0.2 repetitions=1
+      --list              print the cases and exit
+  calibrate           raw epoll echo floor vs arkbench, same process
+      --pairs N --duration S --warmup S --payload B --clients C --window W
+      --floor-only        the floor alone;  --cpu N | --no-pin  placement
+  serve               only the server side, until SIGINT/SIGTERM
+      --protocol P --listen HOST:PORT --topology T --work N --framing F --payload B
+      --cert-out FILE (TLS: write the generated certificate) --tls-version V --alpn LIST
+  report DIR          rebuild summary.json, report.md, report.html and charts/
+                      from runs.jsonl (+ env.json) and print the table
+      --csv               also write runs.csv (per run) and cases.csv (per case)
+  compare A B         per-case ratios B/A (throughput, p99, CPU) and their median
+      --force             compare different hosts, durations or repetitions
+  compare DIR --pair KEY
+                      within one result: cases differing only in KEY against
+                      its first value (e.g. --pair topology, --pair execution)
+  env                 print this host's environment (as env.json)
+  help                this text
+
+exit codes: 0 ok, 1 some run failed, 2 bad scenario or command line,
+130 interrupted (finished runs are kept)
+]]
+
+local function die(msg)
+    io_stderr:write("arkbench: ", msg, "\n")
+    return 2
+end
+
+local function write_file(path, text)
+    local f, err = io.open(path, "w")
+    if not f then return nil, err end
+    f:write(text)
+    f:close()
+    return true
+end
+
+local function parse_run_args(args, first)
+    local o = { sets = {}, filters = {} }
+    local i = first
+    while i <= #args do
+        local a = args[i]
+        local function value()
+            local v = args[i + 1]
+            if v == nil then return nil end
+            i = i + 2
+            return v
+        end
+        if a == "--set" or a == "--filter" or a == "--out" then
+            local v = value()
+            if v == nil then return nil, a .. " needs a value" end
+            if a == "--out" then o.out = v
+            elseif a == "--set" then o.sets[#o.sets + 1] = v
+            else o.filters[#o.filters + 1] = v end
+        elseif a:match("^%-%-set=") then o.sets[#o.sets + 1] = a:sub(7); i = i + 1
+        elseif a:match("^%-%-filter=") then o.filters[#o.filters + 1] = a:sub(10); i = i + 1
+        elseif a:match("^%-%-out=") then o.out = a:sub(7); i = i + 1
+        elseif a == "--quick" then o.quick = true; i = i + 1
+        elseif a == "--list" then o.list = true; i = i + 1
+        elseif a:sub(1, 1) == "-" then return nil, "unknown option '" .. a .. "' (see arkbench help)"
+        elseif not o.path then o.path = a; i = i + 1
+        else return nil, "unexpected argument '" .. a .. "'" end
+    end
+    if not o.path then return nil, "run needs a scenario file: arkbench run scenarios/tcp.lua" end
+    return o
+end
+
+local function load_cases(o)
+    local scenario = require("arkbench.scenario.load")
+    local matrix = require("arkbench.scenario.matrix")
+    local spec, err = scenario.load(o.path, o.sets)
+    if not spec then return nil, err end
+    if o.quick then scenario.apply_quick(spec) end
+    local cases = matrix.expand(spec)
+    if #o.filters > 0 then
+        local kept, ferr = matrix.filter(cases, o.filters)
+        if not kept then return nil, ferr end
+        cases = kept
+    end
+    return spec, cases
+end
+
+local function progress_printer(total_runs)
+    local tty = core.isatty(2)
+    local failed = 0
+    local t0 = core.now_ns()
+    return function(obj, done, total)
+        total = total or total_runs
+        if obj.ok ~= true then failed = failed + 1 end
+        local elapsed = (core.now_ns() - t0) / 1e9
+        local eta = done > 0 and elapsed / done * (total - done) or 0
+        local line = str_format("[%d/%d] %s rep %s: %s%s  failed %d  ETA %ds",
+            done, total, tostring(obj.case_id), tostring(obj.repetition),
+            obj.ok and "ok" or tostring(obj.status or "failed"),
+            obj.round_trips_per_s and str_format(" %.0f rt/s", obj.round_trips_per_s) or "",
+            failed, math.floor(eta + 0.5))
+        if tty then
+            io_stderr:write("\r\27[K", line, done == total and "\n" or "")
+        else
+            io_stderr:write(line, "\n")
+        end
+        io_stderr:flush()
+    end
+end
+
+local function finish_results(dir, spec_name, runs, meta)
+    local stats = require("arkbench.report.stats")
+    local json = require("arkbench.util.json")
+    local report = require("arkbench.report.report")
+    local summary = stats.summarize(runs, meta)
+    summary.scenario = summary.scenario or spec_name
+    local ok, err = write_file(dir .. "/summary.json", json.encode(summary, { indent = 2 }) .. "\n")
+    if not ok then io_stderr:write("arkbench: cannot write summary.json: ", tostring(err), "\n") end
+    local written, rerr = report.write_reports(dir, runs, summary)
+    if not written then io_stderr:write("arkbench: cannot write the reports: ", tostring(rerr), "\n") end
+    io_stdout:write(report.terminal_table(summary), "\n")
+    -- execution as an axis: the reference's table, callback -> coroutine
+    -- per case with the ratio, and the median of the per-case ratios
+    local compare = require("arkbench.report.compare")
+    local paired = compare.within({ dir = dir, summary = summary }, "execution")
+    if paired then io_stdout:write("\n", compare.format(paired)) end
+    return summary, written ~= nil
+end
+
+function _M.run(args)
+    local o, err = parse_run_args(args, 2)
+    if not o then return die(err) end
+    local spec, cases = load_cases(o)
+    if not spec then
+        io_stderr:write(cases, "\n")
+        return 2
+    end
+    for _, w in ipairs(spec.warnings or {}) do io_stderr:write("warning: ", w, "\n") end
+    local runs_total = 0
+    for _, c in ipairs(cases) do runs_total = runs_total + (c.repetitions or 1) end
+    if o.list then
+        for _, c in ipairs(cases) do
+            io_stdout:write(str_format("%3d  %s  (x%d)\n", c.index, c.case_id, c.repetitions or 1))
+        end
+        io_stdout:write(str_format("%d cases, %d runs\n", #cases, runs_total))
+        return 0
+    end
+
+    -- features the scenario format has but this build does not run yet
+    -- are refused before anything runs, never run as something else
+    for _, c in ipairs(cases) do
+        if c.rate then
+            return die(o.path .. ": rate (open-loop load) is not built yet; remove it to run"
+                .. " closed loop")
+        end
+        if c.execution == "coroutine" and c.protocol == "udp" then
+            return die(o.path .. ": execution = \"coroutine\" runs the stream protocols (tcp,"
+                .. " tls, ws, wss, http, https), not udp")
+        end
+    end
+
+    -- execution = "lua" needs a driver, runs over tcp, and a function
+    -- message needs an expect: refused here, before anything runs
+    for pi, part in ipairs(spec.parts or { spec }) do
+        local ex = part.keys.execution
+        local uses_lua = ex == "lua"
+        if type(ex) == "table" then
+            for _, e in ipairs(ex) do if e == "lua" then uses_lua = true end end
+        end
+        if uses_lua then
+            local h = part.hooks or {}
+            local where = o.path .. (spec.parts and (" (part " .. pi .. ")") or "")
+            local protos = type(part.keys.protocol) == "table" and part.keys.protocol
+                           or { part.keys.protocol or "tcp" }
+            for _, p in ipairs(protos) do
+                if p ~= "tcp" then
+                    return die(where .. ": execution = \"lua\" runs over protocol tcp, not " .. p)
+                end
+            end
+            if h.client == nil and h.message == nil then
+                return die(where .. ": execution = \"lua\" needs client = function(conn) or"
+                    .. " message (with expect); see docs/lua-api.md")
+            end
+            if type(h.message) == "function" and h.expect == nil then
+                return die(where .. ": message is a function, so expect is needed (a length,"
+                    .. " \"line\" or function(buf)); see docs/lua-api.md")
+            end
+            local w = part.keys.window
+            local wmax = type(w) == "table" and math.max(unpack(w)) or w or 1
+            if h.client ~= nil and wmax > 1 then
+                io_stderr:write("warning: " .. where .. ": window is not used by client ="
+                    .. " function(conn) (each conn:call is one round trip at a time)\n")
+            end
+        end
+    end
+
+    -- file descriptors: each connection has a client and a server end in
+    -- the worker; raise our limit (workers inherit it) or refuse now
+    local most = 0
+    for _, c in ipairs(cases) do
+        if not c.target and c.clients > most then most = c.clients end
+    end
+    local need = 2 * most + 256
+    local soft = core.nofile_limit(need)
+    if soft < need then
+        return die(str_format("%s: clients = %d needs about %d file descriptors, but this host"
+            .. " allows %d (ulimit -n; fs.nr_open); lower clients or raise the limit",
+            o.path, most, need, soft))
+    end
+
+    local env = require("arkbench.util.env")
+    local json = require("arkbench.util.json")
+    local runner = require("arkbench.run.runner")
+    local started = core.wall_s()
+    local dir = o.out or ("results/" .. spec.name .. "/" .. env.utc_stamp(started))
+    local existing = io.open(dir .. "/runs.jsonl", "r")
+    if existing then
+        existing:close()
+        return die(dir .. " already holds a runs.jsonl; results are never mixed or"
+            .. " overwritten: choose another --out")
+    end
+    -- a busy machine makes every number wrong: say so before measuring
+    local busy = env.busy_warning()
+    if busy then io_stderr:write(busy, "\n") end
+    os.execute("mkdir -p '" .. dir:gsub("'", "'\\''") .. "'")
+    local envinfo = env.collect({ scenario_path = o.path, started_utc = env.utc_iso(started),
+                                  binary = core.exe_path and core.exe_path() or nil })
+    local ok, werr = write_file(dir .. "/env.json", json.encode(envinfo, { indent = 2 }) .. "\n")
+    if not ok then return die("cannot write " .. dir .. "/env.json: " .. tostring(werr)) end
+    io_stderr:write(str_format("arkbench: %s: %d cases, %d runs -> %s\n", spec.name, #cases, runs_total, dir))
+
+    if core.signals_install then core.signals_install() end
+    local code, runs = runner.run({
+        spec = spec, cases = cases, sets = o.sets, quick = o.quick, out_dir = dir,
+        on_run = progress_printer(runs_total),
+    })
+    local ended = core.wall_s()
+    envinfo.ended_utc = env.utc_iso(ended)
+    envinfo.load_average_end = env.load_average() or json.null
+    write_file(dir .. "/env.json", json.encode(envinfo, { indent = 2 }) .. "\n")
+    finish_results(dir, spec.name, runs or {}, {
+        scenario = spec.name, started_utc = env.utc_iso(started), ended_utc = envinfo.ended_utc,
+        interrupted = code == 130,
+    })
+    io_stdout:flush()
+    io_stderr:write("results: ", dir, "\n")
+    return code
+end
+
+function _M.report(args)
+    local dir, want_csv
+    for i = 2, #args do
+        local a = args[i]
+        if a == "--csv" then want_csv = true
+        elseif a:sub(1, 1) == "-" then return die("unknown option '" .. a .. "' (see arkbench help)")
+        elseif not dir then dir = a
+        else return die("unexpected argument '" .. a .. "'") end
+    end
+    if not dir then return die("report needs a result folder: arkbench report results/tcp/<UTC>") end
+    local stats = require("arkbench.report.stats")
+    local runs, err = stats.read_jsonl(dir .. "/runs.jsonl")
+    if not runs then return die(err) end
+    -- an interrupted run says so in its own records
+    local interrupted = false
+    for _, r in ipairs(runs) do
+        if r.status == "interrupted" then interrupted = true end
+    end
+    local meta = { interrupted = interrupted }
+    local json = require("arkbench.util.json")
+    local f = io.open(dir .. "/env.json")
+    if f then
+        local e = json.decode(f:read("*a"))
+        f:close()
+        if type(e) == "table" then
+            meta.started_utc, meta.ended_utc = e.started_utc, e.ended_utc
+        end
+    end
+    local summary, wrote = finish_results(dir, nil, runs, meta)
+    if want_csv then
+        local paths, cerr = require("arkbench.report.csv").write(dir, runs, summary)
+        if not paths then return die("cannot write the CSV files: " .. tostring(cerr)) end
+        io_stderr:write("wrote ", paths[1], " and ", paths[2], "\n")
+    end
+    return wrote and 0 or 1
+end
+
+function _M.compare(args)
+    local o = { dirs = {} }
+    local i = 2
+    while i <= #args do
+        local a = args[i]
+        if a == "--force" then o.force = true
+        elseif a == "--pair" then
+            o.pair = args[i + 1]
+            if o.pair == nil then return die("--pair needs a key, e.g. --pair topology") end
+            i = i + 1
+        elseif a:match("^%-%-pair=") then o.pair = a:sub(8)
+        elseif a:sub(1, 1) == "-" then return die("unknown option '" .. a .. "' (see arkbench help)")
+        else o.dirs[#o.dirs + 1] = a end
+        i = i + 1
+    end
+    local code, text, err = require("arkbench.report.compare").run(o)
+    if err then return die(err) end
+    io_stdout:write(text)
+    return code
+end
+
+function _M.env()
+    local env = require("arkbench.util.env")
+    local json = require("arkbench.util.json")
+    io_stdout:write(json.encode(env.collect({}), { indent = 2 }), "\n")
+    return 0
+end
+
+local function dev_busted(args)
+    arg = { [0] = "/usr/bin/busted" }
+    for i = 2, #args do arg[i - 1] = args[i] end
+    -- busted ends with os.exit, which on Lua 5.1 raises a nil error for a
+    -- failing suite (its standalone interpreter then exits 1)
+    local ok, e = pcall(dofile, "/usr/bin/busted")
+    if not ok then
+        if e ~= nil then io_stderr:write(tostring(e), "\n") end
+        return 1
+    end
+    return 0
+end
+
+function _M.main(args)
+    local cmd = args[1]
+    if cmd == nil or cmd == "help" or cmd == "--help" or cmd == "-h" then
+        io_stdout:write(USAGE)
+        return cmd == nil and 2 or 0
+    elseif cmd == "run" then
+        return _M.run(args)
+    elseif cmd == "worker" then
+        local a = {}
+        for i = 2, #args do a[#a + 1] = args[i] end
+        return require("arkbench.cmd.worker").main(a)
+    elseif cmd == "serve" then
+        local a = {}
+        for i = 2, #args do a[#a + 1] = args[i] end
+        return require("arkbench.cmd.serve").main(a)
+    elseif cmd == "calibrate" then
+        local a = {}
+        for i = 2, #args do a[#a + 1] = args[i] end
+        return require("arkbench.cmd.calibrate").main(a)
+    elseif cmd == "report" then
+        return _M.report(args)
+    elseif cmd == "compare" then
+        return _M.compare(args)
+    elseif cmd == "env" then
+        return _M.env()
+    elseif cmd == "dev-busted" then
+        return dev_busted(args)
+    elseif cmd == "dev-lua" then
+        arg = { [0] = args[2] }
+        for i = 3, #args do arg[i - 2] = args[i] end
+        dofile(args[2])
+        return 0
+    end
+    return die("unknown command '" .. tostring(cmd) .. "' (see arkbench help)")
+end
+
+return _M

@@ -1,0 +1,120 @@
+-- arkbench.cmd.serve: only the server side, for a client on another host or
+-- another tool (DESIGN §2).
+--
+--   arkbench serve [--protocol tcp|udp|tls|ws|wss|http|https]
+--                  [--listen HOST:PORT] [--topology T] [--work N]
+--                  [--framing length|raw] [--payload B]
+--                  [--cert-out FILE] [--tls-version 1.2|1.3] [--alpn LIST]
+--
+-- TLS protocols generate an EC P-256 certificate in memory at start-up
+-- (SAN localhost, 127.0.0.1, ::1); --cert-out FILE writes it as PEM (a
+-- new file: an existing one is never overwritten) so a
+-- client can verify it (`openssl s_client -CAfile FILE`, or a scenario's
+-- tls = { ca = FILE } with target =). --alpn is the server's protocol
+-- list, comma-separated; a client offering none of them fails the
+-- handshake (no_application_protocol).
+--
+-- Prints one line `listening on HOST:PORT` on stdout when every loop
+-- listens, serves until SIGINT or SIGTERM, then prints its counters as one
+-- JSON object (connections, messages, bytes, CPU over the serving time,
+-- RSS, errors). --listen defaults to 127.0.0.1:0 (an ephemeral port on
+-- loopback: servers bind loopback unless told otherwise). With
+-- sharded:N the N loops share the port (SO_REUSEPORT); the kernel spreads
+-- connections over them. --payload matters only for framing raw (the
+-- fixed message size). Exit 0 after a clean stop, 2 on bad arguments.
+
+local core = require("arkbench.core")
+local json = require("arkbench.util.json")
+
+local tonumber, io_stderr, io_stdout = tonumber, io.stderr, io.stdout
+
+local _M = {}
+
+local OPTS = { protocol = true, listen = true, topology = true, work = true,
+               framing = true, payload = true, ["cert-out"] = true, ["tls-version"] = true,
+               alpn = true }
+
+function _M.main(args)
+    local o = { protocol = "tcp", listen = "127.0.0.1:0", topology = "sharded:1",
+                work = "0", framing = "length", payload = "1024" }
+    local i = 1
+    while i <= #args do
+        local k, v = args[i]:match("^%-%-([%w_%-]+)=?(.*)$")
+        if not k or not OPTS[k] then
+            io_stderr:write("arkbench serve: unknown argument '", args[i], "'\n")
+            return 2
+        end
+        if v == "" then
+            v = args[i + 1]
+            i = i + 1
+        end
+        if v == nil then
+            io_stderr:write("arkbench serve: --", k, " needs a value\n")
+            return 2
+        end
+        o[k] = v
+        i = i + 1
+    end
+    if o["cert-out"] then
+        local f = io.open(o["cert-out"], "r")
+        if f then
+            f:close()
+            io_stderr:write("arkbench serve: --cert-out ", o["cert-out"], " already exists;"
+                .. " it would be overwritten (give a new file name)\n")
+            return 2
+        end
+    end
+    -- every value checked before anything listens
+    local matrix = require("arkbench.scenario.matrix")
+    local function int_in(k, lo, hi)
+        local n = tonumber(o[k])
+        if not n or n ~= math.floor(n) or n < lo or n > hi then
+            io_stderr:write(string.format("arkbench serve: --%s %s: expected an integer from %d"
+                .. " to %d\n", k, tostring(o[k]), lo, hi))
+            return nil
+        end
+        return n
+    end
+    if not int_in("work", 0, 10000000) or not int_in("payload", 16, 16777216) then return 2 end
+    if not matrix.topology(o.topology) then
+        io_stderr:write("arkbench serve: --topology ", o.topology,
+            ": expected sharded:N or shared:N with N from 1 to 256\n")
+        return 2
+    end
+    local port = tonumber(o.listen:match(":(%d+)$") or "")
+    if not port or port > 65535 then
+        io_stderr:write("arkbench serve: --listen ", o.listen, ": expected HOST:PORT with a port"
+            .. " from 0 to 65535\n")
+        return 2
+    end
+    local ppid = tonumber(os.getenv("ARKBENCH_PARENT_PID") or "")
+    if ppid and core.die_with_parent then core.die_with_parent(ppid) end
+    local t0 = core.now_ns()
+    local r, err = core.run_case({
+        role = "server", protocol = o.protocol, listen = o.listen, topology = o.topology,
+        work = tonumber(o.work), framing = o.framing, payload = tonumber(o.payload),
+        duration = 1, warmup = 0, timeout = 2,
+        tls = { cert = o["cert-out"], version = o["tls-version"], alpn = o.alpn },
+    })
+    if not r then
+        io_stderr:write("arkbench serve: ", tostring(err), "\n")
+        return 2
+    end
+    local out = {
+        ok = r.ok, error = r.error, protocol = o.protocol, listen = o.listen,
+        topology = o.topology, loops = r.loops, workers = r.workers,
+        connections = r.server_connections, messages = r.server_messages,
+        bytes = r.server_bytes, resets = r.server_resets, served_s = r.measured_s, cpu_percent = r.cpu_percent,
+        cpu_user_s = r.cpu_user_s, cpu_sys_s = r.cpu_sys_s,
+        cpu_machine_percent = r.cpu_machine_percent, rss_peak_bytes = r.rss_peak_bytes,
+        rss_end_bytes = r.rss_end_bytes, errors = r.errors,
+        elapsed_s = (core.now_ns() - t0) / 1e9,
+    }
+    if r.tls then out.tls = r.tls end
+    if r.udp then out.udp = { server_drops = r.udp.server_drops, buffers = r.udp.buffers.server } end
+    io_stdout:write(json.encode(out), "\n")
+    io_stdout:flush()
+    return r.ok and 0 or 1
+end
+
+return _M

@@ -1,0 +1,192 @@
+-- arkbench.cmd.worker: one repetition of one case, in a fresh process.
+--
+--   arkbench worker FILE --case-json JSON --repetition N [--set k=v]... [--quick]
+--
+-- Loads the same scenario file as the orchestrator (so its hooks exist
+-- here), runs the case through the C engine and prints exactly one JSON
+-- object (docs/run-object.md) on stdout, even on failure. Exit code 0 when
+-- the run is ok, 1 otherwise, 2 when the command line is wrong.
+
+local core = require("arkbench.core")
+local json = require("arkbench.util.json")
+local scenario = require("arkbench.scenario.load")
+
+local ipairs, pairs, type, tonumber = ipairs, pairs, type, tonumber
+local io_stdout, io_stderr = io.stdout, io.stderr
+
+local _M = {}
+
+local function parse(args)
+    local o = { sets = {} }
+    local i = 1
+    while i <= #args do
+        local a = args[i]
+        if a == "--case-json" then o.case_json = args[i + 1]; i = i + 2
+        elseif a == "--repetition" then o.repetition = tonumber(args[i + 1]); i = i + 2
+        elseif a == "--set" then o.sets[#o.sets + 1] = args[i + 1]; i = i + 2
+        elseif a == "--quick" then o.quick = true; i = i + 1
+        elseif not o.path and a:sub(1, 2) ~= "--" then o.path = a; i = i + 1
+        else return nil, "worker: unexpected argument '" .. a .. "'" end
+    end
+    if not o.path then return nil, "worker: missing scenario file" end
+    if not o.case_json then return nil, "worker: missing --case-json" end
+    return o
+end
+
+-- Copies the engine's result into the run object, keeping its field names.
+local function merge(obj, res)
+    for k, v in pairs(res) do obj[k] = v end
+    if type(obj.notes) == "table" then json.array(obj.notes) end
+    if type(obj.connections_per_loop) == "table" then json.array(obj.connections_per_loop) end
+end
+
+local function shq(s)
+    return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
+end
+
+-- placement = "split": the server side in its own process (arkbench serve)
+-- on an ephemeral loopback port; returns a handle or nil, error.
+local TLS_PROTOCOLS = { tls = true, wss = true, https = true }
+
+local function start_server(case)
+    local argv = { shq(core.exe_path()), "serve", "--protocol", shq(case.protocol or "tcp"),
+        "--listen", "127.0.0.1:0", "--topology", shq(case.topology or "sharded:1"),
+        "--work", tostring(case.work or 0), "--framing", shq(case.framing or "length"),
+        "--payload", tostring(case.payload or 1024) }
+    local cert
+    if TLS_PROTOCOLS[case.protocol] then
+        -- the server writes its generated certificate; the client trusts it
+        cert = os.tmpname()
+        os.remove(cert)
+        argv[#argv + 1] = "--cert-out"
+        argv[#argv + 1] = shq(cert)
+        local tls = case.tls or {}
+        if tls.version then argv[#argv + 1] = "--tls-version"; argv[#argv + 1] = shq(tls.version) end
+        if tls.alpn then
+            local a = type(tls.alpn) == "table" and table.concat(tls.alpn, ",") or tls.alpn
+            argv[#argv + 1] = "--alpn"
+            argv[#argv + 1] = shq(a)
+        end
+    end
+    local f = io.popen("echo $$; ARKBENCH_PARENT_PID=" .. core.getpid() .. " exec "
+        .. table.concat(argv, " ") .. " 2>&1")
+    if not f then return nil, "split: cannot start the server process" end
+    local pid = tonumber(f:read("*l") or "")
+    local seen = {}
+    while true do
+        local line = f:read("*l")
+        if not line then break end
+        local port = line:match("^listening on .*:(%d+)$")
+        if port then return { f = f, pid = pid, port = tonumber(port), cert = cert } end
+        seen[#seen + 1] = line
+    end
+    f:close()
+    return nil, "split: the server process did not start: " .. table.concat(seen, " | ")
+end
+
+local function stop_server(h)
+    if h.pid then os.execute("kill -TERM " .. h.pid .. " 2>/dev/null") end
+    local rest = h.f:read("*a") or ""
+    h.f:close()
+    local last
+    for line in rest:gmatch("[^\n]+") do last = line end
+    local obj = last and json.decode(last)
+    if type(obj) ~= "table" then return nil, "split: the server printed no counters: " .. rest end
+    return obj
+end
+
+function _M.main(args)
+    local t0 = core.now_ns()
+    -- a worker never outlives the orchestrator that started it, even when
+    -- that one is killed with SIGKILL (prctl PR_SET_PDEATHSIG)
+    local opid = tonumber(os.getenv("ARKBENCH_ORCHESTRATOR_PID") or "")
+    if opid and core.die_with_parent then core.die_with_parent(opid) end
+    local o, err = parse(args)
+    if not o then
+        io_stderr:write("arkbench: ", err, "\n")
+        return 2
+    end
+    local obj = {
+        schema_version = 1,
+        scenario = { path = o.path },
+        repetition = o.repetition or 1,
+        ok = false,
+        status = "error",
+    }
+    local function finish(code)
+        obj.elapsed_s = (core.now_ns() - t0) / 1e9
+        if obj.error == nil then obj.error = json.null end
+        io_stdout:write(json.encode(obj), "\n")
+        io_stdout:flush()
+        return code
+    end
+
+    local case = json.decode(o.case_json)
+    if type(case) ~= "table" then
+        obj.error = "worker: --case-json is not a JSON object"
+        return finish(2)
+    end
+    obj.case, obj.case_id = case, case.case_id
+    local spec, serr = scenario.load(o.path, o.sets)
+    if not spec then
+        obj.error = serr
+        return finish(1)
+    end
+    obj.scenario = { name = spec.name, path = o.path, sha256 = core.sha256(spec.source) }
+
+    local run = {}
+    for k, v in pairs(case) do run[k] = v end
+    local server
+    if case.target then
+        run.role, run.target = "client", case.target
+    elseif case.placement == "split" then
+        local h, herr = start_server(case)
+        if not h then
+            obj.error = herr
+            return finish(1)
+        end
+        server = h
+        run.role, run.target = "client", "127.0.0.1:" .. h.port
+        if h.cert then
+            local tls = {}
+            for k, v in pairs(case.tls or {}) do tls[k] = v end
+            tls.ca = h.cert
+            run.tls = tls
+        end
+    end
+    if case.execution == "lua" then
+        -- the loops load the scenario themselves (their own Lua states)
+        run.scenario_path, run.scenario_sets, run.quick = o.path, o.sets, o.quick
+    end
+    local res, rerr = core.run_case(run)
+    local sobj, serr
+    if server then
+        sobj, serr = stop_server(server)
+        if server.cert then os.remove(server.cert) end
+    end
+    if not res then
+        obj.error = rerr
+        return finish(1)
+    end
+    merge(obj, res)
+    -- a Lua error inside a hook (execution = "lua"): status script_error
+    obj.status = res.ok and "ok" or (res.script_error and "script_error" or "error")
+    obj.script_error = nil
+    obj.error = res.error
+    if server then
+        -- split: the run's CPU and RSS are the client process's; the
+        -- server process's are apart
+        obj.server = sobj or json.null
+        obj.client = { cpu_percent = res.cpu_percent, cpu_user_s = res.cpu_user_s,
+                       cpu_sys_s = res.cpu_sys_s, rss_peak_bytes = res.rss_peak_bytes }
+        if not sobj then
+            obj.ok, obj.status, obj.error = false, "error", serr
+        end
+    end
+    if case.target or server then
+        obj.server_connections, obj.server_messages, obj.server_bytes = nil, nil, nil
+    end
+    return finish(obj.ok and 0 or 1)
+end
+
+return _M

@@ -1,0 +1,526 @@
+-- arkbench.scenario.check: the rules a scenario table must follow. Each key
+-- is checked on its own (a value or a list of values for a matrix axis; the
+-- shapes of load, tls, udp and the hooks), then the resolved keys are
+-- checked against each other. Problems go into a validation context from
+-- arkbench.scenario.msg; arkbench.scenario.load reports them.
+
+local type, pairs, ipairs, tostring, tonumber =
+      type, pairs, ipairs, tostring, tonumber
+local str_find, str_match, str_format = string.find, string.match, string.format
+local tbl_concat, tbl_sort = table.concat, table.sort
+local math_floor, math_huge = math.floor, math.huge
+
+local matrix = require("arkbench.scenario.matrix")
+local msg = require("arkbench.scenario.msg")
+
+local list_length, describe, unknown_key = msg.list_length, msg.describe, msg.unknown_key
+local where, fail, warn = msg.where, msg.fail, msg.warn
+
+local _M = {}
+
+-- Every key a scenario table may hold, in the order they are documented
+-- (and listed in "known keys: ...").
+_M.KEYS = {
+    "name", "description", "protocol", "framing", "payload", "clients",
+    "window", "load", "topology", "execution", "work", "warmup", "duration",
+    "repetitions", "rate", "timeout", "placement", "target", "tls", "udp",
+    "client", "server", "message", "expect",
+}
+local KNOWN = {}
+for _, k in ipairs(_M.KEYS) do KNOWN[k] = true end
+
+local GIB = 1073741824
+local UDP_PAYLOAD_MAX = 65507
+local TLS_PROTOCOLS = { tls = true, wss = true, https = true }
+-- ca: a PEM file of the certificate(s) to trust, for target = servers
+local TLS_KEYS = { "version", "ciphers", "sni", "alpn", "resume", "ca" }
+-- udp = { send_buffer =, recv_buffer =, server_recv_buffer = } in bytes:
+-- the socket buffers to request (defaults 64 KiB send, 4 MiB receive);
+-- server_recv_buffer sets the server socket's alone (a tiny one forces loss)
+local UDP_KEYS = { "send_buffer", "recv_buffer", "server_recv_buffer" }
+local LOAD_KEYS = { "clients", "window" }
+local HOOK_KEYS = { "client", "server", "message", "expect" }
+
+---------------------------------------------------------------------------
+-- small helpers
+
+local function is_finite(v)
+    return type(v) == "number" and v == v and v > -math_huge and v < math_huge
+end
+
+local function is_integer(v)
+    return is_finite(v) and v == math_floor(v)
+end
+
+-- the keys of t that are not in known (sorted, for stable messages)
+local function sorted_keys(t, known)
+    local set, out = {}, {}
+    for _, k in ipairs(known) do set[k] = true end
+    for k in pairs(t) do
+        if not set[k] then out[#out + 1] = k end
+    end
+    tbl_sort(out, function(a, b) return tostring(a) < tostring(b) end)
+    return out
+end
+
+local function values_of(v)
+    if type(v) == "table" then return v end
+    return { v }
+end
+
+local function contains(v, x)
+    for _, e in ipairs(values_of(v)) do
+        if e == x then return true end
+    end
+    return false
+end
+
+---------------------------------------------------------------------------
+-- Rules for keys that hold a value or a list of values (matrix axes).
+
+local function int_range(lo, hi, note)
+    return {
+        test = function(v) return is_integer(v) and v >= lo and v <= hi end,
+        expected = str_format("an integer from %d to %d", lo, hi) .. (note or ""),
+    }
+end
+
+local function one_of(...)
+    local names, set = { ... }, {}
+    for _, n in ipairs(names) do set[n] = true end
+    return {
+        test = function(v) return type(v) == "string" and set[v] == true end,
+        expected = "one of " .. tbl_concat(names, ", "),
+    }
+end
+
+local function seconds(min_inclusive)
+    return {
+        test = function(v)
+            return is_finite(v) and v <= 3600 and (v > 0 or (min_inclusive and v == 0))
+        end,
+        expected = (min_inclusive and "a number >= 0" or "a number > 0")
+                   .. " (seconds, at most 3600)",
+    }
+end
+
+local function valid_target(v)
+    if type(v) ~= "string" then return false end
+    local host, port = str_match(v, "^%[([%w:%.%%]+)%]:(%d+)$")
+    if not host then host, port = str_match(v, "^([%w%.%-_]+):(%d+)$") end
+    port = tonumber(port)
+    return host ~= nil and port ~= nil and port >= 1 and port <= 65535
+end
+
+local RULES = {
+    protocol = one_of("tcp", "udp", "ws", "tls", "wss", "http", "https"),
+    framing = one_of("length", "raw"),
+    payload = int_range(16, 16777216),
+    payload_udp = int_range(16, UDP_PAYLOAD_MAX, " (the UDP datagram limit)"),
+    clients = int_range(1, 100000),
+    window = int_range(1, 4096),
+    topology = {
+        test = function(v) return matrix.topology(v) ~= nil end,
+        expected = '"sharded:N" or "shared:N" with N an integer from 1 to 256',
+    },
+    execution = one_of("callback", "coroutine", "lua"),
+    work = int_range(0, 10000000),
+    warmup = seconds(true),
+    duration = seconds(false),
+    repetitions = int_range(1, 100),
+    rate = {
+        test = function(v) return is_finite(v) and v > 0 end,
+        expected = "a number > 0 (messages per second, all connections together)",
+    },
+    timeout = seconds(false),
+    placement = one_of("same-process", "split"),
+    target = {
+        test = valid_target,
+        expected = 'a string "host:port" with a port from 1 to 65535'
+                   .. ' (an IPv6 host in brackets: "[::1]:7000")',
+    },
+}
+
+-- keys that take a scalar or a list, in validation order (protocol first:
+-- the payload limit depends on it)
+local AXIS_KEYS = {
+    "protocol", "framing", "payload", "clients", "window", "topology",
+    "execution", "work", "warmup", "duration", "rate", "timeout", "placement",
+    "target",
+}
+
+local function check_value(ctx, key, label, v, rule)
+    if rule.test(v) then return true end
+    fail(ctx, key, label .. ": got " .. describe(v) .. "; expected " .. rule.expected)
+    return false
+end
+
+-- a scalar, or a non-empty list of distinct values, each passing rule
+local function check_axis(ctx, key, v, rule)
+    local label = "key '" .. key .. "'"
+    if type(v) ~= "table" then return check_value(ctx, key, label, v, rule) end
+    local n = list_length(v)
+    if not n or n == 0 then
+        fail(ctx, key, label .. ": got " .. (n and "an empty list" or "a table that is not a list")
+             .. "; expected " .. rule.expected .. ", or a non-empty list of them")
+        return false
+    end
+    local ok, seen = true, {}
+    for i = 1, n do
+        local e, el = v[i], label .. " element " .. i
+        if not check_value(ctx, key, el, e, rule) then
+            ok = false
+        else
+            local id = type(e) .. ":" .. tostring(e)
+            if seen[id] then
+                fail(ctx, key, el .. ": got " .. describe(e) .. " again (element " .. seen[id]
+                     .. "); expected distinct values, one case each")
+                ok = false
+            else
+                seen[id] = i
+            end
+        end
+    end
+    return ok
+end
+
+local function copy_list(v)
+    if type(v) ~= "table" then return v end
+    local out = {}
+    for i, e in ipairs(v) do out[i] = e end
+    return out
+end
+
+---------------------------------------------------------------------------
+-- Keys with their own shapes
+
+local function check_load(ctx, v)
+    local label = "key 'load'"
+    local expected = "a non-empty list of {clients=, window=} pairs"
+    if ctx.origin.load then expected = expected .. " (on the command line: load=1x1,16x16)" end
+    if type(v) ~= "table" then
+        fail(ctx, "load", label .. ": got " .. describe(v) .. "; expected " .. expected)
+        return nil
+    end
+    -- a single pair may be written without the outer list
+    if v.clients ~= nil or v.window ~= nil then v = { v } end
+    local n = list_length(v)
+    if not n or n == 0 then
+        fail(ctx, "load", label .. ": got " .. (n and "an empty list" or "a table that is not a list")
+             .. "; expected " .. expected)
+        return nil
+    end
+    local out, ok, seen = {}, true, {}
+    for i = 1, n do
+        local p, el = v[i], label .. " element " .. i
+        if type(p) ~= "table" then
+            fail(ctx, "load", el .. ": got " .. describe(p) .. "; expected a table {clients=, window=}")
+            ok = false
+        else
+            for _, k in ipairs(sorted_keys(p, LOAD_KEYS)) do
+                local what = type(k) == "string" and unknown_key(k, LOAD_KEYS)
+                    or ("unexpected list entry [" .. tostring(k) .. "]; expected {clients=, window=}")
+                fail(ctx, "load", el .. ": " .. what)
+                ok = false
+            end
+            local c = p.clients == nil and 1 or p.clients
+            local w = p.window == nil and 1 or p.window
+            local good = check_value(ctx, "load", el .. ": key 'clients'", c, RULES.clients)
+            good = check_value(ctx, "load", el .. ": key 'window'", w, RULES.window) and good
+            if good then
+                local id = c .. "x" .. w
+                if seen[id] then
+                    fail(ctx, "load", str_format("%s: got clients=%d, window=%d again (element %d);"
+                         .. " expected distinct pairs, one case each", el, c, w, seen[id]))
+                    ok = false
+                else
+                    seen[id] = i
+                end
+            end
+            ok = ok and good
+            out[i] = { clients = c, window = w }
+        end
+    end
+    return ok and out or nil
+end
+
+local function check_tls(ctx, v)
+    local label = "key 'tls'"
+    if type(v) ~= "table" then
+        fail(ctx, "tls", label .. ": got " .. describe(v)
+             .. "; expected a table with keys " .. tbl_concat(TLS_KEYS, ", "))
+        return nil
+    end
+    local ok, out = true, {}
+    for _, k in ipairs(sorted_keys(v, TLS_KEYS)) do
+        if type(k) ~= "string" then
+            fail(ctx, "tls", label .. ": unexpected list entry [" .. tostring(k)
+                 .. "]; expected a table with keys " .. tbl_concat(TLS_KEYS, ", "))
+        else
+            fail(ctx, "tls", label .. ": " .. unknown_key(k, TLS_KEYS))
+        end
+        ok = false
+    end
+    for _, k in ipairs(TLS_KEYS) do
+        local x = v[k]
+        local kl = label .. ": key '" .. k .. "'"
+        local expected
+        if x == nil then
+            -- absent: the worker's default
+        elseif k == "version" then
+            if x ~= "1.2" and x ~= "1.3" then expected = '"1.2" or "1.3"' end
+        elseif k == "ciphers" or k == "sni" or k == "ca" then
+            if type(x) ~= "string" or x == "" then expected = "a non-empty string" end
+        elseif k == "resume" then
+            if type(x) ~= "boolean" then expected = "a boolean" end
+        elseif k == "alpn" then
+            local n = type(x) == "table" and list_length(x)
+            if type(x) == "table" and n and n > 0 then
+                for i = 1, n do
+                    if type(x[i]) ~= "string" or x[i] == "" then
+                        fail(ctx, "tls", kl .. " element " .. i .. ": got " .. describe(x[i])
+                             .. "; expected a non-empty string")
+                        ok = false
+                    end
+                end
+            elseif type(x) ~= "string" or x == "" then
+                expected = "a protocol name string or a non-empty list of them"
+            end
+        end
+        if expected then
+            fail(ctx, "tls", kl .. ": got " .. describe(x) .. "; expected " .. expected)
+            ok = false
+        end
+        out[k] = copy_list(x)
+    end
+    return ok and out or nil
+end
+
+local function check_udp(ctx, v)
+    local label = "key 'udp'"
+    if type(v) ~= "table" then
+        fail(ctx, "udp", label .. ": got " .. describe(v)
+             .. "; expected a table with keys " .. tbl_concat(UDP_KEYS, ", "))
+        return nil
+    end
+    local ok, out = true, {}
+    for _, k in ipairs(sorted_keys(v, UDP_KEYS)) do
+        fail(ctx, "udp", label .. ": " .. (type(k) == "string" and unknown_key(k, UDP_KEYS)
+             or ("unexpected list entry [" .. tostring(k) .. "]")))
+        ok = false
+    end
+    for _, k in ipairs(UDP_KEYS) do
+        local x = v[k]
+        if x ~= nil then
+            if type(x) ~= "number" or x ~= math_floor(x) or x < 1 or x > 1073741824 then
+                fail(ctx, "udp", label .. ": key '" .. k .. "': got " .. describe(x)
+                     .. "; expected an integer from 1 to 1073741824 (bytes)")
+                ok = false
+            end
+            out[k] = x
+        end
+    end
+    return ok and out or nil
+end
+
+local function check_hooks(ctx, t, hooks)
+    local function want(key, ok, expected)
+        local v = t[key]
+        if v == nil then return end
+        if ok(v) then
+            hooks[key] = v
+        else
+            fail(ctx, key, "key '" .. key .. "': got " .. describe(v) .. "; expected " .. expected)
+        end
+    end
+    local function is_function(v) return type(v) == "function" end
+    want("client", is_function, "a function(conn)")
+    want("server", is_function, "a function(conn)")
+    want("message", function(v)
+        return type(v) == "function" or (type(v) == "string" and v ~= "")
+    end, "a non-empty string or a function(i)")
+    want("expect", function(v)
+        return type(v) == "function" or v == "line" or (is_integer(v) and v > 0)
+    end, 'a function(buf), a positive integer (bytes) or "line"')
+    if t.client ~= nil and t.message ~= nil then
+        local at = where(ctx, "client")
+        fail(ctx, "message", "key 'message': given together with key 'client' (" .. at
+             .. "); expected either client = function(conn) or message/expect, not both")
+    end
+end
+
+---------------------------------------------------------------------------
+-- Validation of the whole table -> keys, hooks (errors collected in ctx)
+
+local function validate(ctx, t)
+    local keys, hooks = {}, {}
+
+    -- unknown keys and stray list entries; sorted so messages are stable
+    local stray = {}
+    for k in pairs(t) do
+        if type(k) ~= "string" or not KNOWN[k] then stray[#stray + 1] = k end
+    end
+    tbl_sort(stray, function(a, b) return tostring(a) < tostring(b) end)
+    for _, k in ipairs(stray) do
+        if type(k) == "string" then
+            fail(ctx, k, unknown_key(k, _M.KEYS))
+        else
+            fail(ctx, nil, "unexpected list entry [" .. tostring(k) .. "]: got "
+                 .. describe(t[k]) .. "; expected named keys, such as payload = 64")
+        end
+    end
+
+    if t.name ~= nil then
+        local v = t.name
+        if type(v) == "string" and v ~= "" and not str_find(v, "[/\\%c]")
+           and v ~= "." and v ~= ".." then
+            keys.name = v
+        else
+            fail(ctx, "name", "key 'name': got " .. describe(v)
+                 .. "; expected a non-empty string without '/' (it names the results folder)")
+        end
+    end
+    if t.description ~= nil then
+        if type(t.description) == "string" then
+            keys.description = t.description
+        else
+            fail(ctx, "description", "key 'description': got " .. describe(t.description)
+                 .. "; expected a string")
+        end
+    end
+
+    local udp = t.protocol ~= nil and contains(t.protocol, "udp")
+    for _, key in ipairs(AXIS_KEYS) do
+        local v = t[key]
+        if v ~= nil then
+            local rule = RULES[key]
+            if key == "payload" and udp then rule = RULES.payload_udp end
+            if check_axis(ctx, key, v, rule) then keys[key] = copy_list(v) end
+        end
+    end
+
+    if t.repetitions ~= nil then
+        local v = t.repetitions
+        if type(v) == "table" then
+            fail(ctx, "repetitions", "key 'repetitions': got a list; expected "
+                 .. RULES.repetitions.expected .. ", one value (repetitions is not a matrix axis)")
+        elseif check_value(ctx, "repetitions", "key 'repetitions'", v, RULES.repetitions) then
+            keys.repetitions = v
+        end
+    end
+
+    if t.load ~= nil then
+        keys.load = check_load(ctx, t.load)
+        local both = {}
+        for _, k in ipairs(LOAD_KEYS) do
+            if t[k] ~= nil then both[#both + 1] = "key '" .. k .. "' (" .. where(ctx, k) .. ")" end
+        end
+        if #both > 0 then
+            fail(ctx, "load", "key 'load': given together with " .. tbl_concat(both, " and ")
+                 .. "; expected either load pairs or clients/window, not both")
+        end
+    end
+
+    if t.tls ~= nil then keys.tls = check_tls(ctx, t.tls) end
+    if t.udp ~= nil then keys.udp = check_udp(ctx, t.udp) end
+    check_hooks(ctx, t, hooks)
+    return keys, hooks
+end
+local function max_of(v)
+    local m
+    for _, x in ipairs(values_of(v)) do
+        if m == nil or x > m then m = x end
+    end
+    return m
+end
+
+-- Checks across keys, on the resolved keys; errors and warnings into ctx.
+local function cross_check(ctx, t, spec)
+    local keys = spec.keys
+
+    -- memory in flight, worst case of the matrix
+    local c, w
+    if keys.load then
+        for _, p in ipairs(keys.load) do
+            if not c or p.clients * p.window > c * w then c, w = p.clients, p.window end
+        end
+    else
+        c, w = max_of(keys.clients), max_of(keys.window)
+    end
+    local p = max_of(keys.payload)
+    if c * w * p > GIB then
+        local anchor
+        for _, k in ipairs({ "payload", "load", "clients", "window" }) do
+            if ctx.origin[k] then anchor = k break end
+        end
+        if not anchor then
+            for _, k in ipairs({ "payload", "load", "clients", "window" }) do
+                if t[k] ~= nil then anchor = k break end
+            end
+        end
+        fail(ctx, anchor, str_format("key '%s': clients x window x payload = %d x %d x %d = %d"
+             .. " bytes in flight in one case; expected at most %d (1 GiB)",
+             anchor, c, w, p, c * w * p, GIB))
+        return
+    end
+
+    -- topology vs clients, per case (see matrix.lua): such cases run with
+    -- idle loops; say so once per topology/clients pair
+    local cases = matrix.expand(spec)
+    local order, count = {}, {}
+    for _, c in ipairs(cases) do
+        local idle = matrix.idle_loops(c)
+        if idle > 0 then
+            local _, n = matrix.topology(c.topology)
+            local reason = str_format("%s with clients=%d: %d of %d loops run without a"
+                .. " connection (the load is not changed)", c.topology, c.clients, idle, n)
+            if not count[reason] then
+                count[reason] = 0
+                order[#order + 1] = reason
+            end
+            count[reason] = count[reason] + 1
+        end
+    end
+    for _, reason in ipairs(order) do
+        warn(ctx, "topology", str_format("key 'topology': %s: %d of %d cases",
+             reason, count[reason], #cases))
+    end
+
+    if contains(keys.protocol, "udp") then
+        local wide, key = false, keys.load and "load" or "window"
+        if keys.load then
+            for _, pr in ipairs(keys.load) do wide = wide or pr.window > 1 end
+        else
+            wide = max_of(keys.window) > 1
+        end
+        if wide then
+            warn(ctx, key, "key '" .. key .. "': udp with window > 1 measures queueing, not RTT")
+        end
+    end
+
+    if keys.tls then
+        local any = false
+        for _, pr in ipairs(values_of(keys.protocol)) do any = any or TLS_PROTOCOLS[pr] == true end
+        if not any then
+            warn(ctx, "tls", "key 'tls': no case uses protocol tls, wss or https, so it has no effect")
+        end
+    end
+
+    if not contains(keys.execution, "lua") then
+        for _, k in ipairs(HOOK_KEYS) do
+            if spec.hooks[k] ~= nil then
+                warn(ctx, k, "key '" .. k .. "': used only when execution = \"lua\", and no case has it")
+                break
+            end
+        end
+    end
+end
+
+_M.KNOWN = KNOWN
+_M.LOAD_KEYS = LOAD_KEYS
+_M.is_finite = is_finite
+_M.values_of = values_of
+_M.validate = validate
+_M.cross_check = cross_check
+
+return _M

@@ -1,0 +1,314 @@
+-- arkbench.scenario.load: load a scenario file (DESIGN.md §3), refuse anything
+-- wrong in it before a single socket opens, and fill in the defaults.
+--
+-- Error convention. Errors in the user's file or command line come back as
+-- `nil, message`, never raised. Each line of a message starts with where to
+-- look -- `path:line:` (the first line where the key is written `key =`) or
+-- the `--set key=value` that caused it -- then names the key, what it got and
+-- what it accepts:
+--
+--   scenarios/x.lua:4: key 'payload': got string "abc"; expected an integer from 16 to 16777216
+--
+-- Every problem found is reported, one per line, in file order. Misuse of
+-- this module's API (a path that is not a string, ...) raises.
+--
+-- This module loads the file, applies --set and --quick and fills in the
+-- defaults; the rules live in arkbench.scenario.check, the message text in
+-- arkbench.scenario_msg.
+
+local type, pairs, ipairs, tostring, tonumber, error, next =
+      type, pairs, ipairs, tostring, tonumber, error, next
+local loadfile, xpcall, setfenv, setmetatable, rawget =
+      loadfile, xpcall, setfenv, setmetatable, rawget
+local io_open = io.open
+local str_find, str_match, str_gmatch, str_gsub =
+      string.find, string.match, string.gmatch, string.gsub
+local tbl_concat, tbl_sort = table.concat, table.sort
+local debug_traceback = debug.traceback
+local G = _G
+
+local matrix = require("arkbench.scenario.matrix")
+local check = require("arkbench.scenario.check")
+local msg = require("arkbench.scenario.msg")
+
+local new_ctx, texts, unknown_key = msg.new_ctx, msg.texts, msg.unknown_key
+local warn, fail_at = msg.warn, msg.fail_at
+local is_finite, values_of = check.is_finite, check.values_of
+local KNOWN, LOAD_KEYS = check.KNOWN, check.LOAD_KEYS
+
+local _M = {}
+
+-- Every key a scenario table may hold, in the order they are documented
+-- (and listed in "known keys: ..."). The same table as scenario_check's.
+_M.KEYS = check.KEYS
+
+-- --quick (DESIGN §2): a smoke run, not a measurement.
+_M.QUICK = { warmup = 0.05, duration = 0.2, repetitions = 1 }
+
+local DEFAULTS = {
+    protocol = "tcp", framing = "length", payload = 1024, clients = 1,
+    window = 1, topology = "sharded:1", execution = "callback", work = 0,
+    warmup = 0.25, duration = 1, repetitions = 3, placement = "same-process",
+}
+local TIMEOUT_DEFAULT, TIMEOUT_DEFAULT_UDP = 2, 0.2
+
+-- --set values of these keys are taken as text, never as numbers or lists
+local RAW_SET = { name = true, description = true, message = true }
+
+---------------------------------------------------------------------------
+-- --set key=value
+
+local function parse_scalar(s)
+    if s == "true" then return true end
+    if s == "false" then return false end
+    local n = tonumber(s)
+    if is_finite(n) then return n end
+    return s
+end
+
+-- "true"/"false" -> boolean, a number literal -> number, "a,b" -> list of
+-- parsed items, anything else -> the string.
+function _M.parse_value(s)
+    if type(s) ~= "string" then
+        error("scenario.parse_value: expected a string, got " .. type(s), 2)
+    end
+    if str_find(s, ",", 1, true) then
+        local list = {}
+        for item in str_gmatch(s .. ",", "([^,]*),") do list[#list + 1] = parse_scalar(item) end
+        return list
+    end
+    return parse_scalar(s)
+end
+
+-- load=1x1,16x16 on the command line
+local function load_from_set(v)
+    local out = {}
+    for i, item in ipairs(values_of(v)) do
+        local c, w = str_match(tostring(item), "^(%d+)x(%d+)$")
+        out[i] = c and { clients = tonumber(c), window = tonumber(w) } or item
+    end
+    return out
+end
+
+local function apply_sets(ctx, t, sets)
+    local given = {}
+    for _, entry in ipairs(sets) do
+        local key, raw = str_match(entry, "^([^=]+)=(.*)$")
+        local at = "--set " .. entry
+        if not key then
+            fail_at(ctx, at, "expected key=value")
+        elseif not KNOWN[key] then
+            fail_at(ctx, at, unknown_key(key, _M.KEYS))
+        else
+            local value = RAW_SET[key] and raw or _M.parse_value(raw)
+            if key == "load" then value = load_from_set(value) end
+            t[key] = value
+            ctx.origin[key] = at
+            given[key] = true
+        end
+    end
+    -- A command-line clients/window replaces the file's load pairs, and a
+    -- command-line load replaces the file's clients/window: the command line
+    -- is the user's latest word, and refusing it would leave no way to
+    -- override a file that uses load.
+    if (given.clients or given.window) and not given.load and t.load ~= nil then
+        local note = ""
+        if not given.window then note = " (window = 1, its default)" end
+        if not given.clients then note = " (clients = 1, its default)" end
+        warn(ctx, "load", "key 'load': replaced by "
+             .. (ctx.origin.clients or ctx.origin.window) .. note)
+        t.load = nil
+    end
+    if given.load then
+        for _, k in ipairs(LOAD_KEYS) do
+            if t[k] ~= nil and not given[k] then
+                warn(ctx, k, "key '" .. k .. "': replaced by " .. ctx.origin.load)
+                t[k] = nil
+            end
+        end
+    end
+end
+
+---------------------------------------------------------------------------
+-- Defaults
+
+local function fill_defaults(keys)
+    local defaulted = {}
+    for k, v in pairs(DEFAULTS) do
+        local skip = keys.load ~= nil and (k == "clients" or k == "window")
+        if keys[k] == nil and not skip then
+            keys[k] = v
+            defaulted[k] = true
+        end
+    end
+    if keys.timeout == nil then
+        defaulted.timeout = true
+        local udp, other = false, false
+        for _, p in ipairs(values_of(keys.protocol)) do
+            if p == "udp" then udp = true else other = true end
+        end
+        -- a protocol axis mixing udp and others: timeout stays nil here and
+        -- matrix.expand gives each case its protocol's default
+        if not (udp and other) then
+            keys.timeout = udp and TIMEOUT_DEFAULT_UDP or TIMEOUT_DEFAULT
+        end
+    end
+    return defaulted
+end
+
+---------------------------------------------------------------------------
+-- Loading
+
+local function read_all(path)
+    local f = io_open(path, "rb")
+    if not f then return nil end
+    local s = f:read("*a")
+    f:close()
+    return s
+end
+
+-- xpcall handler: the message, then the traceback of the scenario's own
+-- frames (everything from our xpcall down is cut).
+local function traceback(err)
+    local msg = tostring(err)
+    local tb = debug_traceback("", 2)
+    local kept = {}
+    for line in str_gmatch(tb, "[^\n]+") do
+        if str_find(line, "in function 'xpcall'", 1, true) then break end
+        if line ~= "stack traceback:" and not str_find(line, "^%s*%[C%]: in function 'error'") then
+            kept[#kept + 1] = line
+        end
+    end
+    if #kept > 0 then
+        return msg .. "\nstack traceback:\n" .. tbl_concat(kept, "\n")
+    end
+    return msg
+end
+
+local function file_stem(path)
+    local base = str_match(path, "([^/\\]+)$") or path
+    return (str_gsub(base, "%.lua$", ""))
+end
+
+-- path, { "key=value", ... } -> spec | nil, message
+local function load_part(path, source, env, result, sets)
+    local ctx = new_ctx(path, source)
+    local t = {}
+    for k, v in pairs(result) do t[k] = v end     -- the user's table stays as is
+
+    local globals = {}
+    for k in pairs(env) do
+        if KNOWN[k] and rawget(t, k) == nil then globals[#globals + 1] = k end
+    end
+    tbl_sort(globals)
+    for _, k in ipairs(globals) do
+        warn(ctx, k, "global '" .. k .. "' is ignored; scenario keys go in the table the file returns")
+    end
+
+    apply_sets(ctx, t, sets)
+    local keys, hooks = check.validate(ctx, t)
+    if #ctx.errors > 0 then
+        return nil, tbl_concat(texts(ctx.errors, true), "\n")
+    end
+
+    keys.name = keys.name or file_stem(path)
+    local defaulted = fill_defaults(keys)
+    local spec = {
+        path = path,
+        source = source,
+        name = keys.name,
+        description = keys.description,
+        keys = keys,
+        axes = {},
+        hooks = hooks,
+        defaulted = defaulted,
+        warnings = {},
+    }
+    keys.description = nil
+    for _, k in ipairs(matrix.AXES) do
+        local v = keys[k]
+        if type(v) == "table" and #v > 1 then spec.axes[#spec.axes + 1] = k end
+    end
+
+    check.cross_check(ctx, t, spec)
+    if #ctx.errors > 0 then
+        return nil, tbl_concat(texts(ctx.errors, true), "\n")
+    end
+    spec.warnings = texts(ctx.warnings, false)
+    return spec
+end
+
+function _M.load(path, sets)
+    if type(path) ~= "string" then
+        error("scenario.load: path must be a string, got " .. type(path), 2)
+    end
+    if sets ~= nil and type(sets) ~= "table" then
+        error("scenario.load: sets must be a list of strings, got " .. type(sets), 2)
+    end
+    sets = sets or {}
+    for i, s in ipairs(sets) do
+        if type(s) ~= "string" then
+            error("scenario.load: sets[" .. i .. "] must be a string, got " .. type(s), 2)
+        end
+    end
+
+    local chunk, lerr = loadfile(path)
+    if not chunk then return nil, lerr end
+    local source = read_all(path) or ""
+
+    -- Globals the file sets land in its own environment, not in ours; a
+    -- scenario key set as a global (wrk style) is reported, not lost.
+    local env = setmetatable({}, { __index = G })
+    setfenv(chunk, env)
+    local ok, result = xpcall(chunk, traceback)
+    if not ok then
+        return nil, path .. ": error while running scenario: " .. result
+    end
+    if type(result) ~= "table" then
+        return nil, path .. ": scenario must return a table, got " .. type(result)
+    end
+
+    -- A file may return a list of scenario tables ("parts"): each is
+    -- validated on its own and their cases run in order under the first
+    -- part's name (all.lua uses it to give UDP its own window).
+    if #result > 0 and next(result, #result) == nil and type(result[1]) == "table" then
+        local parts = {}
+        for i, part in ipairs(result) do
+            if type(part) ~= "table" then
+                return nil, path .. ": scenario part " .. i .. " must be a table, got " .. type(part)
+            end
+            local spec, err = load_part(path, source, env, part, sets)
+            if not spec then return nil, err end
+            parts[i] = spec
+        end
+        local first = parts[1]
+        first.parts = parts
+        for i = 2, #parts do
+            parts[i].name = first.name
+            parts[i].keys.name = first.name
+            for _, w in ipairs(parts[i].warnings) do first.warnings[#first.warnings + 1] = w end
+        end
+        return first
+    end
+    return load_part(path, source, env, result, sets)
+end
+
+-- --quick: override warmup, duration and repetitions (after validation).
+function _M.apply_quick(spec)
+    if type(spec) ~= "table" or type(spec.keys) ~= "table" then
+        error("scenario.apply_quick: expected a spec from scenario.load", 2)
+    end
+    for k, v in pairs(_M.QUICK) do spec.keys[k] = v end
+    local axes = {}
+    for _, k in ipairs(spec.axes or {}) do
+        if _M.QUICK[k] == nil then axes[#axes + 1] = k end
+    end
+    spec.axes = axes
+    spec.quick = true
+    for _, part in ipairs(spec.parts or {}) do
+        if part ~= spec then _M.apply_quick(part) end
+    end
+    return spec
+end
+
+return _M
