@@ -60,7 +60,7 @@ static void on_salloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
 static void reply(ab__loop_t *l, const uint8_t *p, size_t n, const struct sockaddr *to) {
   uv_buf_t b = uv_buf_init((char *)p, (unsigned)n);
   int r = uv_udp_try_send(&l->userver, &b, 1, to);
-  if (r < 0) l->udp_server_drops++;
+  if (r < 0) l->server_drops++;
 }
 
 static void job_done(ab__job_t *job) {
@@ -83,7 +83,7 @@ static void on_srecv(uv_udp_t *u, ssize_t n, const uv_buf_t *buf,
   }
   if (from == NULL) return; /* nothing more to read */
   if (flags & UV_UDP_PARTIAL) {
-    l->udp_server_drops++;
+    l->server_drops++;
     return;
   }
   if (eng->pool) {
@@ -93,7 +93,7 @@ static void on_srecv(uv_udp_t *u, ssize_t n, const uv_buf_t *buf,
     if (j) l->udp_free = j->next;
     else j = malloc(sizeof(*j) + UDP_RX); /* grows to the peak in flight */
     if (j == NULL) {
-      l->udp_server_drops++;
+      l->server_drops++;
       return;
     }
     j->job.done = job_done;
@@ -194,13 +194,13 @@ static void on_crecv(uv_udp_t *u, ssize_t n, const uv_buf_t *buf,
   uint32_t slot = ab__slot(l, seq);
   if (c->slot_ns[slot] == 0 || c->slot_seq[slot] != seq || c->slot_phase[slot] != ph) {
     uint8_t st = outcome_get(c, seq);
-    if (st == AB__UDP_OUT_LOST) l->udp_late++;
-    else if (st == AB__UDP_OUT_DONE) l->udp_duplicated++;
+    if (st == AB__UDP_OUT_LOST) l->late++;
+    else if (st == AB__UDP_OUT_DONE) l->duplicated++;
     else if (seq >= c->next_seq) ab__loop_error(l, AB_ESEQ, "udp client: reply to a message never sent");
-    else l->udp_late++; /* too old for the ring: it timed out long ago */
+    else l->late++; /* too old for the ring: it timed out long ago */
     return;
   }
-  if (c->any_reply && seq < c->highest_seq) l->udp_reordered++;
+  if (c->any_reply && seq < c->highest_seq) l->reordered++;
   if (!c->any_reply || seq > c->highest_seq) c->highest_seq = seq;
   c->any_reply = 1;
   uint64_t rtt = now - c->slot_ns[slot];

@@ -655,10 +655,10 @@ stop:
     out->message_errors += l->message_errors;
     out->unfinished += l->unfinished + l->meas_inflight; /* stuck at stop */
     out->warmup_completed += l->warmup_completed;
-    out->udp_late += l->udp_late;
-    out->udp_reordered += l->udp_reordered;
-    out->udp_duplicated += l->udp_duplicated;
-    out->udp_server_drops += l->udp_server_drops;
+    out->late += l->late;
+    out->reordered += l->reordered;
+    out->duplicated += l->duplicated;
+    out->server_drops += l->server_drops;
     out->server_connections += l->srv_connections;
     out->server_messages += l->srv_messages;
     out->server_bytes += l->srv_bytes;

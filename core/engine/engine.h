@@ -122,7 +122,7 @@ typedef struct {
   int nnotes;
   uint64_t work_sink;     /* folded result of the server work */
   /* udp: lost = timed_out; late replies never count as completions */
-  uint64_t udp_late, udp_reordered, udp_duplicated, udp_server_drops;
+  uint64_t late, reordered, duplicated, server_drops;
   ab_udp_buffers_t udp_client_buffers, udp_server_buffers;
   ab_hist_t handshake;     /* TLS handshake + WebSocket upgrade, ns */
   char tls_version[16], tls_cipher[64], tls_alpn[64], tls_sni[128];

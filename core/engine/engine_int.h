@@ -204,7 +204,7 @@ struct ab__loop_s {
   ab_hist_t rtt, connect, handshake;
   uint64_t sent, completed, drained, timed_out, message_errors, unfinished;
   uint64_t warmup_completed;
-  uint64_t udp_late, udp_reordered, udp_duplicated, udp_server_drops;
+  uint64_t late, reordered, duplicated, server_drops;
   uint64_t srv_connections, srv_messages, srv_bytes, srv_resets;
   uint64_t http_non2xx;          /* final responses outside 2xx (client) */
   ab_error_count_t errors[AB_MAX_ERROR_CLASSES];

@@ -378,10 +378,10 @@ static int l_run_case(lua_State *L) {
   if (cfg.protocol == AB_PROTO_UDP) {
     lua_newtable(L);
     SETNUM("lost", r->timed_out);
-    SETNUM("late", r->udp_late);
-    SETNUM("reordered", r->udp_reordered);
-    SETNUM("duplicated", r->udp_duplicated);
-    SETNUM("server_drops", r->udp_server_drops);
+    SETNUM("late", r->late);
+    SETNUM("reordered", r->reordered);
+    SETNUM("duplicated", r->duplicated);
+    SETNUM("server_drops", r->server_drops);
     SETNUM("loss_percent", r->sent ? (double)r->timed_out / (double)r->sent * 100.0 : 0.0);
     lua_newtable(L);
     const ab_udp_buffers_t *bs[2] = {&r->udp_client_buffers, &r->udp_server_buffers};
