@@ -1,6 +1,6 @@
 /* coro_echo.c -- execution = "coroutine": the built-in echo written as
  * blocking-style code, one stackful C coroutine per connection end, on the
- * loop's scheduler (scheduler.h).  DESIGN §6.
+ * loop's scheduler (scheduler.h).  docs/execution.md.
  *
  * The same work as the callback path, in straight-line form:
  *   client:  connect; [TLS handshake]; [WebSocket upgrade];

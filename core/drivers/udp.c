@@ -1,4 +1,4 @@
-/* udp.c -- the built-in echo over UDP (DESIGN §4, issue 3).
+/* udp.c -- the built-in echo over UDP (docs/protocols.md).
  *
  * Server: one unconnected socket per loop; every datagram is one message,
  * echoed to its sender (work inline, or on the shared:N pool).  A reply the

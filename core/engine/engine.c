@@ -1,6 +1,6 @@
 /* engine.c -- topology, phases and the coordinator (see engine.h).
  *
- * Order of a run (DESIGN §8):
+ * Order of a run (docs/run-object.md has the counts it yields):
  *   1. loops created, listeners bound (coordinator thread), loop threads up;
  *   2. CONNECT: each loop connects its clients; wait for all;
  *   3. WARMUP (if warmup > 0): full windows until the warm-up deadline, then

@@ -1,4 +1,4 @@
-/* engine.h -- runs one benchmark case in this process (DESIGN §5, §8).
+/* engine.h -- runs one benchmark case in this process (README.md "Topologies"; docs/run-object.md).
  *
  * ab_run_case() builds the topology (loops on their own threads, a worker
  * pool for shared:N), connects every client to this process's own echo

@@ -1,5 +1,5 @@
 /* pool.c -- shared:N's work pool: N threads that run the per-message server
- * work for the one IO loop (DESIGN §5, libuv's model for handler work).
+ * work for the one IO loop (README.md "Topologies"; libuv's model for handler work).
  *
  * The loop submits one job per received frame (an ab__job_t: a TCP
  * connection's embedded job, or one datagram) into a mutex-guarded ring; a worker runs ab_work() and pushes

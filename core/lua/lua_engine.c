@@ -159,7 +159,7 @@ static int l_run_case(lua_State *L) {
               : strcmp(model, "shared") == 0 ? AB_MODEL_SHARED : 0;
   cfg.threads = n;
   if (opt_number(L, "rate", 0) > 0)
-    return config_error(L, "open-loop rate (DESIGN section 7) is not built into the engine yet; "
+    return config_error(L, "open-loop rate (docs/scenarios.md) is not built into the engine yet; "
                            "remove rate to run closed loop");
   cfg.payload = (uint32_t)opt_number(L, "payload", 1024);
   cfg.clients = (uint32_t)opt_number(L, "clients", 1);

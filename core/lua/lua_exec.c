@@ -1,5 +1,5 @@
 /* lua_exec.c -- execution = "lua": the scenario's Lua code drives each
- * connection (DESIGN §6; user reference: docs/lua-api.md).  This file: the
+ * connection (user reference: docs/lua-api.md; the modes: docs/execution.md).  This file: the
  * engine hooks' per-loop state (a lua_State per loop, the scenario loaded
  * into it by boot()), stopping a loop after a script error, and the public
  * API (lua_exec.h).  The other parts are listed in lua_exec_int.h.

@@ -1,5 +1,5 @@
 /* lua_exec.h -- execution = "lua": connections driven by the scenario's own
- * Lua code (DESIGN §6; the user reference is docs/lua-api.md).
+ * Lua code (the user reference is docs/lua-api.md).
  *
  * The engine (engine.h) keeps topology, phases, timing and accounting and
  * calls the hooks this module provides (ab_exec_hooks_t).  Each loop gets

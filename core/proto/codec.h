@@ -1,5 +1,5 @@
 /* codec.h -- how the built-in echo's messages become bytes on a stream and
- * back (DESIGN §4).  One codec per stream protocol: length-prefixed / raw
+ * back (docs/protocols.md).  One codec per stream protocol: length-prefixed / raw
  * (framing.h), WebSocket (ws.h), HTTP/1.1 (http.h).  TLS sits below a codec
  * (tls.h): the codec only ever sees plaintext.
  *
@@ -25,7 +25,9 @@
  *   more bytes, or a negative AB_* code for a protocol error.  *used is the
  *   number of bytes consumed either way (a codec may consume a partial
  *   message into its own buffer).  Control traffic the codec must answer
- *   (a WebSocket ping) is written with vt->... into `out` given to init.
+ *   (a WebSocket ping) is appended by the parse call itself to c->out, the
+ *   connection's output buffer (set by ab_codec_create(), codecs.h); the
+ *   caller sends what is there after each parse.
  * Server side: vt->server_parse (same contract, one request) and
  *   vt->server_reply(c, payload, len) which appends the response to `out`.
  */

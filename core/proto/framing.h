@@ -1,4 +1,4 @@
-/* framing.h -- the built-in echo's bytes on the wire (DESIGN §4).
+/* framing.h -- the built-in echo's bytes on the wire (docs/protocols.md).
  *
  * Length prefix (tcp/tls, framing = "length"), the reference library's:
  *   len < 254            1 byte: len
@@ -43,15 +43,16 @@ static inline size_t ab_prefix_size(uint64_t len) {
 /* Writes the minimal prefix for len into out (>= 9 bytes); returns its size. */
 size_t ab_prefix_encode(uint8_t *out, uint64_t len);
 
-/* Reads a prefix from in[0..avail).  Returns the prefix size (> 0) and sets
- * *len; AB_EAGAIN when more bytes are needed; AB_EFRAME when the prefix is
- * not minimal or len > max_len. */
+/* The u64 little-endian at p[0..8). */
 static inline uint64_t ab__get_u64le(const uint8_t *p) {
   uint64_t v = 0;
   for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
   return v;
 }
 
+/* Reads a prefix from in[0..avail).  Returns the prefix size (> 0) and sets
+ * *len; AB_EAGAIN when more bytes are needed; AB_EFRAME when the prefix is
+ * not minimal or len > max_len. */
 static inline int ab_prefix_decode(const uint8_t *in, size_t avail, uint64_t max_len,
                      uint64_t *len) {
   if (avail < 1) return AB_EAGAIN;

@@ -1,4 +1,4 @@
-/* tls.h -- TLS as a byte transform (DESIGN §3 `tls`, §4 TLS variants).
+/* tls.h -- TLS as a byte transform (docs/scenarios.md key `tls`; docs/protocols.md).
  *
  * OpenSSL runs over two memory BIOs and never touches a socket (h2o's
  * approach): the transport feeds the ciphertext it read with ab_tls_feed(),

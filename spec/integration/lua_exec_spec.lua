@@ -1,4 +1,4 @@
--- lua_exec_spec.lua -- execution = "lua" end to end (issue 4, DESIGN §6;
+-- lua_exec_spec.lua -- execution = "lua" end to end (issue 4;
 -- docs/lua-api.md): the shipped line_echo scenario (client and server in
 -- Lua), the conn API (receive by pattern, length and line, sleep, phase,
 -- call with an expect function) on one and two loops, the light form

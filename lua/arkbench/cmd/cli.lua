@@ -1,4 +1,4 @@
--- arkbench.cmd.cli: the command line (DESIGN §2).
+-- arkbench.cmd.cli: the command line (README.md; docs/scenarios.md).
 --
 --   arkbench run FILE.lua [--set k=v]... [--filter k=v]... [--out DIR]
 --                         [--quick] [--list]

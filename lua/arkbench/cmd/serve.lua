@@ -1,5 +1,5 @@
 -- arkbench.cmd.serve: only the server side, for a client on another host or
--- another tool (DESIGN §2).
+-- another tool (docs/protocols.md).
 --
 --   arkbench serve [--protocol tcp|udp|tls|ws|wss|http|https]
 --                  [--listen HOST:PORT] [--topology T] [--work N]

@@ -1,6 +1,6 @@
 -- arkbench.run.runner: run every case `repetitions` times, each time in a fresh
 -- worker process, and append each run object to runs.jsonl as soon as its
--- worker ends (DESIGN §2, §10; docs/run-object.md).
+-- worker ends (docs/run-object.md).
 --
 --   runner.run(plan) -> exit_code, runs
 --

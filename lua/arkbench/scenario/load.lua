@@ -1,4 +1,4 @@
--- arkbench.scenario.load: load a scenario file (DESIGN.md §3), refuse anything
+-- arkbench.scenario.load: load a scenario file (docs/scenarios.md), refuse anything
 -- wrong in it before a single socket opens, and fill in the defaults.
 --
 -- Error convention. Errors in the user's file or command line come back as
@@ -42,7 +42,7 @@ local _M = {}
 -- (and listed in "known keys: ..."). The same table as scenario_check's.
 _M.KEYS = check.KEYS
 
--- --quick (DESIGN §2): a smoke run, not a measurement.
+-- --quick (docs/scenarios.md, "Command line"): a smoke run, not a measurement.
 _M.QUICK = { warmup = 0.05, duration = 0.2, repetitions = 1 }
 
 local DEFAULTS = {

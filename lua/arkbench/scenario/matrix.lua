@@ -26,8 +26,8 @@ local tbl_concat = table.concat
 local _M = {}
 
 -- Canonical axis order: the order of expansion (first varies slowest) and of
--- the keys in a case_id. `target` is not in DESIGN's list; it may be a list
--- (one server per case), so it comes last.
+-- the keys in a case_id. `target` may be a list (one server per
+-- case), so it comes last.
 _M.AXES = {
     "protocol", "framing", "payload", "load", "clients", "window", "topology",
     "execution", "work", "rate", "warmup", "duration", "timeout", "placement",

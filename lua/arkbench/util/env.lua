@@ -1,4 +1,4 @@
--- env.lua -- the machine and build a run happened on (env.json, DESIGN §10).
+-- env.lua -- the machine and build a run happened on (env.json, docs/reports.md).
 --
 --   env.collect(opts) -> table
 --     opts.binary         file hashed as binary_sha256 (default /proc/self/exe)
