@@ -330,21 +330,31 @@ static int sleep_or_abort(ab__engine_t *eng, uint64_t t_ns) {
   return aborted;
 }
 
+/* Against the capability table (proto/caps.h): the scenario checks
+ * (lua/arkbench/scenario/check.lua) refuse the same cases first, in the
+ * words users read; this is the safety net for any other caller. */
 int ab_case_check(const ab_case_cfg_t *cfg, char *err, size_t errlen) {
 #define BAD(...) do { snprintf(err, errlen, __VA_ARGS__); return AB_ECONFIG; } while (0)
-  if (cfg->protocol < AB_PROTO_TCP || cfg->protocol > AB_PROTO_HTTPS) BAD("unknown protocol");
-  if (cfg->protocol == AB_PROTO_UDP && cfg->payload > AB_UDP_MAX_PAYLOAD) BAD("udp payload %u is over the UDP limit of 65507 bytes", cfg->payload);
-  if (cfg->execution < AB_EXEC_CALLBACK || cfg->execution > AB_EXEC_HOOKS) BAD("execution must be callback, coroutine or lua");
+  const ab_caps_limits_t *lim = ab_caps_limits();
+  size_t nexec, nframing, nmodel;
+  const ab_cap_name_t *execs = ab_caps_executions(&nexec);
+  const ab_cap_name_t *framings = ab_caps_framings(&nframing);
+  const ab_cap_name_t *models = ab_caps_models(&nmodel);
+  const ab_proto_cap_t *p = ab_caps_protocol(cfg->protocol);
+  const char *exec = ab_caps_name(execs, nexec, cfg->execution);
+  if (p == NULL) BAD("unknown protocol %d", cfg->protocol);
+  if (exec == NULL) BAD("unknown execution %d", cfg->execution);
+  if (!ab_caps_runs(p, cfg->execution)) BAD("execution %s does not run protocol %s", exec, p->name);
   if (cfg->execution == AB_EXEC_HOOKS && (cfg->hooks == NULL || !cfg->hooks->loop_open || !cfg->hooks->client_start || !cfg->hooks->client_wake)) BAD("execution hooks are incomplete");
-  if (cfg->execution == AB_EXEC_COROUTINE && cfg->protocol == AB_PROTO_UDP) BAD("execution coroutine runs the stream protocols (tcp, tls, ws, wss, http, https), not udp");
-  if (cfg->framing != AB_FRAMING_LENGTH && cfg->framing != AB_FRAMING_RAW) BAD("framing must be length or raw");
-  if (cfg->payload < AB_MSG_MIN_PAYLOAD || cfg->payload > AB_MSG_MAX_PAYLOAD) BAD("payload %u out of range 16 .. 16777216", cfg->payload);
-  if (cfg->clients < 1) BAD("clients must be >= 1");
-  if (cfg->window < 1 || cfg->window > 4096) BAD("window must be 1 .. 4096");
-  if (cfg->model != AB_MODEL_SHARDED && cfg->model != AB_MODEL_SHARED) BAD("topology must be sharded:N or shared:N");
-  if (cfg->threads < 1 || cfg->threads > 256) BAD("topology N must be 1 .. 256");
+  if (ab_caps_name(framings, nframing, cfg->framing) == NULL) BAD("unknown framing %d", cfg->framing);
+  if (cfg->payload < lim->payload_min || cfg->payload > p->payload_max) BAD("%s payload %u out of range %u .. %u", p->name, cfg->payload, lim->payload_min, p->payload_max);
+  if (cfg->clients < lim->clients_min || cfg->clients > lim->clients_max) BAD("clients %u out of range %u .. %u", cfg->clients, lim->clients_min, lim->clients_max);
+  if (cfg->window < lim->window_min || cfg->window > lim->window_max) BAD("window %u out of range %u .. %u", cfg->window, lim->window_min, lim->window_max);
+  if (ab_caps_name(models, nmodel, cfg->model) == NULL) BAD("unknown topology model %d", cfg->model);
+  if (cfg->threads < lim->threads_min || cfg->threads > lim->threads_max) BAD("topology N %u out of range %u .. %u", cfg->threads, lim->threads_min, lim->threads_max);
+  if (cfg->work > lim->work_max) BAD("work %llu over %llu", (unsigned long long)cfg->work, (unsigned long long)lim->work_max);
   if (!(cfg->warmup_s >= 0) || !(cfg->duration_s > 0) || !(cfg->timeout_s > 0)) BAD("warmup >= 0, duration > 0 and timeout > 0 are required");
-  if ((double)cfg->clients * cfg->window * cfg->payload > 1073741824.0) BAD("clients x window x payload exceeds 1 GiB");
+  if ((double)cfg->clients * cfg->window * cfg->payload > (double)lim->inflight_max) BAD("clients x window x payload exceeds %llu bytes", (unsigned long long)lim->inflight_max);
   return 0;
 #undef BAD
 }

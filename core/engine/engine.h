@@ -20,13 +20,7 @@
 #include <sys/socket.h>
 
 #include "base/histogram.h"
-
-enum { AB_PROTO_TCP = 1, AB_PROTO_UDP, AB_PROTO_TLS, AB_PROTO_WS, AB_PROTO_WSS,
-       AB_PROTO_HTTP, AB_PROTO_HTTPS };
-#define AB_UDP_MAX_PAYLOAD 65507
-enum { AB_FRAMING_LENGTH = 1, AB_FRAMING_RAW = 2 };
-enum { AB_MODEL_SHARDED = 1, AB_MODEL_SHARED = 2 };
-enum { AB_EXEC_CALLBACK = 1, AB_EXEC_COROUTINE = 2, AB_EXEC_HOOKS = 3 };
+#include "proto/caps.h" /* AB_PROTO_*, AB_EXEC_*, AB_FRAMING_*, AB_MODEL_* */
 
 /* execution = "lua" (and any other driver of connections written outside
  * the core): the engine keeps topology, phases, timing and accounting, and

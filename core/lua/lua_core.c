@@ -19,5 +19,6 @@ int ab_luaopen_core(lua_State *L) {
   ab_lua_register_engine(L);
   ab_lua_register_proc(L);
   ab_lua_register_floor(L);
+  ab_lua_register_caps(L);
   return 1;
 }

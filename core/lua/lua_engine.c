@@ -33,6 +33,7 @@
 #include "lua/lua_core.h"
 #include "lua/lua_exec.h"
 #include "base/procstat.h"
+#include "proto/caps.h"
 
 static const char *opt_string(lua_State *L, const char *key, const char *def) {
   lua_getfield(L, 1, key);
@@ -141,24 +142,24 @@ static int l_run_case(lua_State *L) {
   const char *framing = opt_string(L, "framing", "length");
   const char *exec = opt_string(L, "execution", "callback");
   const char *topo = opt_string(L, "topology", "sharded:1");
-  static const char *protos[] = {"tcp", "udp", "tls", "ws", "wss", "http", "https"};
-  for (int i = 0; i < 7; i++)
-    if (strcmp(proto, protos[i]) == 0) cfg.protocol = AB_PROTO_TCP + i;
-  if (cfg.protocol == 0) return config_error(L, lua_pushfstring(L, "protocol '%s' is not built into the engine yet", proto));
-  cfg.framing = strcmp(framing, "raw") == 0 ? AB_FRAMING_RAW
-                : strcmp(framing, "length") == 0 ? AB_FRAMING_LENGTH : 0;
-  if (strcmp(exec, "callback") == 0) cfg.execution = AB_EXEC_CALLBACK;
-  else if (strcmp(exec, "coroutine") == 0) cfg.execution = AB_EXEC_COROUTINE;
-  else if (strcmp(exec, "lua") == 0) cfg.execution = AB_EXEC_HOOKS;
-  else return config_error(L, lua_pushfstring(L, "execution '%s' is not built into the engine yet", exec));
+  /* names -> ids through the capability table (proto/caps.h) */
+  size_t nexec, nframing, nmodel;
+  const ab_cap_name_t *execs = ab_caps_executions(&nexec);
+  const ab_cap_name_t *framings = ab_caps_framings(&nframing);
+  const ab_cap_name_t *models = ab_caps_models(&nmodel);
+  const ab_proto_cap_t *pcap = ab_caps_protocol_named(proto);
+  if (pcap == NULL) return config_error(L, lua_pushfstring(L, "protocol '%s' is not built into the engine yet", proto));
+  cfg.protocol = pcap->id;
+  cfg.framing = ab_caps_id(framings, nframing, framing);
+  cfg.execution = ab_caps_id(execs, nexec, exec);
+  if (cfg.execution == 0) return config_error(L, lua_pushfstring(L, "execution '%s' is not built into the engine yet", exec));
   unsigned n = 0;
   char model[16] = "";
   if (sscanf(topo, "%15[a-z]:%u", model, &n) != 2)
     return config_error(L, "topology must be sharded:N or shared:N");
-  cfg.model = strcmp(model, "sharded") == 0 ? AB_MODEL_SHARDED
-              : strcmp(model, "shared") == 0 ? AB_MODEL_SHARED : 0;
+  cfg.model = ab_caps_id(models, nmodel, model);
   cfg.threads = n;
-  if (opt_number(L, "rate", 0) > 0)
+  if (opt_number(L, "rate", 0) > 0 && !ab_caps_limits()->open_loop)
     return config_error(L, "open-loop rate (docs/scenarios.md) is not built into the engine yet; "
                            "remove rate to run closed loop");
   cfg.payload = (uint32_t)opt_number(L, "payload", 1024);
@@ -264,9 +265,6 @@ static int l_run_case(lua_State *L) {
    * (lua_exec.c); the run table says which scenario, sets and case */
   ab_lua_exec_t *lx = NULL;
   if (cfg.execution == AB_EXEC_HOOKS) {
-    if (cfg.protocol != AB_PROTO_TCP)
-      return config_error(L, lua_pushfstring(L, "execution \"lua\" drives plain tcp connections;"
-                                                " protocol '%s' is not supported with it", proto));
     if (ab_lua_exec_new(L, 1, &lx, err, sizeof(err)) != 0) return config_error(L, err);
     cfg.hooks = ab_lua_exec_hooks(lx);
   }

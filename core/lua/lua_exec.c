@@ -234,10 +234,8 @@ static void free_loop(ab__lx_loop_t *lx) {
 
 static void *lx_loop_open(void *arg, ab__loop_t *l, char *err, size_t errlen) {
   ab_lua_exec_t *x = arg;
-  if (l->eng->cfg->protocol != AB_PROTO_TCP) {
-    snprintf(err, errlen, "execution = \"lua\" drives plain tcp connections; use protocol = \"tcp\"");
-    return NULL;
-  }
+  /* which protocols it drives is the capability table's row
+   * (proto/caps.h), checked by ab_case_check() before any loop opens */
   ab__lx_loop_t *lx = calloc(1, sizeof(*lx));
   ab__lx_loop_t **loops = realloc(x->loops, (x->nloops + 1) * sizeof(*loops));
   if (loops) x->loops = loops;

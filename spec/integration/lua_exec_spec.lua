@@ -248,20 +248,32 @@ return {
         check("clients=4", "script_error", file .. ":16:")
     end)
 
-    it("refuses before running a part with no driver, a non-tcp protocol, a message function without expect", function()
+    it("refuses before running a part with no driver, a protocol it does not drive, a message function without expect", function()
+        -- which protocols lua drives is the capability table's word
+        local runs, alt = {}, nil
+        for _, p in ipairs(require("arkbench.core").capabilities().protocols) do
+            for _, e in ipairs(p.executions) do
+                if e == "lua" then runs[#runs + 1] = p.name end
+            end
+            if p.name == "ws" then alt = p.executions end
+        end
         local d = tmpdir()
         for i, case in ipairs({
-            { 'return { execution = "lua", clients = 5 }', 'needs client = function(conn)' },
+            { 'return { execution = "lua", clients = 5 }', ':1: key \'execution\': execution = '
+              .. '"lua" needs client = function(conn) or message (with expect); see docs/lua-api.md\n' },
             { 'return { execution = "lua", protocol = "ws", message = "a\\n", expect = "line" }',
-              'runs over protocol tcp, not ws' },
+              string.format(':1: key \'execution\': execution = "lua" runs over protocol%s %s, not'
+                  .. ' ws; expected execution %s for protocol ws\n', #runs == 1 and "" or "s",
+                  table.concat(runs, ", "), table.concat(alt, ", ", 1, #alt - 1) .. " or " .. alt[#alt]) },
             { 'return { execution = "lua", message = function(i) return "a" end }',
-              'message is a function, so expect is needed' },
+              ':1: key \'message\': message is a function, so expect is needed (a length, "line"'
+              .. ' or function(buf)); see docs/lua-api.md\n' },
         }) do
             local file = d .. "/refuse" .. i .. ".lua"
             write_file(file, case[1])
             local rc, out, err, dir = run({ file, "--quick" })
             assert.are.equal(2, rc, out .. err)
-            assert.is_truthy(err:find(case[2], 1, true), err)
+            assert.are.equal(file .. case[2], err)
             assert.is_nil(io.open(dir .. "/runs.jsonl"), "nothing may run")
         end
     end)

@@ -254,11 +254,11 @@ describe("scenario.load", function()
 
         it("overrides keys before validation, making axes", function()
             local spec = assert(scenario.load(F .. "minimal.lua",
-                { "payload=64,1024", "protocol=udp", "rate=5000", "name=2024" }))
+                { "payload=64,1024", "protocol=udp", "work=5000", "name=2024" }))
             assert.same({ 64, 1024 }, spec.keys.payload)
             assert.equals("udp", spec.keys.protocol)
             assert.equals(0.2, spec.keys.timeout)
-            assert.equals(5000, spec.keys.rate)
+            assert.equals(5000, spec.keys.work)
             assert.equals("2024", spec.name)          -- names stay text
             assert.same({ "payload" }, spec.axes)
         end)
@@ -346,6 +346,109 @@ describe("scenario.load", function()
                 .. "100000 x 4096 x 1024 = 419430400000 bytes in flight in one case; expected "
                 .. "at most 1073741824 (1 GiB)",
                 load_err("minimal.lua", { "clients=100000", "window=4096" }))
+        end)
+    end)
+
+    describe("refuses what the capability table (core.capabilities()) does not run", function()
+        local caps = require("arkbench.core").capabilities()
+        local function row(name)
+            for _, p in ipairs(caps.protocols) do
+                if p.name == name then return p end
+            end
+        end
+
+        it("takes the udp payload limit from the table", function()
+            local max = row("udp").payload_max
+            assert.equals(65507, max)
+            assert.equals(string.format("--set payload=%d: key 'payload': got %d; expected an integer "
+                .. "from %d to %d (the UDP datagram limit)", max + 1, max + 1,
+                caps.limits.payload_min, max),
+                load_err("minimal.lua", { "protocol=udp", "payload=" .. (max + 1) }))
+            assert(scenario.load(F .. "minimal.lua", { "protocol=udp", "payload=" .. max }))
+        end)
+
+        it("lists the table's protocols, in its order, for an unknown one", function()
+            local names = {}
+            for i, p in ipairs(caps.protocols) do names[i] = p.name end
+            local err = load_err("minimal.lua", { "protocol=quic" })
+            assert.equals("--set protocol=quic: key 'protocol': got string \"quic\"; expected one of "
+                .. table.concat(names, ", "), err)
+            assert.equals("--set protocol=quic: key 'protocol': got string \"quic\"; expected one of "
+                .. "tcp, udp, ws, tls, wss, http, https", err)
+        end)
+
+        it("takes the executions, the topology models and their N from the table", function()
+            assert.equals("--set execution=fibers: key 'execution': got string \"fibers\"; "
+                .. "expected one of " .. table.concat(caps.executions, ", "),
+                load_err("minimal.lua", { "execution=fibers" }))
+            local top = "sharded:" .. (caps.limits.threads_max + 1)
+            assert.equals("--set topology=" .. top .. ": key 'topology': got string \"" .. top
+                .. "\"; expected \"sharded:N\" or \"shared:N\" with N an integer from 1 to "
+                .. caps.limits.threads_max, load_err("minimal.lua", { "topology=" .. top }))
+        end)
+
+        it("refuses an execution with a protocol its row does not list, naming both", function()
+            assert.is_false(row("udp").executions[2] == "coroutine")
+            assert.equals("--set execution=coroutine: key 'execution': execution = \"coroutine\" "
+                .. "runs over protocols tcp, ws, tls, wss, http, https, not udp; expected "
+                .. "execution callback for protocol udp",
+                load_err("minimal.lua", { "protocol=udp", "execution=coroutine" }))
+            -- a matrix is refused when any case pairs them
+            assert.equals("--set execution=callback,coroutine: key 'execution': execution = "
+                .. "\"coroutine\" runs over protocols tcp, ws, tls, wss, http, https, not udp; "
+                .. "expected execution callback for protocol udp",
+                load_err("minimal.lua", { "protocol=tcp,udp", "execution=callback,coroutine" }))
+        end)
+
+        it("refuses execution = \"lua\" over a protocol it does not drive, with the table's list", function()
+            local runs, alt = {}, row("ws").executions
+            for _, p in ipairs(caps.protocols) do
+                for _, e in ipairs(p.executions) do
+                    if e == "lua" then runs[#runs + 1] = p.name end
+                end
+            end
+            assert.equals(string.format("--set execution=lua: key 'execution': execution = \"lua\" "
+                .. "runs over protocol%s %s, not ws; expected execution %s for protocol ws",
+                #runs == 1 and "" or "s", table.concat(runs, ", "),
+                table.concat(alt, ", ", 1, #alt - 1) .. " or " .. alt[#alt]),
+                load_err("hooks.lua", { "protocol=ws", "execution=lua" }))
+        end)
+
+        it("refuses execution = \"lua\" without a driver, and a message function without expect", function()
+            assert.equals("--set execution=lua: key 'execution': execution = \"lua\" needs client "
+                .. "= function(conn) or message (with expect); see docs/lua-api.md",
+                load_err("minimal.lua", { "execution=lua" }))
+            local d = os.tmpname()
+            local f = assert(io.open(d, "w"))
+            f:write('return {\n    execution = "lua",\n    message = function(i) return "a" end,\n}\n')
+            f:close()
+            local spec, err = scenario.load(d)
+            os.remove(d)
+            assert.is_nil(spec)
+            assert.equals(d .. ":3: key 'message': message is a function, so expect is needed (a "
+                .. "length, \"line\" or function(buf)); see docs/lua-api.md", err)
+        end)
+
+        it("warns that client = function(conn) does not use window", function()
+            local d = os.tmpname()
+            local f = assert(io.open(d, "w"))
+            f:write('return {\n    execution = "lua",\n    window = { 1, 4 },\n'
+                .. '    client = function(conn) end,\n}\n')
+            f:close()
+            local spec = scenario.load(d)
+            os.remove(d)
+            assert.same({ d .. ":3: key 'window': window is not used by client = function(conn) "
+                .. "(each conn:call is one round trip at a time)" }, assert(spec).warnings)
+        end)
+
+        it("refuses rate while the table says open loop is not built", function()
+            assert.is_false(caps.limits.open_loop)
+            assert.equals("--set rate=5000: key 'rate': rate (open-loop load) is not built yet; "
+                .. "remove it to run closed loop", load_err("minimal.lua", { "rate=5000" }))
+        end)
+
+        it("takes the in-flight limit from the table", function()
+            assert.equals(1073741824, caps.limits.inflight_max)
         end)
     end)
 

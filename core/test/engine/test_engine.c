@@ -168,5 +168,23 @@ int main(void) {
   CHECK(ab_run_case(&c, &r) == AB_ECONFIG);
   CHECK(strstr(r.error, "topology") != NULL);
   ab_result_free(&r);
+  /* the capability table (proto/caps.h) decides, with its numbers */
+  c = base();
+  c.protocol = AB_PROTO_UDP;
+  c.payload = AB_UDP_MAX_PAYLOAD + 1;
+  CHECK(ab_case_check(&c, err, sizeof(err)) == AB_ECONFIG);
+  CHECK(strcmp(err, "udp payload 65508 out of range 16 .. 65507") == 0);
+  c.payload = AB_UDP_MAX_PAYLOAD;
+  CHECK(ab_case_check(&c, err, sizeof(err)) == 0);
+  c.execution = AB_EXEC_COROUTINE;
+  CHECK(ab_case_check(&c, err, sizeof(err)) == AB_ECONFIG);
+  CHECK(strcmp(err, "execution coroutine does not run protocol udp") == 0);
+  c = base();
+  c.protocol = 0;
+  CHECK(ab_case_check(&c, err, sizeof(err)) == AB_ECONFIG);
+  c = base();
+  c.window = 4097;
+  CHECK(ab_case_check(&c, err, sizeof(err)) == AB_ECONFIG);
+  CHECK(strcmp(err, "window 4097 out of range 1 .. 4096") == 0);
   TEST_DONE();
 }

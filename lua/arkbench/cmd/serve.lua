@@ -75,10 +75,16 @@ function _M.main(args)
         end
         return n
     end
-    if not int_in("work", 0, 10000000) or not int_in("payload", 16, 16777216) then return 2 end
+    -- the limits are the capability table's (core/proto/caps.h)
+    local lim = core.capabilities().limits
+    if not int_in("work", 0, lim.work_max)
+       or not int_in("payload", lim.payload_min, lim.payload_max) then
+        return 2
+    end
     if not matrix.topology(o.topology) then
         io_stderr:write("arkbench serve: --topology ", o.topology,
-            ": expected sharded:N or shared:N with N from 1 to 256\n")
+            ": expected sharded:N or shared:N with N from ", lim.threads_min, " to ",
+            lim.threads_max, "\n")
         return 2
     end
     local port = tonumber(o.listen:match(":(%d+)$") or "")

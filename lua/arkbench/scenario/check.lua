@@ -3,13 +3,20 @@
 -- shapes of load, tls, udp and the hooks), then the resolved keys are
 -- checked against each other. Problems go into a validation context from
 -- arkbench.scenario.msg; arkbench.scenario.load reports them.
+--
+-- What is allowed -- protocols, executions and which protocols each runs,
+-- framings, topology models, limits, whether open-loop rate is built --
+-- comes from the capability table in C (core/proto/caps.c) through
+-- core.capabilities(); the words users read are here.
 
 local type, pairs, ipairs, tostring, tonumber =
       type, pairs, ipairs, tostring, tonumber
 local str_find, str_match, str_format = string.find, string.match, string.format
 local tbl_concat, tbl_sort = table.concat, table.sort
 local math_floor, math_huge = math.floor, math.huge
+local str_upper = string.upper
 
+local core = require("arkbench.core")
 local matrix = require("arkbench.scenario.matrix")
 local msg = require("arkbench.scenario.msg")
 
@@ -29,9 +36,19 @@ _M.KEYS = {
 local KNOWN = {}
 for _, k in ipairs(_M.KEYS) do KNOWN[k] = true end
 
-local GIB = 1073741824
-local UDP_PAYLOAD_MAX = 65507
-local TLS_PROTOCOLS = { tls = true, wss = true, https = true }
+-- the capability table (core/proto/caps.h), read once
+local CAPS = core.capabilities()
+local LIMITS = CAPS.limits
+local PROTOCOLS, PROTOCOL_NAMES, TLS_PROTOCOLS, TLS_NAMES = {}, {}, {}, {}
+for _, p in ipairs(CAPS.protocols) do
+    PROTOCOLS[p.name] = p
+    PROTOCOL_NAMES[#PROTOCOL_NAMES + 1] = p.name
+    if p.tls then
+        TLS_PROTOCOLS[p.name] = true
+        TLS_NAMES[#TLS_NAMES + 1] = p.name
+    end
+end
+local INFLIGHT_MAX = LIMITS.inflight_max
 -- ca: a PEM file of the certificate(s) to trust, for target = servers
 local TLS_KEYS = { "version", "ciphers", "sni", "alpn", "resume", "ca" }
 -- udp = { send_buffer =, recv_buffer =, server_recv_buffer = } in bytes:
@@ -85,8 +102,8 @@ local function int_range(lo, hi, note)
     }
 end
 
-local function one_of(...)
-    local names, set = { ... }, {}
+local function one_of(names)
+    local set = {}
     for _, n in ipairs(names) do set[n] = true end
     return {
         test = function(v) return type(v) == "string" and set[v] == true end,
@@ -112,19 +129,25 @@ local function valid_target(v)
     return host ~= nil and port ~= nil and port >= 1 and port <= 65535
 end
 
+local function quoted_models()
+    local q = {}
+    for i, m in ipairs(CAPS.models) do q[i] = '"' .. m .. ':N"' end
+    return tbl_concat(q, " or ")
+end
+
 local RULES = {
-    protocol = one_of("tcp", "udp", "ws", "tls", "wss", "http", "https"),
-    framing = one_of("length", "raw"),
-    payload = int_range(16, 16777216),
-    payload_udp = int_range(16, UDP_PAYLOAD_MAX, " (the UDP datagram limit)"),
-    clients = int_range(1, 100000),
-    window = int_range(1, 4096),
+    protocol = one_of(PROTOCOL_NAMES),
+    framing = one_of(CAPS.framings),
+    payload = int_range(LIMITS.payload_min, LIMITS.payload_max),
+    clients = int_range(LIMITS.clients_min, LIMITS.clients_max),
+    window = int_range(LIMITS.window_min, LIMITS.window_max),
     topology = {
         test = function(v) return matrix.topology(v) ~= nil end,
-        expected = '"sharded:N" or "shared:N" with N an integer from 1 to 256',
+        expected = str_format("%s with N an integer from %d to %d", quoted_models(),
+                              LIMITS.threads_min, LIMITS.threads_max),
     },
-    execution = one_of("callback", "coroutine", "lua"),
-    work = int_range(0, 10000000),
+    execution = one_of(CAPS.executions),
+    work = int_range(0, LIMITS.work_max),
     warmup = seconds(true),
     duration = seconds(false),
     repetitions = int_range(1, 100),
@@ -133,13 +156,30 @@ local RULES = {
         expected = "a number > 0 (messages per second, all connections together)",
     },
     timeout = seconds(false),
-    placement = one_of("same-process", "split"),
+    placement = one_of({ "same-process", "split" }),
     target = {
         test = valid_target,
         expected = 'a string "host:port" with a port from 1 to 65535'
                    .. ' (an IPv6 host in brackets: "[::1]:7000")',
     },
 }
+
+-- The payload rule for the protocols a scenario names: the lowest of their
+-- limits (a datagram protocol's is its datagram limit).
+local function payload_rule(protocol)
+    local low
+    for _, name in ipairs(values_of(protocol)) do
+        local p = PROTOCOLS[name]
+        if p and p.payload_max < LIMITS.payload_max and (not low or p.payload_max < low.payload_max) then
+            low = p
+        end
+    end
+    if not low then return RULES.payload end
+    local note = low.transport == "datagram"
+        and str_format(" (the %s datagram limit)", str_upper(low.name))
+        or str_format(" (the limit of protocol %s)", low.name)
+    return int_range(LIMITS.payload_min, low.payload_max, note)
+end
 
 -- keys that take a scalar or a list, in validation order (protocol first:
 -- the payload limit depends on it)
@@ -389,12 +429,11 @@ local function validate(ctx, t)
         end
     end
 
-    local udp = t.protocol ~= nil and contains(t.protocol, "udp")
     for _, key in ipairs(AXIS_KEYS) do
         local v = t[key]
         if v ~= nil then
             local rule = RULES[key]
-            if key == "payload" and udp then rule = RULES.payload_udp end
+            if key == "payload" and t.protocol ~= nil then rule = payload_rule(t.protocol) end
             if check_axis(ctx, key, v, rule) then keys[key] = copy_list(v) end
         end
     end
@@ -434,6 +473,62 @@ local function max_of(v)
     return m
 end
 
+-- "a, b or c"
+local function or_list(names)
+    if #names < 2 then return names[1] or "" end
+    return tbl_concat(names, ", ", 1, #names - 1) .. " or " .. names[#names]
+end
+
+-- 1073741824 -> "1 GiB"
+local function binary_size(n)
+    for _, u in ipairs({ { 2^30, "GiB" }, { 2^20, "MiB" }, { 2^10, "KiB" } }) do
+        if n >= u[1] and n % u[1] == 0 then return str_format("%d %s", n / u[1], u[2]) end
+    end
+    return str_format("%d bytes", n)
+end
+
+-- Each execution runs only the protocols whose row in the capability table
+-- names it: refused once per (execution, protocol) pair some case has.
+local function check_executions(ctx, t, cases)
+    local seen = {}
+    for _, c in ipairs(cases) do
+        local ex, pr = c.execution, c.protocol
+        local id = ex .. "/" .. pr
+        local row = PROTOCOLS[pr]
+        if not seen[id] and not contains(row.executions, ex) then
+            seen[id] = true
+            local runs = {}
+            for _, p in ipairs(CAPS.protocols) do
+                if contains(p.executions, ex) then runs[#runs + 1] = p.name end
+            end
+            local key = (t.execution ~= nil or ctx.origin.execution) and "execution" or "protocol"
+            fail(ctx, key, str_format('key \'%s\': execution = "%s" runs over protocol%s %s,'
+                 .. ' not %s; expected execution %s for protocol %s', key, ex,
+                 #runs == 1 and "" or "s", tbl_concat(runs, ", "), pr,
+                 or_list(row.executions), pr))
+        end
+    end
+end
+
+-- execution = "lua" needs a driver: client = function(conn), or a message
+-- (a function message needs an expect to know where a reply ends).
+-- docs/lua-api.md is the reference.
+local function check_lua(ctx, spec, window_key)
+    local h = spec.hooks
+    if h.client == nil and h.message == nil then
+        fail(ctx, "execution", "key 'execution': execution = \"lua\" needs client ="
+             .. " function(conn) or message (with expect); see docs/lua-api.md")
+    end
+    if type(h.message) == "function" and h.expect == nil then
+        fail(ctx, "message", "key 'message': message is a function, so expect is needed (a"
+             .. " length, \"line\" or function(buf)); see docs/lua-api.md")
+    end
+    if h.client ~= nil and window_key then
+        warn(ctx, window_key, "key '" .. window_key .. "': window is not used by client ="
+             .. " function(conn) (each conn:call is one round trip at a time)")
+    end
+end
+
 -- Checks across keys, on the resolved keys; errors and warnings into ctx.
 local function cross_check(ctx, t, spec)
     local keys = spec.keys
@@ -448,7 +543,7 @@ local function cross_check(ctx, t, spec)
         c, w = max_of(keys.clients), max_of(keys.window)
     end
     local p = max_of(keys.payload)
-    if c * w * p > GIB then
+    if c * w * p > INFLIGHT_MAX then
         local anchor
         for _, k in ipairs({ "payload", "load", "clients", "window" }) do
             if ctx.origin[k] then anchor = k break end
@@ -459,9 +554,14 @@ local function cross_check(ctx, t, spec)
             end
         end
         fail(ctx, anchor, str_format("key '%s': clients x window x payload = %d x %d x %d = %d"
-             .. " bytes in flight in one case; expected at most %d (1 GiB)",
-             anchor, c, w, p, c * w * p, GIB))
+             .. " bytes in flight in one case; expected at most %d (%s)",
+             anchor, c, w, p, c * w * p, INFLIGHT_MAX, binary_size(INFLIGHT_MAX)))
         return
+    end
+
+    if keys.rate ~= nil and not LIMITS.open_loop then
+        fail(ctx, "rate", "key 'rate': rate (open-loop load) is not built yet; remove it to run"
+             .. " closed loop")
     end
 
     -- topology vs clients, per case (see matrix.lua): such cases run with
@@ -486,15 +586,20 @@ local function cross_check(ctx, t, spec)
              reason, count[reason], #cases))
     end
 
-    if contains(keys.protocol, "udp") then
-        local wide, key = false, keys.load and "load" or "window"
-        if keys.load then
-            for _, pr in ipairs(keys.load) do wide = wide or pr.window > 1 end
-        else
-            wide = max_of(keys.window) > 1
-        end
-        if wide then
-            warn(ctx, key, "key '" .. key .. "': udp with window > 1 measures queueing, not RTT")
+    check_executions(ctx, t, cases)
+
+    local window_key = keys.load and "load" or "window"
+    local wide = false
+    if keys.load then
+        for _, pr in ipairs(keys.load) do wide = wide or pr.window > 1 end
+    else
+        wide = max_of(keys.window) > 1
+    end
+    for _, pr in ipairs(values_of(keys.protocol)) do
+        if wide and PROTOCOLS[pr].transport == "datagram" then
+            warn(ctx, window_key, "key '" .. window_key .. "': " .. pr
+                 .. " with window > 1 measures queueing, not RTT")
+            break
         end
     end
 
@@ -502,8 +607,13 @@ local function cross_check(ctx, t, spec)
         local any = false
         for _, pr in ipairs(values_of(keys.protocol)) do any = any or TLS_PROTOCOLS[pr] == true end
         if not any then
-            warn(ctx, "tls", "key 'tls': no case uses protocol tls, wss or https, so it has no effect")
+            warn(ctx, "tls", "key 'tls': no case uses protocol " .. or_list(TLS_NAMES)
+                 .. ", so it has no effect")
         end
+    end
+
+    if contains(keys.execution, "lua") then
+        check_lua(ctx, spec, wide and window_key)
     end
 
     if not contains(keys.execution, "lua") then

@@ -43,15 +43,20 @@ local FILTER_KEYS = {
 local IS_FILTER_KEY = {}
 for _, k in ipairs(FILTER_KEYS) do IS_FILTER_KEY[k] = true end
 
-local TOPOLOGY_MAX = 256
+-- topology models and their thread limits: the capability table
+-- (core/proto/caps.h)
+local CAPS = require("arkbench.core").capabilities()
+local MODELS = {}
+for _, m in ipairs(CAPS.models) do MODELS[m] = true end
+local THREADS_MIN, THREADS_MAX = CAPS.limits.threads_min, CAPS.limits.threads_max
 
 -- "sharded:4" -> "sharded", 4. Anything else (user input) -> nil.
 function _M.topology(str)
     if type(str) ~= "string" then return nil end
     local model, n = str_match(str, "^(%l+):([1-9]%d*)$")
-    if model ~= "sharded" and model ~= "shared" then return nil end
+    if not MODELS[model] then return nil end
     n = tonumber(n)
-    if n > TOPOLOGY_MAX then return nil end
+    if n < THREADS_MIN or n > THREADS_MAX then return nil end
     return model, n
 end
 

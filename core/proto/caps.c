@@ -1,0 +1,104 @@
+/* caps.c -- the capability table (see caps.h). */
+#include "proto/caps.h"
+
+#include <string.h>
+
+#include "proto/framing.h"
+
+#define ALL_EXECS (AB_EXEC_BIT(AB_EXEC_CALLBACK) | AB_EXEC_BIT(AB_EXEC_COROUTINE))
+#define STREAM AB_TRANSPORT_STREAM
+
+/* Scenario order (docs/scenarios.md).  execution = "lua" drives plain tcp
+ * today; a row gains AB_EXEC_BIT(AB_EXEC_HOOKS) when the Lua driver runs
+ * over it.  The coroutine echo is stream-only. */
+static const ab_proto_cap_t protocols[] = {
+    {"tcp", AB_PROTO_TCP, STREAM, 0, "framing", ALL_EXECS | AB_EXEC_BIT(AB_EXEC_HOOKS),
+     AB_MSG_MAX_PAYLOAD},
+    {"udp", AB_PROTO_UDP, AB_TRANSPORT_DATAGRAM, 0, NULL, AB_EXEC_BIT(AB_EXEC_CALLBACK),
+     AB_UDP_MAX_PAYLOAD},
+    {"ws", AB_PROTO_WS, STREAM, 0, "ws", ALL_EXECS, AB_MSG_MAX_PAYLOAD},
+    {"tls", AB_PROTO_TLS, STREAM, 1, "framing", ALL_EXECS, AB_MSG_MAX_PAYLOAD},
+    {"wss", AB_PROTO_WSS, STREAM, 1, "ws", ALL_EXECS, AB_MSG_MAX_PAYLOAD},
+    {"http", AB_PROTO_HTTP, STREAM, 0, "http", ALL_EXECS, AB_MSG_MAX_PAYLOAD},
+    {"https", AB_PROTO_HTTPS, STREAM, 1, "http", ALL_EXECS, AB_MSG_MAX_PAYLOAD},
+};
+
+static const ab_cap_name_t executions[] = {
+    {"callback", AB_EXEC_CALLBACK},
+    {"coroutine", AB_EXEC_COROUTINE},
+    {"lua", AB_EXEC_HOOKS},
+};
+
+static const ab_cap_name_t framings[] = {
+    {"length", AB_FRAMING_LENGTH},
+    {"raw", AB_FRAMING_RAW},
+};
+
+static const ab_cap_name_t models[] = {
+    {"sharded", AB_MODEL_SHARDED},
+    {"shared", AB_MODEL_SHARED},
+};
+
+static const ab_caps_limits_t limits = {
+    .payload_min = AB_MSG_MIN_PAYLOAD,
+    .payload_max = AB_MSG_MAX_PAYLOAD,
+    .clients_min = 1,
+    .clients_max = 100000,
+    .window_min = 1,
+    .window_max = 4096,
+    .threads_min = 1,
+    .threads_max = 256,
+    .work_max = 10000000,
+    .inflight_max = 1073741824, /* 1 GiB */
+    .open_loop = 0,
+};
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+const ab_proto_cap_t *ab_caps_protocols(size_t *n) {
+  *n = COUNT(protocols);
+  return protocols;
+}
+
+const ab_cap_name_t *ab_caps_executions(size_t *n) {
+  *n = COUNT(executions);
+  return executions;
+}
+
+const ab_cap_name_t *ab_caps_framings(size_t *n) {
+  *n = COUNT(framings);
+  return framings;
+}
+
+const ab_cap_name_t *ab_caps_models(size_t *n) {
+  *n = COUNT(models);
+  return models;
+}
+
+const ab_caps_limits_t *ab_caps_limits(void) { return &limits; }
+
+const ab_proto_cap_t *ab_caps_protocol(int id) {
+  for (size_t i = 0; i < COUNT(protocols); i++)
+    if (protocols[i].id == id) return &protocols[i];
+  return NULL;
+}
+
+const ab_proto_cap_t *ab_caps_protocol_named(const char *name) {
+  if (name == NULL) return NULL;
+  for (size_t i = 0; i < COUNT(protocols); i++)
+    if (strcmp(protocols[i].name, name) == 0) return &protocols[i];
+  return NULL;
+}
+
+int ab_caps_id(const ab_cap_name_t *tab, size_t n, const char *name) {
+  if (name == NULL) return 0;
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(tab[i].name, name) == 0) return tab[i].id;
+  return 0;
+}
+
+const char *ab_caps_name(const ab_cap_name_t *tab, size_t n, int id) {
+  for (size_t i = 0; i < n; i++)
+    if (tab[i].id == id) return tab[i].name;
+  return NULL;
+}

@@ -1,0 +1,90 @@
+/* caps.h -- what this build runs: the one table of protocols, execution
+ * modes, framings, topology models and limits.
+ *
+ * Every rule about which scenario values are allowed comes from here:
+ * ab_case_check() (engine.h) refuses a case against it as a safety net,
+ * and core.capabilities() (core/lua/lua_caps.c) hands the same table to
+ * lua/arkbench/scenario/check.lua, which validates scenario files against
+ * it and holds the words users read (docs/scenarios.md lists the keys).
+ * Adding a protocol is one row in caps.c; letting an execution mode run a
+ * protocol is one bit in its row.
+ *
+ * The tables are static and constant: any thread may read them, nothing is
+ * allocated, nothing is freed.  Names are the scenario files' values.
+ */
+#ifndef AB_CAPS_H
+#define AB_CAPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Protocol ids (ab_case_cfg_t.protocol); 0 is never a protocol. */
+enum { AB_PROTO_TCP = 1, AB_PROTO_UDP, AB_PROTO_TLS, AB_PROTO_WS, AB_PROTO_WSS,
+       AB_PROTO_HTTP, AB_PROTO_HTTPS };
+/* Execution modes (ab_case_cfg_t.execution).  AB_EXEC_HOOKS is a driver
+ * written outside the core (engine.h ab_exec_hooks_t); its scenario name
+ * is "lua", the one such driver today (core/lua/lua_exec.c). */
+enum { AB_EXEC_CALLBACK = 1, AB_EXEC_COROUTINE = 2, AB_EXEC_HOOKS = 3 };
+#define AB_EXEC_BIT(e) (1u << (e))
+/* framing = "length" | "raw" of the length-framed stream protocols */
+enum { AB_FRAMING_LENGTH = 1, AB_FRAMING_RAW = 2 };
+/* topology = "sharded:N" | "shared:N" */
+enum { AB_MODEL_SHARDED = 1, AB_MODEL_SHARED = 2 };
+
+/* The largest UDP payload (65535 - 8 UDP header - 20 IPv4 header). */
+#define AB_UDP_MAX_PAYLOAD 65507
+
+enum { AB_TRANSPORT_STREAM = 1, AB_TRANSPORT_DATAGRAM = 2 };
+
+typedef struct {
+  const char *name;      /* "tcp" */
+  int id;                /* AB_PROTO_* */
+  int transport;         /* AB_TRANSPORT_STREAM: a byte stream, messages
+                            framed by the codec; _DATAGRAM: one message per
+                            datagram, no codec */
+  int tls;               /* 1: the stream goes through the TLS transform */
+  const char *codec;     /* "framing" (length or raw, per the framing key),
+                            "ws", "http"; NULL for datagrams */
+  unsigned executions;   /* AB_EXEC_BIT() of each mode that runs it */
+  uint32_t payload_max;  /* bytes; at most the global payload_max */
+} ab_proto_cap_t;
+
+/* A named value of a scenario key: execution, framing, topology model. */
+typedef struct {
+  const char *name;
+  int id;
+} ab_cap_name_t;
+
+typedef struct {
+  uint32_t payload_min, payload_max; /* bytes per message */
+  uint32_t clients_min, clients_max; /* connections per case */
+  uint32_t window_min, window_max;   /* messages in flight per connection */
+  uint32_t threads_min, threads_max; /* N of sharded:N / shared:N */
+  uint64_t work_max;                 /* iterations of server work per echo */
+  uint64_t inflight_max;             /* bytes: clients x window x payload */
+  int open_loop;                     /* 1 when rate (open-loop load) is
+                                        built; 0 today: a rate is refused */
+} ab_caps_limits_t;
+
+/* The rows, in the order users see them listed; *n gets the count. */
+const ab_proto_cap_t *ab_caps_protocols(size_t *n);
+const ab_cap_name_t *ab_caps_executions(size_t *n);
+const ab_cap_name_t *ab_caps_framings(size_t *n);
+const ab_cap_name_t *ab_caps_models(size_t *n);
+const ab_caps_limits_t *ab_caps_limits(void);
+
+/* The protocol with this id / name, or NULL. */
+const ab_proto_cap_t *ab_caps_protocol(int id);
+const ab_proto_cap_t *ab_caps_protocol_named(const char *name);
+
+/* The id of name in tab[0..n), or 0 when it is not there; the name of id,
+ * or NULL. */
+int ab_caps_id(const ab_cap_name_t *tab, size_t n, const char *name);
+const char *ab_caps_name(const ab_cap_name_t *tab, size_t n, int id);
+
+/* 1 when execution mode `exec` (AB_EXEC_*) runs protocol p, else 0. */
+static inline int ab_caps_runs(const ab_proto_cap_t *p, int exec) {
+  return p != NULL && exec > 0 && exec < 32 && (p->executions & AB_EXEC_BIT(exec)) != 0;
+}
+
+#endif
