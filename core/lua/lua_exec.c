@@ -9,8 +9,8 @@
  *   full   client = function(conn) ... end runs as a Lua coroutine per
  *          client connection, a task of kind AB_TASK_LUA on the loop's
  *          scheduler (lua_exec_task.c); optional server = function(conn)
- *          the same way per accepted connection.  The conn methods are a
- *          small Lua prelude over C primitives (lua_exec_conn.c).
+ *          the same way per accepted connection.  The conn methods are
+ *          lua/arkbench/exec/conn.lua over C primitives (lua_exec_conn.c).
  *   light  message = bytes | function(i), expect = length | "line" |
  *          function(buf): C does the IO and calls Lua only to build a
  *          message and to find where a reply ends (lua_exec_light.c).
@@ -33,13 +33,10 @@
 #include <string.h>
 
 #include <lauxlib.h>
-#include <lualib.h>
 
 #include "base/ab_error.h"
-#include "lua/lua_core.h"
 #include "lua/lua_exec_int.h"
-
-extern int luaopen_cjson(lua_State *L);
+#include "lua/lua_host.h"
 
 static int panic(lua_State *L) {
   fprintf(stderr, "arkbench: unprotected Lua error in execution = lua: %s\n",
@@ -47,31 +44,6 @@ static int panic(lua_State *L) {
   abort();
   return 0;
 }
-
-/* Picks the hooks of this case's scenario part -> hooks | nil, message. */
-static const char BOOT[] =
-    "local path, sets, quick, index, case_id = ...\n"
-    "local scenario = require('arkbench.scenario.load')\n"
-    "local matrix = require('arkbench.scenario.matrix')\n"
-    "local spec, err = scenario.load(path, sets)\n"
-    "if not spec then return nil, err end\n"
-    "if quick then scenario.apply_quick(spec) end\n"
-    "if not index or not spec.parts or #spec.parts < 2 then return spec.hooks end\n"
-    "local all = matrix.expand(spec)\n"
-    "local case = all[index]\n"
-    "if not case or (case_id and case.case_id ~= case_id) then\n"
-    "  return nil, string.format('%s: case %s (index %d) is not in the scenario as loaded by'\n"
-    "    .. ' the worker', path, tostring(case_id), index)\n"
-    "end\n"
-    "local n = 0\n"
-    "for _, part in ipairs(spec.parts) do\n"
-    "  local copy = {}\n"
-    "  for k, v in pairs(part) do copy[k] = v end\n"
-    "  copy.parts = nil\n"
-    "  n = n + #matrix.expand(copy)\n"
-    "  if index <= n then return part.hooks end\n"
-    "end\n"
-    "return nil, path .. ': case index ' .. index .. ' is past the last scenario part'\n";
 
 /* ---- stopping after a script error ------------------------------------ */
 
@@ -114,34 +86,21 @@ static void boot_fail(lua_State *L, const char *fmt, const char *path) {
   lua_error(L);
 }
 
-/* Runs protected with lx as argument 1: opens the libraries, loads the
- * scenario, picks the part's hooks and loads the conn prelude. */
+/* Runs protected with lx as argument 1: sets the state up as the host's
+ * (lua_host.h, with the worker's package paths), loads the scenario and
+ * picks the part's hooks (lua/arkbench/exec/boot.lua), and makes the conn
+ * metatable (lua/arkbench/exec/conn.lua). */
 static int boot(lua_State *L) {
   ab__lx_loop_t *lx = lua_touserdata(L, 1);
   ab_lua_exec_t *x = lx->x;
   const char *path = x->scenario_path;
-  luaL_openlibs(L);
-  lua_getglobal(L, "package");
-  if (x->lua_path) {
-    lua_pushstring(L, x->lua_path);
-    lua_setfield(L, -2, "path");
-  }
-  if (x->lua_cpath) {
-    lua_pushstring(L, x->lua_cpath);
-    lua_setfield(L, -2, "cpath");
-  }
-  lua_getfield(L, -1, "preload");
-  lua_pushcfunction(L, luaopen_cjson);
-  lua_setfield(L, -2, "cjson");
-  lua_pushcfunction(L, ab_luaopen_core);
-  lua_setfield(L, -2, "arkbench.core");
-  lua_pop(L, 2);
-  if (x->root) {
-    lua_pushstring(L, x->root);
-    lua_setglobal(L, "ARKBENCH_ROOT");
-  }
+  ab_lua_host_setup(L, x->root, x->lua_path, x->lua_cpath);
 
-  if (luaL_loadbuffer(L, BOOT, sizeof(BOOT) - 1, "=arkbench.lua_exec.boot") != 0) lua_error(L);
+  lua_getglobal(L, "require");
+  lua_pushliteral(L, "arkbench.exec.boot");
+  lua_call(L, 1, 1);
+  lua_getfield(L, -1, "hooks");
+  lua_remove(L, -2);
   lua_pushstring(L, path);
   lua_createtable(L, x->nsets, 0);
   for (int i = 0; i < x->nsets; i++) {
@@ -266,7 +225,7 @@ static void *lx_loop_open(void *arg, ab__loop_t *l, char *err, size_t errlen) {
   }
   /* stack of the light form's calls: handler, message, expect */
   lua_settop(L, 0);
-  lua_pushcfunction(L, ab__lx_traceback);
+  lua_pushcfunction(L, ab_lua_host_traceback);
   if (lx->msg_fn) lua_rawgeti(L, LUA_REGISTRYINDEX, lx->ref_message);
   else lua_pushnil(L);
   if (lx->expect_kind == AB__LX_EXP_FN) lua_rawgeti(L, LUA_REGISTRYINDEX, lx->ref_expect);

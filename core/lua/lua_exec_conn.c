@@ -1,10 +1,10 @@
 /* lua_exec_conn.c -- execution = "lua": the conn object of the full form
- * (docs/lua-api.md).  The conn methods are a small Lua prelude (PRELUDE
- * below) over C primitives: a primitive that cannot finish returns `false`
- * and the prelude calls wait(), which records a cleanup on the task and
- * yields; the libuv callback that brings what it waits for (bytes, an
- * error, the next phase, its sleep timer) resumes it, and the prelude
- * tries again.
+ * (docs/lua-api.md).  The conn methods are Lua (lua/arkbench/exec/conn.lua)
+ * over the C primitives here: a primitive that cannot finish returns
+ * `false` and the method calls wait(), which records a cleanup on the task
+ * and yields; the libuv callback that brings what it waits for (bytes, an
+ * error, the next phase, its sleep timer) resumes it, and the method tries
+ * again.
  *
  * Reading stays started for the life of a connection; bytes collect in the
  * connection's buffer (the engine's rbuf/rcap/rlen, so its close callback
@@ -89,7 +89,7 @@ static int f_own(lua_State *L) {
   return 1;
 }
 
-/* Nothing to return yet: false (the prelude waits), or the connection's
+/* Nothing to return yet: false (the Lua method waits), or the connection's
  * error once (then false, and waiting parks the task until it ends). */
 static int not_yet(lua_State *L, ab__lx_conn_t *k) {
   if (conn_dead(k)) {
@@ -303,133 +303,16 @@ static int f_phase(lua_State *L) {
 
 /* The conn methods, in Lua over the primitives above; returns the conn
  * metatable.  Waiting is always: try; if false, wait(k); try again. */
-static const char PRELUDE[] =
-    "local C = ...\n"
-    "local type, error, tostring, rawget, unpack = type, error, tostring, rawget, unpack\n"
-    "local floor = math.floor\n"
-    "local find, sub, format = string.find, string.sub, string.format\n"
-    "local getinfo = debug.getinfo\n"
-    "local own, send, recv, peek, consume, fail, wait, call_begin, call_end, sleep, phase =\n"
-    "  C.own, C.send, C.recv, C.peek, C.consume, C.fail, C.wait, C.call_begin, C.call_end,\n"
-    "  C.sleep, C.phase\n"
-    "local methods = setmetatable({}, { __index = function(_, key)\n"
-    "  if key == 'phase' then return phase() end\n"
-    "end })\n"
-    "local mt = { __index = methods, __metatable = false }\n"
-    "function mt.__tostring(self) return 'arkbench conn ' .. tostring(rawget(self, 'id')) end\n"
-    "local function conn_of(self, name, blocking)\n"
-    "  local k = type(self) == 'table' and rawget(self, '_k')\n"
-    "  if not k then error(format('bad self to conn:%s (call it as conn:%s(...))', name, name), 3) end\n"
-    "  if blocking and not own(k) then\n"
-    "    error(format('conn:%s: a connection can only wait inside its own client/server function'\n"
-    "      .. ' (not in another connection\\'s function, nor in a coroutine of your own)', name), 3)\n"
-    "  end\n"
-    "  return k\n"
-    "end\n"
-    "local function where(f)\n"
-    "  local i = getinfo(f, 'S')\n"
-    "  return i.short_src .. ':' .. i.linedefined\n"
-    "end\n"
-    "local function check_expect(how, name, argn)\n"
-    "  local t = type(how)\n"
-    "  if (t == 'number' and how >= 1 and how == floor(how) and how < 2^53) or t == 'string'\n"
-    "     or t == 'function' then return end\n"
-    "  error(format('bad argument #%d to \\'%s\\' (expected a length in bytes, \"line\", \"*l\", a'\n"
-    "    .. ' pattern or a function(buf); got %s)', argn, name,\n"
-    "    t == 'number' and tostring(how) or t), 3)\n"
-    "end\n"
-    "local function read(k, how)\n"
-    "  local t = type(how)\n"
-    "  if t == 'number' or how == '*l' or how == 'line' then\n"
-    "    local n = t == 'number' and how or 0\n"
-    "    while true do\n"
-    "      local s, e, c = recv(k, n)\n"
-    "      if s ~= false then return s, e, c end\n"
-    "      wait(k)\n"
-    "    end\n"
-    "  end\n"
-    "  while true do\n"
-    "    local buf, dead = peek(k)\n"
-    "    if buf ~= '' then\n"
-    "      if t == 'function' then\n"
-    "        local n = how(buf)\n"
-    "        if n ~= nil and n ~= false then\n"
-    "          if type(n) ~= 'number' or n < 1 or n > #buf or n ~= floor(n) then\n"
-    "            error(format('%s: expect(buf) returned %s; expected nil (reply incomplete) or an'\n"
-    "              .. ' integer from 1 to #buf (%d)', where(how), tostring(n), #buf), 0)\n"
-    "          end\n"
-    "          consume(k, n)\n"
-    "          if n == #buf then return buf end\n"
-    "          return sub(buf, 1, n)\n"
-    "        end\n"
-    "      else\n"
-    "        local r = { pcall(find, buf, how) }\n"
-    "        if not r[1] then\n"
-    "          error(format('conn:receive: bad pattern %q: %s', how, tostring(r[2])), 2)\n"
-    "        end\n"
-    "        table.remove(r, 1)\n"
-    "        if r[1] then\n"
-    "          consume(k, r[2])\n"
-    "          if #r > 2 then return unpack(r, 3) end\n"
-    "          return sub(buf, r[1], r[2])\n"
-    "        end\n"
-    "      end\n"
-    "    end\n"
-    "    if dead then\n"
-    "      local a, e, c = fail(k)\n"
-    "      if a == nil then return nil, e, c end\n"
-    "    end\n"
-    "    wait(k)\n"
-    "  end\n"
-    "end\n"
-    "function methods.send(self, data)\n"
-    "  local k = conn_of(self, 'send')\n"
-    "  if type(data) ~= 'string' then\n"
-    "    error('bad argument #1 to \\'send\\' (string expected, got ' .. type(data) .. ')', 2)\n"
-    "  end\n"
-    "  return send(k, data)\n"
-    "end\n"
-    "function methods.receive(self, how)\n"
-    "  local k = conn_of(self, 'receive', true)\n"
-    "  if how == nil then how = '*l' end\n"
-    "  check_expect(how, 'receive', 1)\n"
-    "  return read(k, how)\n"
-    "end\n"
-    "function methods.call(self, request, expect)\n"
-    "  local k = conn_of(self, 'call', true)\n"
-    "  if not rawget(self, '_client') then\n"
-    "    error('conn:call is for client connections (a server answers with conn:send)', 2)\n"
-    "  end\n"
-    "  if type(request) ~= 'string' then\n"
-    "    error('bad argument #1 to \\'call\\' (string expected, got ' .. type(request) .. ')', 2)\n"
-    "  end\n"
-    "  check_expect(expect, 'call', 2)\n"
-    "  while true do\n"
-    "    local ok, e, c = call_begin(k, request)\n"
-    "    if ok then break end\n"
-    "    if ok == nil then return nil, e, c end\n"
-    "    wait(k)\n"
-    "  end\n"
-    "  local reply, e, c = read(k, expect)\n"
-    "  if reply == nil then return nil, e, c end\n"
-    "  call_end(k)\n"
-    "  return reply\n"
-    "end\n"
-    "function methods.sleep(self, s)\n"
-    "  local k = conn_of(self, 'sleep', true)\n"
-    "  if type(s) ~= 'number' or not (s >= 0) or s > 1e9 then\n"
-    "    error('bad argument #1 to \\'sleep\\' (seconds from 0 to 1e9 expected, got '\n"
-    "      .. tostring(s) .. ')', 2)\n"
-    "  end\n"
-    "  sleep(k, s)\n"
-    "  return true\n"
-    "end\n"
-    "return mt\n";
 
-/* The conn methods: runs PRELUDE with the primitives (called from boot(),
- * protected); leaves the conn metatable on L's stack. */
+/* The conn methods: require("arkbench.exec.conn").metatable(primitives)
+ * (called from boot(), protected); leaves the conn metatable on L's
+ * stack. */
 void ab__lx_conn_open(lua_State *L, ab__lx_loop_t *lx) {
-  if (luaL_loadbuffer(L, PRELUDE, sizeof(PRELUDE) - 1, "=arkbench.conn") != 0) lua_error(L);
+  lua_getglobal(L, "require");
+  lua_pushliteral(L, "arkbench.exec.conn");
+  lua_call(L, 1, 1);
+  lua_getfield(L, -1, "metatable");
+  lua_remove(L, -2);
   static const luaL_Reg prims[] = {
       {"own", f_own},   {"send", f_send},   {"recv", f_recv},       {"peek", f_peek},
       {"consume", f_consume}, {"fail", f_fail}, {"wait", f_wait},   {"call_begin", f_call_begin},

@@ -6,7 +6,9 @@
  *                     the public API
  *   lua_exec_task.c   script errors, the Lua task kind (resume, release)
  *   lua_exec_conn.c   a connection's buffer and waiting state, the C
- *                     primitives and the Lua prelude of the conn methods
+ *                     primitives of the conn methods
+ *   lua/arkbench/exec/boot.lua, conn.lua  the Lua side: picking the
+ *                     scenario part's hooks, the conn methods
  *   lua_exec_light.c  the light form (message/expect, C does the IO)
  *   lua_exec_tcp.c    client and server connections: connect, accept,
  *                     read and write callbacks
@@ -159,8 +161,6 @@ void ab__lx_close_noop(uv_handle_t *h);
 /* Records a script error (msg: file:line, text, traceback) and tells every
  * loop to stop driving its connections. */
 void ab__lx_script_error(ab__lx_loop_t *lx, const char *msg);
-/* The message handler of the light form's calls. */
-int ab__lx_traceback(lua_State *L);
 /* Makes the task running fn_ref(conn) for k; 0 or an error code. */
 int ab__lx_task_new(ab__lx_loop_t *lx, ab__lx_conn_t *k, int fn_ref);
 
@@ -173,7 +173,7 @@ int ab__lx_want_met(const ab__lx_conn_t *k);
 void ab__lx_wake(ab__lx_conn_t *k);
 /* An IO failure of a connection (see lua_exec_conn.c). */
 void ab__lx_conn_failed(ab__lx_conn_t *k, int code, const char *what);
-/* Runs the conn prelude over the C primitives and leaves the conn
+/* Runs lua/arkbench/exec/conn.lua over the C primitives and leaves the conn
  * metatable on L's stack; raises a Lua error if it fails (boot() runs it
  * protected). */
 void ab__lx_conn_open(lua_State *L, ab__lx_loop_t *lx);

@@ -59,17 +59,6 @@ static void coroutine_error(ab__lx_loop_t *lx, lua_State *co) {
   lua_pop(L, 2);
 }
 
-/* The message handler of the light form's calls. */
-int ab__lx_traceback(lua_State *L) {
-  const char *msg = lua_tostring(L, 1);
-  if (msg == NULL) {
-    if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING) msg = lua_tostring(L, -1);
-    else msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
-  }
-  luaL_traceback(L, L, msg, 1);
-  return 1;
-}
-
 /* ---- the Lua task kind ------------------------------------------------ */
 
 static int lx_resume(ab_task_t *t) {

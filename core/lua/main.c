@@ -1,8 +1,9 @@
 /* main.c -- the arkbench host.
  *
- * Embeds LuaJIT, preloads the C modules (cjson, arkbench.core) and hands the
- * command line to lua/arkbench/cmd/cli.lua.  All start-up runs inside one
- * protected call with a traceback handler, so a Lua error anywhere prints
+ * Embeds LuaJIT, sets the state up as every arkbench state is (lua_host.h:
+ * paths, the C modules cjson and arkbench.core) and hands the command line
+ * to lua/arkbench/cmd/cli.lua.  All start-up runs inside one protected call
+ * with the host's traceback handler, so a Lua error anywhere prints
  * file:line and a traceback instead of a PANIC.  The Lua tree is found via
  * $ARKBENCH_ROOT (set by bin/arkbench), else the source directory the binary
  * was built from.
@@ -14,22 +15,8 @@
 
 #include <lua.h>
 #include <lauxlib.h>
-#include <lualib.h>
 
-#include "lua/lua_core.h"
-
-extern int luaopen_cjson(lua_State *L);
-
-static int traceback(lua_State *L) {
-  const char *msg = lua_tostring(L, 1);
-  if (msg == NULL) {
-    if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING)
-      return 1;
-    msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
-  }
-  luaL_traceback(L, L, msg, 1);
-  return 1;
-}
+#include "lua/lua_host.h"
 
 struct start_args {
   int argc;
@@ -42,25 +29,7 @@ static int start(lua_State *L) {
   const char *root = getenv("ARKBENCH_ROOT");
   if (root == NULL || root[0] == '\0') root = AB_SOURCE_DIR;
 
-  luaL_openlibs(L);
-
-  /* package.path: our tree first, then the system's (busted, penlight). */
-  lua_getglobal(L, "package");
-  lua_getfield(L, -1, "path");
-  lua_pushfstring(L, "%s/lua/?.lua;%s/lua/?/init.lua;%s", root, root,
-                  lua_tostring(L, -1));
-  lua_setfield(L, -3, "path");
-  lua_pop(L, 1);
-
-  lua_getfield(L, -1, "preload");
-  lua_pushcfunction(L, luaopen_cjson);
-  lua_setfield(L, -2, "cjson");
-  lua_pushcfunction(L, ab_luaopen_core);
-  lua_setfield(L, -2, "arkbench.core");
-  lua_pop(L, 2);
-
-  lua_pushstring(L, root);
-  lua_setglobal(L, "ARKBENCH_ROOT");
+  ab_lua_host_setup(L, root, NULL, NULL);
 
   /* arg table as the standalone interpreter builds it. */
   lua_createtable(L, a->argc, 1);
@@ -94,7 +63,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   struct start_args a = {argc, argv, 0};
-  lua_pushcfunction(L, traceback);
+  lua_pushcfunction(L, ab_lua_host_traceback);
   lua_pushcfunction(L, start);
   lua_pushlightuserdata(L, &a);
   if (lua_pcall(L, 1, 0, 1) != 0) {

@@ -1,0 +1,41 @@
+-- arkbench.exec.boot: what a Lua driver's state runs first (one state per
+-- event loop, core/lua/lua_exec.c): it loads the scenario the worker runs,
+-- as the worker loaded it (same --set values, --quick), and picks the hooks
+-- (client/server functions, message/expect) of the scenario part that the
+-- case belongs to.
+
+local ipairs, pairs, tostring = ipairs, pairs, tostring
+local str_format = string.format
+
+local scenario = require("arkbench.scenario.load")
+local matrix = require("arkbench.scenario.matrix")
+
+local _M = {}
+
+-- path, sets (list of "key=value"), quick, index (the case's 1-based index
+-- in the expanded matrix, or nil), case_id (or nil)
+--   -> hooks | nil, message
+function _M.hooks(path, sets, quick, index, case_id)
+    local spec, err = scenario.load(path, sets)
+    if not spec then return nil, err end
+    if quick then scenario.apply_quick(spec) end
+    if not index or not spec.parts or #spec.parts < 2 then return spec.hooks end
+    local all = matrix.expand(spec)
+    local case = all[index]
+    if not case or (case_id and case.case_id ~= case_id) then
+        return nil, str_format("%s: case %s (index %d) is not in the scenario as loaded by"
+            .. " the worker", path, tostring(case_id), index)
+    end
+    -- the parts' cases come in part order: find the part holding index
+    local n = 0
+    for _, part in ipairs(spec.parts) do
+        local copy = {}
+        for k, v in pairs(part) do copy[k] = v end
+        copy.parts = nil
+        n = n + #matrix.expand(copy)
+        if index <= n then return part.hooks end
+    end
+    return nil, path .. ": case index " .. index .. " is past the last scenario part"
+end
+
+return _M
