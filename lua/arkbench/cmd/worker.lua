@@ -46,7 +46,8 @@ end
 
 -- placement = "split": the server side in its own process (arkbench serve)
 -- on an ephemeral loopback port; returns a handle or nil, error.
-local TLS_PROTOCOLS = { tls = true, wss = true, https = true }
+local TLS_PROTOCOLS = {}  -- the capability table's TLS rows (core/proto/caps.h)
+for _, p in ipairs(core.capabilities().protocols) do TLS_PROTOCOLS[p.name] = p.tls end
 
 local function start_server(case)
     local argv = { shq(core.exe_path()), "serve", "--protocol", shq(case.protocol or "tcp"),
