@@ -37,209 +37,209 @@ local num, stat = report.num, report.stat
 local _M = {}
 
 _M.IGNORED = {
-  warmup = true, duration = true, repetitions = true, index = true, case_id = true, name = true,
+    warmup = true, duration = true, repetitions = true, index = true, case_id = true, name = true,
 }
 _M.HOST_KEYS = { "cpu_model", "hostname", "logical_cpus" }
 
 local function read_json(path)
-  local f = open(path, "rb")
-  if not f then return nil end
-  local v = json.decode(f:read("*a") or "")
-  f:close()
-  return type(v) == "table" and v or nil
+    local f = open(path, "rb")
+    if not f then return nil end
+    local v = json.decode(f:read("*a") or "")
+    f:close()
+    return type(v) == "table" and v or nil
 end
 
 function _M.load(dir)
-  local runs, err = stats.read_jsonl(dir .. "/runs.jsonl")
-  if not runs then return nil, "not a result folder: " .. tostring(err) end
-  return {
-    dir = dir, runs = runs, summary = stats.summarize(runs, {}),
-    env = read_json(dir .. "/env.json"),
-  }
+    local runs, err = stats.read_jsonl(dir .. "/runs.jsonl")
+    if not runs then return nil, "not a result folder: " .. tostring(err) end
+    return {
+        dir = dir, runs = runs, summary = stats.summarize(runs, {}),
+        env = read_json(dir .. "/env.json"),
+    }
 end
 
 local function scalar_text(v)
-  local t = type(v)
-  if t == "number" then return v == v and json.number_text(v) or nil end
-  if t == "string" then return v end
-  if t == "boolean" then return tostring(v) end
-  if t == "table" then return json.encode(v) end
-  return nil
+    local t = type(v)
+    if t == "number" then return v == v and json.number_text(v) or nil end
+    if t == "string" then return v end
+    if t == "boolean" then return tostring(v) end
+    if t == "table" then return json.encode(v) end
+    return nil
 end
 
 function _M.pair_key(case, skip)
-  if type(case) ~= "table" then return "" end
-  local parts = {}
-  for k, v in pairs(case) do
-    if type(k) == "string" and not _M.IGNORED[k] and k ~= skip then
-      local t = scalar_text(v)
-      if t then parts[#parts + 1] = k .. "=" .. t end
+    if type(case) ~= "table" then return "" end
+    local parts = {}
+    for k, v in pairs(case) do
+        if type(k) == "string" and not _M.IGNORED[k] and k ~= skip then
+            local t = scalar_text(v)
+            if t then parts[#parts + 1] = k .. "=" .. t end
+        end
     end
-  end
-  sort(parts)
-  return concat(parts, " ")
+    sort(parts)
+    return concat(parts, " ")
 end
 
 local function values_of(side, key)
-  local seen, out = {}, {}
-  for _, c in ipairs(side.summary.cases) do
-    local t = type(c.case) == "table" and scalar_text(c.case[key]) or nil
-    t = t or "-"
-    if not seen[t] then seen[t] = true; out[#out + 1] = t end
-  end
-  sort(out)
-  return concat(out, ", ")
+    local seen, out = {}, {}
+    for _, c in ipairs(side.summary.cases) do
+        local t = type(c.case) == "table" and scalar_text(c.case[key]) or nil
+        t = t or "-"
+        if not seen[t] then seen[t] = true; out[#out + 1] = t end
+    end
+    sort(out)
+    return concat(out, ", ")
 end
 
 function _M.refusals(a, b)
-  local out = {}
-  if not a.env or not b.env then
-    out[#out + 1] = format("host unknown: %s has no env.json", not a.env and "A" or "B")
-  else
-    for _, k in ipairs(_M.HOST_KEYS) do
-      local va, vb = scalar_text(a.env[k]) or "-", scalar_text(b.env[k]) or "-"
-      if va ~= vb then out[#out + 1] = format("host differs: %s is A %s, B %s", k, va, vb) end
+    local out = {}
+    if not a.env or not b.env then
+        out[#out + 1] = format("host unknown: %s has no env.json", not a.env and "A" or "B")
+    else
+        for _, k in ipairs(_M.HOST_KEYS) do
+            local va, vb = scalar_text(a.env[k]) or "-", scalar_text(b.env[k]) or "-"
+            if va ~= vb then out[#out + 1] = format("host differs: %s is A %s, B %s", k, va, vb) end
+        end
     end
-  end
-  for _, k in ipairs({ "duration", "repetitions" }) do
-    local va, vb = values_of(a, k), values_of(b, k)
-    if va ~= vb then out[#out + 1] = format("%s differs: A %s, B %s", k, va, vb) end
-  end
-  return out
+    for _, k in ipairs({ "duration", "repetitions" }) do
+        local va, vb = values_of(a, k), values_of(b, k)
+        if va ~= vb then out[#out + 1] = format("%s differs: A %s, B %s", k, va, vb) end
+    end
+    return out
 end
 
 function _M.ratio(ca, cb, metric)
-  if (num(ca.runs_ok) or 0) == 0 or (num(cb.runs_ok) or 0) == 0 then return nil end
-  local ma, la, ha = stat(ca, metric)
-  local mb, lb, hb = stat(cb, metric)
-  if not (ma and mb) or ma <= 0 then return nil end
-  local r = { r = mb / ma }
-  if la and ha and lb and hb and la > 0 then r.lo, r.hi = lb / ha, hb / la end
-  return r
+    if (num(ca.runs_ok) or 0) == 0 or (num(cb.runs_ok) or 0) == 0 then return nil end
+    local ma, la, ha = stat(ca, metric)
+    local mb, lb, hb = stat(cb, metric)
+    if not (ma and mb) or ma <= 0 then return nil end
+    local r = { r = mb / ma }
+    if la and ha and lb and hb and la > 0 then r.lo, r.hi = lb / ha, hb / la end
+    return r
 end
 
 local function why_excluded(result, ca, cb)
-  if (num(ca.runs_ok) or 0) == 0 then return result.a_failed end
-  if (num(cb.runs_ok) or 0) == 0 then return result.b_failed end
-  return nil
+    if (num(ca.runs_ok) or 0) == 0 then return result.a_failed end
+    if (num(cb.runs_ok) or 0) == 0 then return result.b_failed end
+    return nil
 end
 
 local function add_pair(result, label, ca, cb)
-  local row = { label = label, a = ca, b = cb, why = why_excluded(result, ca, cb) }
-  if not row.why then
-    row.rt = _M.ratio(ca, cb, "round_trips_per_s")
-    row.p99 = _M.ratio(ca, cb, "rtt_p99_us")
-    row.cpu = _M.ratio(ca, cb, "cpu_percent")
-    if not row.rt then row.why = "no throughput value" end
-  end
-  result.rows[#result.rows + 1] = row
-  return row
+    local row = { label = label, a = ca, b = cb, why = why_excluded(result, ca, cb) }
+    if not row.why then
+        row.rt = _M.ratio(ca, cb, "round_trips_per_s")
+        row.p99 = _M.ratio(ca, cb, "rtt_p99_us")
+        row.cpu = _M.ratio(ca, cb, "cpu_percent")
+        if not row.rt then row.why = "no throughput value" end
+    end
+    result.rows[#result.rows + 1] = row
+    return row
 end
 
 local function medians(rows)
-  local rt, p99, cpu = {}, {}, {}
-  for _, row in ipairs(rows) do
-    if not row.why then
-      rt[#rt + 1] = row.rt.r
-      if row.p99 then p99[#p99 + 1] = row.p99.r end
-      if row.cpu then cpu[#cpu + 1] = row.cpu.r end
+    local rt, p99, cpu = {}, {}, {}
+    for _, row in ipairs(rows) do
+        if not row.why then
+            rt[#rt + 1] = row.rt.r
+            if row.p99 then p99[#p99 + 1] = row.p99.r end
+            if row.cpu then cpu[#cpu + 1] = row.cpu.r end
+        end
     end
-  end
-  return { rt = stats.median(rt), p99 = stats.median(p99), cpu = stats.median(cpu), n = #rt }
+    return { rt = stats.median(rt), p99 = stats.median(p99), cpu = stats.median(cpu), n = #rt }
 end
 
 local function index_cases(side, skip)
-  local by, order = {}, {}
-  for _, c in ipairs(side.summary.cases) do
-    local k = _M.pair_key(c.case, skip)
-    if by[k] == nil then
-      by[k] = c
-      order[#order + 1] = k
+    local by, order = {}, {}
+    for _, c in ipairs(side.summary.cases) do
+        local k = _M.pair_key(c.case, skip)
+        if by[k] == nil then
+            by[k] = c
+            order[#order + 1] = k
+        end
     end
-  end
-  return by, order
+    return by, order
 end
 
 local function case_id(c)
-  return type(c.case_id) == "string" and c.case_id or "(no case_id)"
+    return type(c.case_id) == "string" and c.case_id or "(no case_id)"
 end
 
 function _M.folders(a, b)
-  local result = {
-    title = "B/A per case (B = " .. b.dir .. ", A = " .. a.dir .. ")",
-    a_name = "A", b_name = "B", a_failed = "failed in A", b_failed = "failed in B",
-    rows = {}, only_a = {}, only_b = {},
-  }
-  local by_a, order_a = index_cases(a)
-  local by_b, order_b = index_cases(b)
-  for _, k in ipairs(order_a) do
-    if by_b[k] then
-      add_pair(result, case_id(by_a[k]), by_a[k], by_b[k])
-    else
-      result.only_a[#result.only_a + 1] = case_id(by_a[k])
+    local result = {
+        title = "B/A per case (B = " .. b.dir .. ", A = " .. a.dir .. ")",
+        a_name = "A", b_name = "B", a_failed = "failed in A", b_failed = "failed in B",
+        rows = {}, only_a = {}, only_b = {},
+    }
+    local by_a, order_a = index_cases(a)
+    local by_b, order_b = index_cases(b)
+    for _, k in ipairs(order_a) do
+        if by_b[k] then
+            add_pair(result, case_id(by_a[k]), by_a[k], by_b[k])
+        else
+            result.only_a[#result.only_a + 1] = case_id(by_a[k])
+        end
     end
-  end
-  for _, k in ipairs(order_b) do
-    if not by_a[k] then result.only_b[#result.only_b + 1] = case_id(by_b[k]) end
-  end
-  result.medians = medians(result.rows)
-  return result
+    for _, k in ipairs(order_b) do
+        if not by_a[k] then result.only_b[#result.only_b + 1] = case_id(by_b[k]) end
+    end
+    result.medians = medians(result.rows)
+    return result
 end
 
 function _M.within(side, key)
-  local cases = side.summary.cases
-  local values, seen = {}, {}
-  for _, c in ipairs(cases) do
-    local v = type(c.case) == "table" and scalar_text(c.case[key]) or nil
-    if v and not seen[v] then seen[v] = true; values[#values + 1] = v end
-  end
-  if #values < 2 then
-    return nil, format("--pair %s: '%s' does not vary in %s (values: %s)", key, key, side.dir,
-      #values == 0 and "none" or concat(values, ", "))
-  end
-  local base_value = values[1]
-  local result = {
-    title = format("%s: each value against %s=%s (baseline), per case", side.dir, key, base_value),
-    a_name = key .. "=" .. base_value, b_name = "this case", a_failed = "baseline failed",
-    b_failed = "failed", rows = {}, only_a = {}, only_b = {},
-    by_value = {}, pair = key, base = base_value,
-  }
-  local groups, order = {}, {}
-  for _, c in ipairs(cases) do
-    local k = _M.pair_key(c.case, key)
-    if not groups[k] then groups[k] = {}; order[#order + 1] = k end
-    local v = type(c.case) == "table" and scalar_text(c.case[key]) or "-"
-    if groups[k][v] == nil then groups[k][v] = c end
-  end
-  local per_value = {}
-  for _, k in ipairs(order) do
-    local g = groups[k]
-    local base = g[base_value]
-    for _, v in ipairs(values) do
-      local c = g[v]
-      if v ~= base_value and c then
-        if base then
-          local row = add_pair(result, case_id(c), base, c)
-          row.value = v
-          if not row.why then
-            per_value[v] = per_value[v] or {}
-            local l = per_value[v]
-            l[#l + 1] = row.rt.r
-          end
-        else
-          result.only_b[#result.only_b + 1] = case_id(c) .. " (no " .. key .. "=" .. base_value .. " case)"
+    local cases = side.summary.cases
+    local values, seen = {}, {}
+    for _, c in ipairs(cases) do
+        local v = type(c.case) == "table" and scalar_text(c.case[key]) or nil
+        if v and not seen[v] then seen[v] = true; values[#values + 1] = v end
+    end
+    if #values < 2 then
+        return nil, format("--pair %s: '%s' does not vary in %s (values: %s)", key, key, side.dir,
+            #values == 0 and "none" or concat(values, ", "))
+    end
+    local base_value = values[1]
+    local result = {
+        title = format("%s: each value against %s=%s (baseline), per case", side.dir, key, base_value),
+        a_name = key .. "=" .. base_value, b_name = "this case", a_failed = "baseline failed",
+        b_failed = "failed", rows = {}, only_a = {}, only_b = {},
+        by_value = {}, pair = key, base = base_value,
+    }
+    local groups, order = {}, {}
+    for _, c in ipairs(cases) do
+        local k = _M.pair_key(c.case, key)
+        if not groups[k] then groups[k] = {}; order[#order + 1] = k end
+        local v = type(c.case) == "table" and scalar_text(c.case[key]) or "-"
+        if groups[k][v] == nil then groups[k][v] = c end
+    end
+    local per_value = {}
+    for _, k in ipairs(order) do
+        local g = groups[k]
+        local base = g[base_value]
+        for _, v in ipairs(values) do
+            local c = g[v]
+            if v ~= base_value and c then
+                if base then
+                    local row = add_pair(result, case_id(c), base, c)
+                    row.value = v
+                    if not row.why then
+                        per_value[v] = per_value[v] or {}
+                        local l = per_value[v]
+                        l[#l + 1] = row.rt.r
+                    end
+                else
+                    result.only_b[#result.only_b + 1] = case_id(c) .. " (no " .. key .. "=" .. base_value .. " case)"
+                end
+            end
         end
-      end
     end
-  end
-  for _, v in ipairs(values) do
-    if v ~= base_value then
-      local l = per_value[v] or {}
-      result.by_value[#result.by_value + 1] = { value = v, rt = stats.median(l), n = #l }
+    for _, v in ipairs(values) do
+        if v ~= base_value then
+            local l = per_value[v] or {}
+            result.by_value[#result.by_value + 1] = { value = v, rt = stats.median(l), n = #l }
+        end
     end
-  end
-  result.medians = medians(result.rows)
-  return result
+    result.medians = medians(result.rows)
+    return result
 end
 
 -- Formatting -------------------------------------------------------------------
@@ -247,110 +247,110 @@ end
 local function x(v) return v and format("%.2fx", v) or "-" end
 
 local function ratio_text(r)
-  if not r then return "-" end
-  if r.lo and r.hi then return format("%s [%s, %s]", x(r.r), x(r.lo), x(r.hi)) end
-  return x(r.r)
+    if not r then return "-" end
+    if r.lo and r.hi then return format("%s [%s, %s]", x(r.r), x(r.lo), x(r.hi)) end
+    return x(r.r)
 end
 
 local function width(s)
-  local _, cont = s:gsub("[\128-\191]", "")
-  return #s - cont
+    local _, cont = s:gsub("[\128-\191]", "")
+    return #s - cont
 end
 
 local function aligned(header, rows, right)
-  local w = {}
-  for j, h in ipairs(header) do w[j] = width(h) end
-  for _, r in ipairs(rows) do
-    for j = 1, #header do
-      if width(r[j]) > w[j] then w[j] = width(r[j]) end
+    local w = {}
+    for j, h in ipairs(header) do w[j] = width(h) end
+    for _, r in ipairs(rows) do
+        for j = 1, #header do
+            if width(r[j]) > w[j] then w[j] = width(r[j]) end
+        end
     end
-  end
-  local lines = {}
-  local function emit(cells)
-    local out = {}
-    for j = 1, #header do
-      local gap = rep(" ", w[j] - width(cells[j]))
-      out[j] = right[j] and (gap .. cells[j]) or (cells[j] .. gap)
+    local lines = {}
+    local function emit(cells)
+        local out = {}
+        for j = 1, #header do
+            local gap = rep(" ", w[j] - width(cells[j]))
+            out[j] = right[j] and (gap .. cells[j]) or (cells[j] .. gap)
+        end
+        lines[#lines + 1] = (concat(out, "  "):gsub("%s+$", ""))
     end
-    lines[#lines + 1] = (concat(out, "  "):gsub("%s+$", ""))
-  end
-  emit(header)
-  local rule = {}
-  for j = 1, #header do rule[j] = rep("-", w[j]) end
-  emit(rule)
-  for _, r in ipairs(rows) do emit(r) end
-  return concat(lines, "\n") .. "\n"
+    emit(header)
+    local rule = {}
+    for j = 1, #header do rule[j] = rep("-", w[j]) end
+    emit(rule)
+    for _, r in ipairs(rows) do emit(r) end
+    return concat(lines, "\n") .. "\n"
 end
 
 function _M.format(result)
-  local out = { result.title, "" }
-  local header = { "case", result.a_name .. " rt/s", result.b_name .. " rt/s",
-    "rt/s ratio [min, max]", "p99 ratio [min, max]", "CPU ratio [min, max]" }
-  local rows = {}
-  for _, row in ipairs(result.rows) do
-    local ma = stat(row.a, "round_trips_per_s")
-    local mb = stat(row.b, "round_trips_per_s")
-    rows[#rows + 1] = {
-      row.label,
-      (num(row.a.runs_ok) or 0) > 0 and report.format_count(ma) or "FAILED",
-      (num(row.b.runs_ok) or 0) > 0 and report.format_count(mb) or "FAILED",
-      row.why and ("excluded: " .. row.why) or ratio_text(row.rt),
-      row.why and "" or ratio_text(row.p99), row.why and "" or ratio_text(row.cpu),
-    }
-  end
-  out[#out + 1] = aligned(header, rows, { false, true, true, false, false, false })
-  local m = result.medians
-  -- one line per value of the key; with a single value that line would
-  -- repeat the overall median below, so it is left out
-  if result.by_value and #result.by_value > 1 then
-    for _, bv in ipairs(result.by_value) do
-      out[#out + 1] = format("median throughput ratio %s=%s / %s=%s: %s over %d case%s",
-        result.pair, bv.value, result.pair, result.base, x(bv.rt), bv.n, bv.n == 1 and "" or "s")
+    local out = { result.title, "" }
+    local header = { "case", result.a_name .. " rt/s", result.b_name .. " rt/s",
+        "rt/s ratio [min, max]", "p99 ratio [min, max]", "CPU ratio [min, max]" }
+    local rows = {}
+    for _, row in ipairs(result.rows) do
+        local ma = stat(row.a, "round_trips_per_s")
+        local mb = stat(row.b, "round_trips_per_s")
+        rows[#rows + 1] = {
+            row.label,
+            (num(row.a.runs_ok) or 0) > 0 and report.format_count(ma) or "FAILED",
+            (num(row.b.runs_ok) or 0) > 0 and report.format_count(mb) or "FAILED",
+            row.why and ("excluded: " .. row.why) or ratio_text(row.rt),
+            row.why and "" or ratio_text(row.p99), row.why and "" or ratio_text(row.cpu),
+        }
     end
-  end
-  out[#out + 1] = format("median of per-case throughput ratios: %s over %d case%s (p99: %s, CPU: %s)",
-    x(m.rt), m.n, m.n == 1 and "" or "s", x(m.p99), x(m.cpu))
-  local excluded = 0
-  for _, row in ipairs(result.rows) do if row.why then excluded = excluded + 1 end end
-  if excluded > 0 then
-    out[#out + 1] = format("%d case%s excluded from the ratios (failed or no value)", excluded,
-      excluded == 1 and "" or "s")
-  end
-  if #result.only_a > 0 then
-    out[#out + 1] = format("only in A (%d): %s", #result.only_a, concat(result.only_a, "; "))
-  end
-  if #result.only_b > 0 then
-    out[#out + 1] = format("%s (%d): %s", result.pair and "without a baseline" or "only in B",
-      #result.only_b, concat(result.only_b, "; "))
-  end
-  return concat(out, "\n") .. "\n"
+    out[#out + 1] = aligned(header, rows, { false, true, true, false, false, false })
+    local m = result.medians
+    -- one line per value of the key; with a single value that line would
+    -- repeat the overall median below, so it is left out
+    if result.by_value and #result.by_value > 1 then
+        for _, bv in ipairs(result.by_value) do
+            out[#out + 1] = format("median throughput ratio %s=%s / %s=%s: %s over %d case%s",
+                result.pair, bv.value, result.pair, result.base, x(bv.rt), bv.n, bv.n == 1 and "" or "s")
+        end
+    end
+    out[#out + 1] = format("median of per-case throughput ratios: %s over %d case%s (p99: %s, CPU: %s)",
+        x(m.rt), m.n, m.n == 1 and "" or "s", x(m.p99), x(m.cpu))
+    local excluded = 0
+    for _, row in ipairs(result.rows) do if row.why then excluded = excluded + 1 end end
+    if excluded > 0 then
+        out[#out + 1] = format("%d case%s excluded from the ratios (failed or no value)", excluded,
+            excluded == 1 and "" or "s")
+    end
+    if #result.only_a > 0 then
+        out[#out + 1] = format("only in A (%d): %s", #result.only_a, concat(result.only_a, "; "))
+    end
+    if #result.only_b > 0 then
+        out[#out + 1] = format("%s (%d): %s", result.pair and "without a baseline" or "only in B",
+            #result.only_b, concat(result.only_b, "; "))
+    end
+    return concat(out, "\n") .. "\n"
 end
 
 function _M.run(opts)
-  local dirs = opts.dirs or {}
-  if opts.pair then
-    if #dirs ~= 1 then return 2, nil, "compare --pair KEY takes one result folder" end
-    local side, err = _M.load(dirs[1])
-    if not side then return 2, nil, dirs[1] .. ": " .. err end
-    local result, perr = _M.within(side, opts.pair)
-    if not result then return 2, nil, perr end
-    return 0, _M.format(result)
-  end
-  if #dirs ~= 2 then return 2, nil, "compare needs two result folders: arkbench compare A B" end
-  local a, aerr = _M.load(dirs[1])
-  if not a then return 2, nil, dirs[1] .. ": " .. aerr end
-  local b, berr = _M.load(dirs[2])
-  if not b then return 2, nil, dirs[2] .. ": " .. berr end
-  local refusals = _M.refusals(a, b)
-  local note = ""
-  if #refusals > 0 then
-    if not opts.force then
-      return 2, nil, "refusing to compare " .. a.dir .. " and " .. b.dir .. ": "
-        .. concat(refusals, "; ") .. " (--force compares anyway)"
+    local dirs = opts.dirs or {}
+    if opts.pair then
+        if #dirs ~= 1 then return 2, nil, "compare --pair KEY takes one result folder" end
+        local side, err = _M.load(dirs[1])
+        if not side then return 2, nil, dirs[1] .. ": " .. err end
+        local result, perr = _M.within(side, opts.pair)
+        if not result then return 2, nil, perr end
+        return 0, _M.format(result)
     end
-    note = "compared with --force despite: " .. concat(refusals, "; ") .. "\n"
-  end
-  return 0, note .. _M.format(_M.folders(a, b))
+    if #dirs ~= 2 then return 2, nil, "compare needs two result folders: arkbench compare A B" end
+    local a, aerr = _M.load(dirs[1])
+    if not a then return 2, nil, dirs[1] .. ": " .. aerr end
+    local b, berr = _M.load(dirs[2])
+    if not b then return 2, nil, dirs[2] .. ": " .. berr end
+    local refusals = _M.refusals(a, b)
+    local note = ""
+    if #refusals > 0 then
+        if not opts.force then
+            return 2, nil, "refusing to compare " .. a.dir .. " and " .. b.dir .. ": "
+                .. concat(refusals, "; ") .. " (--force compares anyway)"
+        end
+        note = "compared with --force despite: " .. concat(refusals, "; ") .. "\n"
+    end
+    return 0, note .. _M.format(_M.folders(a, b))
 end
 
 return _M

@@ -28,165 +28,165 @@ local _M = {}
 local SKIP_CASE = { case_id = true }
 
 function _M.field(v)
-  local t = type(v)
-  if v == nil or v == json.null then return "" end
-  if t == "number" then
-    if v ~= v or v == math.huge or v == -math.huge then return "" end
-    return json.number_text(v)
-  end
-  if t == "boolean" then return v and "true" or "false" end
-  if t == "table" then v = json.encode(v) end
-  local s = tostring(v)
-  if s:find('[,"\r\n]') or s:find("^%s") or s:find("%s$") then
-    s = '"' .. s:gsub('"', '""') .. '"'
-  end
-  return s
+    local t = type(v)
+    if v == nil or v == json.null then return "" end
+    if t == "number" then
+        if v ~= v or v == math.huge or v == -math.huge then return "" end
+        return json.number_text(v)
+    end
+    if t == "boolean" then return v and "true" or "false" end
+    if t == "table" then v = json.encode(v) end
+    local s = tostring(v)
+    if s:find('[,"\r\n]') or s:find("^%s") or s:find("%s$") then
+        s = '"' .. s:gsub('"', '""') .. '"'
+    end
+    return s
 end
 local field = _M.field
 
 local function line(cells)
-  local out = {}
-  for i, c in ipairs(cells) do out[i] = field(c) end
-  return concat(out, ",")
+    local out = {}
+    for i, c in ipairs(cells) do out[i] = field(c) end
+    return concat(out, ",")
 end
 
 -- Union of the scalar case keys, axis order first, then by name.
 local function case_keys(cases)
-  local seen, keys = {}, {}
-  for _, c in ipairs(cases) do
-    if type(c) == "table" then
-      for k, v in pairs(c) do
-        local t = type(v)
-        if type(k) == "string" and not SKIP_CASE[k] and not seen[k]
-          and (t == "number" or t == "string" or t == "boolean") then
-          seen[k] = true
-          keys[#keys + 1] = k
+    local seen, keys = {}, {}
+    for _, c in ipairs(cases) do
+        if type(c) == "table" then
+            for k, v in pairs(c) do
+                local t = type(v)
+                if type(k) == "string" and not SKIP_CASE[k] and not seen[k]
+                    and (t == "number" or t == "string" or t == "boolean") then
+                    seen[k] = true
+                    keys[#keys + 1] = k
+                end
+            end
         end
-      end
     end
-  end
-  local rank = {}
-  for i, k in ipairs(report.AXIS_ORDER) do rank[k] = i end
-  sort(keys, function(a, b)
-    local ra, rb = rank[a], rank[b]
-    if ra and rb then return ra < rb end
-    if ra or rb then return ra ~= nil end
-    return a < b
-  end)
-  return keys
+    local rank = {}
+    for i, k in ipairs(report.AXIS_ORDER) do rank[k] = i end
+    sort(keys, function(a, b)
+        local ra, rb = rank[a], rank[b]
+        if ra and rb then return ra < rb end
+        if ra or rb then return ra ~= nil end
+        return a < b
+    end)
+    return keys
 end
 
 local RUN_FIELDS = {
-  "elapsed_s", "measured_s", "sent", "completed", "drained", "timed_out", "message_errors",
-  "unfinished", "round_trips_per_s", "payload_mib_per_s",
+    "elapsed_s", "measured_s", "sent", "completed", "drained", "timed_out", "message_errors",
+    "unfinished", "round_trips_per_s", "payload_mib_per_s",
 }
 local RTT = { "min", "p50", "p90", "p95", "p99", "p999", "max", "mean", "stdev", "count" }
 local RUN_TAIL = {
-  "cpu_percent", "cpu_user_s", "cpu_sys_s", "cpu_machine_percent", "rss_peak_bytes",
-  "rss_end_bytes", "load_model", "model", "loops", "workers", "logical_cpus",
+    "cpu_percent", "cpu_user_s", "cpu_sys_s", "cpu_machine_percent", "rss_peak_bytes",
+    "rss_end_bytes", "load_model", "model", "loops", "workers", "logical_cpus",
 }
 
 local function errors_text(e)
-  if type(e) ~= "table" then return nil end
-  local keys = {}
-  for k, v in pairs(e) do
-    if type(k) == "string" and type(v) == "number" then keys[#keys + 1] = k end
-  end
-  sort(keys)
-  local parts = {}
-  for i, k in ipairs(keys) do parts[i] = k .. "=" .. json.number_text(e[k]) end
-  return concat(parts, ";")
+    if type(e) ~= "table" then return nil end
+    local keys = {}
+    for k, v in pairs(e) do
+        if type(k) == "string" and type(v) == "number" then keys[#keys + 1] = k end
+    end
+    sort(keys)
+    local parts = {}
+    for i, k in ipairs(keys) do parts[i] = k .. "=" .. json.number_text(e[k]) end
+    return concat(parts, ";")
 end
 
 function _M.runs(runs)
-  local case_list = {}
-  for _, r in ipairs(runs) do case_list[#case_list + 1] = r.case end
-  local keys = case_keys(case_list)
-  local header = { "case_id", "repetition", "ok", "status", "error", "signal" }
-  for _, k in ipairs(keys) do header[#header + 1] = k end
-  for _, k in ipairs(RUN_FIELDS) do header[#header + 1] = k end
-  for _, k in ipairs(RTT) do header[#header + 1] = k == "count" and "rtt_count" or ("rtt_" .. k .. "_us") end
-  header[#header + 1] = "connect_p50_us"
-  header[#header + 1] = "connect_p99_us"
-  for _, k in ipairs(RUN_TAIL) do header[#header + 1] = k end
-  header[#header + 1] = "errors"
-  local out = { line(header) }
-  for _, r in ipairs(runs) do
-    -- cells by position: a missing value (nil) still takes its column
-    local text, n = {}, 0
-    local function put(v) n = n + 1; text[n] = field(v) end
-    local case = type(r.case) == "table" and r.case or {}
-    put(r.case_id); put(r.repetition); put(r.ok == true); put(r.status); put(r.error); put(r.signal)
-    for _, k in ipairs(keys) do put(case[k]) end
-    for _, k in ipairs(RUN_FIELDS) do put(r[k]) end
-    local rtt = type(r.rtt_us) == "table" and r.rtt_us or {}
-    for _, k in ipairs(RTT) do put(rtt[k]) end
-    local conn = type(r.connect_us) == "table" and r.connect_us or {}
-    put(conn.p50); put(conn.p99)
-    for _, k in ipairs(RUN_TAIL) do put(r[k]) end
-    put(errors_text(r.errors))
-    out[#out + 1] = concat(text, ",")
-  end
-  return concat(out, "\n") .. "\n"
+    local case_list = {}
+    for _, r in ipairs(runs) do case_list[#case_list + 1] = r.case end
+    local keys = case_keys(case_list)
+    local header = { "case_id", "repetition", "ok", "status", "error", "signal" }
+    for _, k in ipairs(keys) do header[#header + 1] = k end
+    for _, k in ipairs(RUN_FIELDS) do header[#header + 1] = k end
+    for _, k in ipairs(RTT) do header[#header + 1] = k == "count" and "rtt_count" or ("rtt_" .. k .. "_us") end
+    header[#header + 1] = "connect_p50_us"
+    header[#header + 1] = "connect_p99_us"
+    for _, k in ipairs(RUN_TAIL) do header[#header + 1] = k end
+    header[#header + 1] = "errors"
+    local out = { line(header) }
+    for _, r in ipairs(runs) do
+        -- cells by position: a missing value (nil) still takes its column
+        local text, n = {}, 0
+        local function put(v) n = n + 1; text[n] = field(v) end
+        local case = type(r.case) == "table" and r.case or {}
+        put(r.case_id); put(r.repetition); put(r.ok == true); put(r.status); put(r.error); put(r.signal)
+        for _, k in ipairs(keys) do put(case[k]) end
+        for _, k in ipairs(RUN_FIELDS) do put(r[k]) end
+        local rtt = type(r.rtt_us) == "table" and r.rtt_us or {}
+        for _, k in ipairs(RTT) do put(rtt[k]) end
+        local conn = type(r.connect_us) == "table" and r.connect_us or {}
+        put(conn.p50); put(conn.p99)
+        for _, k in ipairs(RUN_TAIL) do put(r[k]) end
+        put(errors_text(r.errors))
+        out[#out + 1] = concat(text, ",")
+    end
+    return concat(out, "\n") .. "\n"
 end
 
 local MERGED = { "count", "min", "p50", "p90", "p95", "p99", "p999", "max", "mean" }
 
 function _M.cases(summary)
-  local cases = report.cases_of(summary)
-  local case_list = {}
-  for _, c in ipairs(cases) do case_list[#case_list + 1] = c.case end
-  local keys = case_keys(case_list)
-  local header = { "case_id" }
-  for _, k in ipairs(keys) do header[#header + 1] = k end
-  for _, k in ipairs({ "runs", "runs_ok", "runs_failed", "failed_statuses" }) do header[#header + 1] = k end
-  for _, m in ipairs(stats.METRICS) do
-    for _, s in ipairs({ "median", "min", "max" }) do header[#header + 1] = m .. "_" .. s end
-  end
-  for _, k in ipairs(MERGED) do
-    header[#header + 1] = k == "count" and "merged_rtt_count" or ("merged_rtt_" .. k .. "_us")
-  end
-  local out = { line(header) }
-  for _, c in ipairs(cases) do
-    local text, n = {}, 0
-    local function put(v) n = n + 1; text[n] = field(v) end
-    local case = type(c.case) == "table" and c.case or {}
-    put(c.case_id)
-    for _, k in ipairs(keys) do put(case[k]) end
-    local runs, ok = report.num(c.runs) or 0, report.num(c.runs_ok) or 0
-    local statuses = {}
-    for _, f in ipairs(type(c.failed) == "table" and c.failed or {}) do
-      statuses[#statuses + 1] = type(f) == "table" and type(f.status) == "string" and f.status or "failed"
-    end
-    put(runs); put(ok); put(runs - ok)
-    put(#statuses > 0 and concat(statuses, ";") or nil)
-    local metrics = type(c.metrics) == "table" and c.metrics or {}
+    local cases = report.cases_of(summary)
+    local case_list = {}
+    for _, c in ipairs(cases) do case_list[#case_list + 1] = c.case end
+    local keys = case_keys(case_list)
+    local header = { "case_id" }
+    for _, k in ipairs(keys) do header[#header + 1] = k end
+    for _, k in ipairs({ "runs", "runs_ok", "runs_failed", "failed_statuses" }) do header[#header + 1] = k end
     for _, m in ipairs(stats.METRICS) do
-      local v = type(metrics[m]) == "table" and metrics[m] or {}
-      put(v.median); put(v.min); put(v.max)
+        for _, s in ipairs({ "median", "min", "max" }) do header[#header + 1] = m .. "_" .. s end
     end
-    local merged = type(c.rtt_merged_us) == "table" and c.rtt_merged_us or {}
-    for _, k in ipairs(MERGED) do put(merged[k]) end
-    out[#out + 1] = concat(text, ",")
-  end
-  return concat(out, "\n") .. "\n"
+    for _, k in ipairs(MERGED) do
+        header[#header + 1] = k == "count" and "merged_rtt_count" or ("merged_rtt_" .. k .. "_us")
+    end
+    local out = { line(header) }
+    for _, c in ipairs(cases) do
+        local text, n = {}, 0
+        local function put(v) n = n + 1; text[n] = field(v) end
+        local case = type(c.case) == "table" and c.case or {}
+        put(c.case_id)
+        for _, k in ipairs(keys) do put(case[k]) end
+        local runs, ok = report.num(c.runs) or 0, report.num(c.runs_ok) or 0
+        local statuses = {}
+        for _, f in ipairs(type(c.failed) == "table" and c.failed or {}) do
+            statuses[#statuses + 1] = type(f) == "table" and type(f.status) == "string" and f.status or "failed"
+        end
+        put(runs); put(ok); put(runs - ok)
+        put(#statuses > 0 and concat(statuses, ";") or nil)
+        local metrics = type(c.metrics) == "table" and c.metrics or {}
+        for _, m in ipairs(stats.METRICS) do
+            local v = type(metrics[m]) == "table" and metrics[m] or {}
+            put(v.median); put(v.min); put(v.max)
+        end
+        local merged = type(c.rtt_merged_us) == "table" and c.rtt_merged_us or {}
+        for _, k in ipairs(MERGED) do put(merged[k]) end
+        out[#out + 1] = concat(text, ",")
+    end
+    return concat(out, "\n") .. "\n"
 end
 
 local function write(path, text)
-  local f, err = open(path, "wb")
-  if not f then return nil, err end
-  f:write(text)
-  f:close()
-  return true
+    local f, err = open(path, "wb")
+    if not f then return nil, err end
+    f:write(text)
+    f:close()
+    return true
 end
 
 function _M.write(dir, runs, summary)
-  local paths = { dir .. "/runs.csv", dir .. "/cases.csv" }
-  local ok, err = write(paths[1], _M.runs(runs))
-  if not ok then return nil, err end
-  ok, err = write(paths[2], _M.cases(summary))
-  if not ok then return nil, err end
-  return paths
+    local paths = { dir .. "/runs.csv", dir .. "/cases.csv" }
+    local ok, err = write(paths[1], _M.runs(runs))
+    if not ok then return nil, err end
+    ok, err = write(paths[2], _M.cases(summary))
+    if not ok then return nil, err end
+    return paths
 end
 
 return _M

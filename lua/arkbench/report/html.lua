@@ -86,146 +86,146 @@ sorted!==false&&res.length>0?"ok":"fail",charts:res.length,bad:bad,sorted:sorted
 local function h(s) return esc(s) end
 
 local function html_table(header, rows, opts)
-  opts = opts or {}
-  local out = {}
-  out[#out + 1] = format('<table class="%s">', opts.class or "sortable")
-  out[#out + 1] = "<thead><tr>"
-  for i, col in ipairs(header) do
-    local cls = {}
-    if col[2] then cls[#cls + 1] = "num" end
-    if opts.rt_col == i then cls[#cls + 1] = "rt" end
-    out[#out + 1] = format("<th%s>%s</th>", #cls > 0 and (' class="' .. concat(cls, " ") .. '"') or "",
-      h(col[1]))
-  end
-  out[#out + 1] = "</tr></thead><tbody>"
-  for _, r in ipairs(rows) do
-    local cells = r.cells or r
-    out[#out + 1] = r.failed and '<tr class="failed">' or "<tr>"
-    for i = 1, #header do
-      local v = cells[i]
-      if v == nil then v = "" end
-      local attrs = {}
-      if header[i][2] then
-        attrs[#attrs + 1] = 'class="num' .. ((r.partial and i == #header) and " partial" or "") .. '"'
-        local sv = r.sort and r.sort[i]
-        if type(sv) == "number" and sv == sv then
-          attrs[#attrs + 1] = 'data-v="' .. require("arkbench.util.json").number_text(sv) .. '"'
-        end
-      end
-      out[#out + 1] = format("<td%s>%s</td>", #attrs > 0 and (" " .. concat(attrs, " ")) or "", h(v))
+    opts = opts or {}
+    local out = {}
+    out[#out + 1] = format('<table class="%s">', opts.class or "sortable")
+    out[#out + 1] = "<thead><tr>"
+    for i, col in ipairs(header) do
+        local cls = {}
+        if col[2] then cls[#cls + 1] = "num" end
+        if opts.rt_col == i then cls[#cls + 1] = "rt" end
+        out[#out + 1] = format("<th%s>%s</th>", #cls > 0 and (' class="' .. concat(cls, " ") .. '"') or "",
+            h(col[1]))
     end
-    out[#out + 1] = "</tr>"
-  end
-  out[#out + 1] = "</tbody></table>"
-  return concat(out, "\n")
+    out[#out + 1] = "</tr></thead><tbody>"
+    for _, r in ipairs(rows) do
+        local cells = r.cells or r
+        out[#out + 1] = r.failed and '<tr class="failed">' or "<tr>"
+        for i = 1, #header do
+            local v = cells[i]
+            if v == nil then v = "" end
+            local attrs = {}
+            if header[i][2] then
+                attrs[#attrs + 1] = 'class="num' .. ((r.partial and i == #header) and " partial" or "") .. '"'
+                local sv = r.sort and r.sort[i]
+                if type(sv) == "number" and sv == sv then
+                    attrs[#attrs + 1] = 'data-v="' .. require("arkbench.util.json").number_text(sv) .. '"'
+                end
+            end
+            out[#out + 1] = format("<td%s>%s</td>", #attrs > 0 and (" " .. concat(attrs, " ")) or "", h(v))
+        end
+        out[#out + 1] = "</tr>"
+    end
+    out[#out + 1] = "</tbody></table>"
+    return concat(out, "\n")
 end
 
 function _M.render(model, charts)
-  local env = model.env
-  local out = {}
-  local function add(s) out[#out + 1] = s end
-  local title = "arkbench report: " .. model.scenario
-  add('<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">')
-  add('<meta name="viewport" content="width=device-width, initial-scale=1">')
-  add("<title>" .. h(title) .. "</title>")
-  add("<style>\n" .. CSS .. "</style>")
-  add("<script>\n" .. JS_HEAD .. "</script>")
-  add("</head>\n<body>")
-  add("<h1>" .. h(title) .. "</h1>")
-  local host = {}
-  for _, k in ipairs({ "hostname", "cpu_model" }) do
-    if type(env[k]) == "string" then host[#host + 1] = env[k] end
-  end
-  if report.num(env.logical_cpus) then host[#host + 1] = report.axis_text(env.logical_cpus) .. " logical CPUs" end
-  add(format('<p>Scenario <code>%s</code>, %s to %s (UTC)%s.<br>%s.</p>',
-    h(type(env.scenario_path) == "string" and env.scenario_path or model.scenario),
-    h(type(env.started_utc) == "string" and env.started_utc or "?"),
-    h(type(env.ended_utc) == "string" and env.ended_utc or "?"),
-    #host > 0 and (", on " .. h(concat(host, ", "))) or "", h(model.settings)))
-  add('<p class="note">Round trips/s is <i>median [min, max]</i> over the ok repetitions (each in a '
-    .. "fresh process); the other columns are medians of the per-run values. CPU % is user + sys "
-    .. "time over the measured interval (100 = one core); machine % divides it by the logical CPUs. "
-    .. "Failed runs are listed apart and never averaged in. Click a column header to sort.</p>")
-  if model.interrupted then
-    add("<p><b>This run was interrupted</b>: cases or repetitions after the interruption are missing.</p>")
-  end
-
-  -- contents
-  add("<nav><ul>")
-  if #model.findings > 0 then add('<li><a href="#findings">Key findings</a></li>') end
-  for _, part in ipairs(model.parts) do
-    add(format('<li><a href="#%s">%s</a></li>', h(part.slug), h(part.title)))
-  end
-  add('<li><a href="#failed">Failed runs</a></li><li><a href="#environment">Environment</a></li>'
-    .. '<li><a href="#scenario">Scenario source</a></li>')
-  add("</ul></nav>")
-
-  if #model.findings > 0 then
-    add('<h2 id="findings">Key findings</h2>')
-    add('<p class="note">Best topology by round trips/s in each group, as the median of its per-'
-      .. h(model.x_axis or "case") .. " ratios to the one-thread topology (min and max of those ratios "
-      .. "in brackets); lowest p99: the topology with the lowest median p99 in most groups.</p>")
-    local rows = {}
-    for i, f in ipairs(model.findings) do
-      rows[i] = { cells = md.finding_cells(f), sort = { nil, nil, nil, f.ratio, f.n } }
+    local env = model.env
+    local out = {}
+    local function add(s) out[#out + 1] = s end
+    local title = "arkbench report: " .. model.scenario
+    add('<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">')
+    add('<meta name="viewport" content="width=device-width, initial-scale=1">')
+    add("<title>" .. h(title) .. "</title>")
+    add("<style>\n" .. CSS .. "</style>")
+    add("<script>\n" .. JS_HEAD .. "</script>")
+    add("</head>\n<body>")
+    add("<h1>" .. h(title) .. "</h1>")
+    local host = {}
+    for _, k in ipairs({ "hostname", "cpu_model" }) do
+        if type(env[k]) == "string" then host[#host + 1] = env[k] end
     end
-    add(html_table(md.FINDING_HEADER, rows))
-  end
-
-  local by_part = {}
-  for _, ch in ipairs(charts or {}) do
-    by_part[ch.part] = by_part[ch.part] or {}
-    local l = by_part[ch.part]
-    l[#l + 1] = ch
-  end
-  for _, part in ipairs(model.parts) do
-    add(format('<section id="%s">\n<h2>%s</h2>', h(part.slug), h(part.title)))
-    for _, t in ipairs(part.tables) do
-      if t.title then add("<h3>" .. h(t.title) .. "</h3>") end
-      local header, rows = md.case_rows(model, t.cases)
-      local first = #model.row_axes + 1
-      for _, r in ipairs(rows) do
-        local c = r.case
-        r.partial = not r.failed and (report.num(c.runs_ok) or 0) < (report.num(c.runs) or 0)
-      end
-      add(html_table(header, rows, { class = "sortable cases", rt_col = first }))
+    if report.num(env.logical_cpus) then host[#host + 1] = report.axis_text(env.logical_cpus) .. " logical CPUs" end
+    add(format('<p>Scenario <code>%s</code>, %s to %s (UTC)%s.<br>%s.</p>',
+        h(type(env.scenario_path) == "string" and env.scenario_path or model.scenario),
+        h(type(env.started_utc) == "string" and env.started_utc or "?"),
+        h(type(env.ended_utc) == "string" and env.ended_utc or "?"),
+        #host > 0 and (", on " .. h(concat(host, ", "))) or "", h(model.settings)))
+    add('<p class="note">Round trips/s is <i>median [min, max]</i> over the ok repetitions (each in a '
+        .. "fresh process); the other columns are medians of the per-run values. CPU % is user + sys "
+        .. "time over the measured interval (100 = one core); machine % divides it by the logical CPUs. "
+        .. "Failed runs are listed apart and never averaged in. Click a column header to sort.</p>")
+    if model.interrupted then
+        add("<p><b>This run was interrupted</b>: cases or repetitions after the interruption are missing.</p>")
     end
-    add('<div class="charts">')
-    for _, ch in ipairs(by_part[part] or {}) do
-      add("<figure>\n" .. ch.inline .. "\n<figcaption>charts/" .. h(ch.file) .. "</figcaption></figure>")
+
+    -- contents
+    add("<nav><ul>")
+    if #model.findings > 0 then add('<li><a href="#findings">Key findings</a></li>') end
+    for _, part in ipairs(model.parts) do
+        add(format('<li><a href="#%s">%s</a></li>', h(part.slug), h(part.title)))
     end
-    add("</div>\n</section>")
-  end
+    add('<li><a href="#failed">Failed runs</a></li><li><a href="#environment">Environment</a></li>'
+        .. '<li><a href="#scenario">Scenario source</a></li>')
+    add("</ul></nav>")
 
-  add('<h2 id="failed">Failed runs</h2>')
-  if #model.failed == 0 then
-    add("<p>None: every run was ok.</p>")
-  else
-    add('<p class="note">Not part of any median, chart or ratio. Counters are the run\'s own (messages).</p>')
-    local rows = {}
-    for i, f in ipairs(model.failed) do
-      local sortv = { nil, f.repetition, nil, nil, nil }
-      for _, k in ipairs(require("arkbench.report.model").FAILED_COUNTERS) do sortv[#sortv + 1] = f[k] end
-      rows[i] = { cells = md.failed_cells(f), sort = sortv, failed = false }
+    if #model.findings > 0 then
+        add('<h2 id="findings">Key findings</h2>')
+        add('<p class="note">Best topology by round trips/s in each group, as the median of its per-'
+            .. h(model.x_axis or "case") .. " ratios to the one-thread topology (min and max of those ratios "
+            .. "in brackets); lowest p99: the topology with the lowest median p99 in most groups.</p>")
+        local rows = {}
+        for i, f in ipairs(model.findings) do
+            rows[i] = { cells = md.finding_cells(f), sort = { nil, nil, nil, f.ratio, f.n } }
+        end
+        add(html_table(md.FINDING_HEADER, rows))
     end
-    add(html_table(md.FAILED_HEADER, rows))
-  end
 
-  add('<h2 id="environment">Environment</h2>')
-  if model.env_missing then add("<p>env.json is missing: no environment recorded.</p>") end
-  add(html_table({ { "item", false }, { "value", false } }, model.env_rows, { class = "env" }))
+    local by_part = {}
+    for _, ch in ipairs(charts or {}) do
+        by_part[ch.part] = by_part[ch.part] or {}
+        local l = by_part[ch.part]
+        l[#l + 1] = ch
+    end
+    for _, part in ipairs(model.parts) do
+        add(format('<section id="%s">\n<h2>%s</h2>', h(part.slug), h(part.title)))
+        for _, t in ipairs(part.tables) do
+            if t.title then add("<h3>" .. h(t.title) .. "</h3>") end
+            local header, rows = md.case_rows(model, t.cases)
+            local first = #model.row_axes + 1
+            for _, r in ipairs(rows) do
+                local c = r.case
+                r.partial = not r.failed and (report.num(c.runs_ok) or 0) < (report.num(c.runs) or 0)
+            end
+            add(html_table(header, rows, { class = "sortable cases", rt_col = first }))
+        end
+        add('<div class="charts">')
+        for _, ch in ipairs(by_part[part] or {}) do
+            add("<figure>\n" .. ch.inline .. "\n<figcaption>charts/" .. h(ch.file) .. "</figcaption></figure>")
+        end
+        add("</div>\n</section>")
+    end
 
-  add('<h2 id="scenario">Scenario source</h2>')
-  local src = env.scenario_source
-  if type(src) == "string" then
-    add("<pre><code>" .. h(src) .. "</code></pre>")
-  else
-    add("<p>Not recorded (env.json has no scenario_source).</p>")
-  end
-  add('<pre id="selfcheck">self-check did not run</pre>')
-  add("<script>\n" .. JS .. "</script>")
-  add("</body>\n</html>\n")
-  return concat(out, "\n")
+    add('<h2 id="failed">Failed runs</h2>')
+    if #model.failed == 0 then
+        add("<p>None: every run was ok.</p>")
+    else
+        add('<p class="note">Not part of any median, chart or ratio. Counters are the run\'s own (messages).</p>')
+        local rows = {}
+        for i, f in ipairs(model.failed) do
+            local sortv = { nil, f.repetition, nil, nil, nil }
+            for _, k in ipairs(require("arkbench.report.model").FAILED_COUNTERS) do sortv[#sortv + 1] = f[k] end
+            rows[i] = { cells = md.failed_cells(f), sort = sortv, failed = false }
+        end
+        add(html_table(md.FAILED_HEADER, rows))
+    end
+
+    add('<h2 id="environment">Environment</h2>')
+    if model.env_missing then add("<p>env.json is missing: no environment recorded.</p>") end
+    add(html_table({ { "item", false }, { "value", false } }, model.env_rows, { class = "env" }))
+
+    add('<h2 id="scenario">Scenario source</h2>')
+    local src = env.scenario_source
+    if type(src) == "string" then
+        add("<pre><code>" .. h(src) .. "</code></pre>")
+    else
+        add("<p>Not recorded (env.json has no scenario_source).</p>")
+    end
+    add('<pre id="selfcheck">self-check did not run</pre>')
+    add("<script>\n" .. JS .. "</script>")
+    add("</body>\n</html>\n")
+    return concat(out, "\n")
 end
 
 return _M

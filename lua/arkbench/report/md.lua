@@ -29,197 +29,197 @@ local fmt_count, fmt_us, fmt_fixed = report.format_count, report.format_us, repo
 local _M = {}
 
 local function cell(s)
-  s = tostring(s):gsub("[\r\n\t]+", " ")
-  return (s:gsub("([\\|*_`<>])", "\\%1"))
+    s = tostring(s):gsub("[\r\n\t]+", " ")
+    return (s:gsub("([\\|*_`<>])", "\\%1"))
 end
 
 local function table_md(header, rows)
-  local out = {}
-  local h, rule = {}, {}
-  for i, col in ipairs(header) do
-    h[i] = col[1]
-    rule[i] = col[2] and "--:" or "---"
-  end
-  out[#out + 1] = "| " .. concat(h, " | ") .. " |"
-  out[#out + 1] = "|" .. concat(rule, "|") .. "|"
-  for _, r in ipairs(rows) do
-    local cells = {}
-    for i = 1, #header do cells[i] = cell(r[i] == nil and "" or r[i]) end
-    out[#out + 1] = "| " .. concat(cells, " | ") .. " |"
-  end
-  return concat(out, "\n") .. "\n"
+    local out = {}
+    local h, rule = {}, {}
+    for i, col in ipairs(header) do
+        h[i] = col[1]
+        rule[i] = col[2] and "--:" or "---"
+    end
+    out[#out + 1] = "| " .. concat(h, " | ") .. " |"
+    out[#out + 1] = "|" .. concat(rule, "|") .. "|"
+    for _, r in ipairs(rows) do
+        local cells = {}
+        for i = 1, #header do cells[i] = cell(r[i] == nil and "" or r[i]) end
+        out[#out + 1] = "| " .. concat(cells, " | ") .. " |"
+    end
+    return concat(out, "\n") .. "\n"
 end
 _M.table_md = table_md
 
 local function failure_status(c)
-  local counts, order = {}, {}
-  for _, f in ipairs(type(c.failed) == "table" and c.failed or {}) do
-    local s = type(f) == "table" and type(f.status) == "string" and f.status or "failed"
-    if not counts[s] then order[#order + 1] = s; counts[s] = 0 end
-    counts[s] = counts[s] + 1
-  end
-  local parts = {}
-  for i, s in ipairs(order) do parts[i] = counts[s] > 1 and (s .. " x" .. counts[s]) or s end
-  return #parts > 0 and concat(parts, ", ") or "failed"
+    local counts, order = {}, {}
+    for _, f in ipairs(type(c.failed) == "table" and c.failed or {}) do
+        local s = type(f) == "table" and type(f.status) == "string" and f.status or "failed"
+        if not counts[s] then order[#order + 1] = s; counts[s] = 0 end
+        counts[s] = counts[s] + 1
+    end
+    local parts = {}
+    for i, s in ipairs(order) do parts[i] = counts[s] > 1 and (s .. " x" .. counts[s]) or s end
+    return #parts > 0 and concat(parts, ", ") or "failed"
 end
 
 function _M.case_rows(model, cases)
-  local header = {}
-  for _, k in ipairs(model.row_axes) do header[#header + 1] = { k, false } end
-  local first = #header + 1
-  for _, t in ipairs({
-    "round trips/s median [min, max]", "MiB/s", "p50 µs", "p95 µs", "p99 µs",
-    "CPU %", "machine %", "RSS MiB", "runs ok",
-  }) do
-    header[#header + 1] = { t, true }
-  end
-  local rows = {}
-  for _, c in ipairs(cases) do
-    local r, sortv = {}, {}
-    for _, k in ipairs(model.row_axes) do
-      r[#r + 1] = report.axis_text(report.case_value(c, k))
+    local header = {}
+    for _, k in ipairs(model.row_axes) do header[#header + 1] = { k, false } end
+    local first = #header + 1
+    for _, t in ipairs({
+        "round trips/s median [min, max]", "MiB/s", "p50 µs", "p95 µs", "p99 µs",
+        "CPU %", "machine %", "RSS MiB", "runs ok",
+    }) do
+        header[#header + 1] = { t, true }
     end
-    local runs_ok, runs = num(c.runs_ok) or 0, num(c.runs) or 0
-    local runs_text = format("%d/%d", runs_ok, runs)
-    if runs_ok == 0 then
-      r[first] = "FAILED (" .. failure_status(c) .. ")"
-      for j = first + 1, first + 7 do r[j] = "" end
-      r[first + 8] = runs_text
-      rows[#rows + 1] = { cells = r, case = c, failed = true, sort = sortv }
-    else
-      local med, lo, hi = stat(c, "round_trips_per_s")
-      r[first] = med and (fmt_count(med) .. " [" .. fmt_count(lo) .. ", " .. fmt_count(hi) .. "]") or "-"
-      sortv[first] = med
-      local cols = {
-        { "payload_mib_per_s", function(v) return fmt_fixed(v, 1) end },
-        { "rtt_p50_us", fmt_us }, { "rtt_p95_us", fmt_us }, { "rtt_p99_us", fmt_us },
-        { "cpu_percent", function(v) return fmt_fixed(v, 0) end },
-        { "cpu_machine_percent", function(v) return fmt_fixed(v, 1) end },
-        { "rss_peak_bytes", function(v) return fmt_fixed(v and v / 1048576, 1) end },
-      }
-      for j, col in ipairs(cols) do
-        local v = stat(c, col[1])
-        r[first + j] = col[2](v)
-        sortv[first + j] = v
-      end
-      r[first + 8] = runs_ok < runs and (runs_text .. " (" .. (runs - runs_ok) .. " failed)") or runs_text
-      rows[#rows + 1] = { cells = r, case = c, sort = sortv }
+    local rows = {}
+    for _, c in ipairs(cases) do
+        local r, sortv = {}, {}
+        for _, k in ipairs(model.row_axes) do
+            r[#r + 1] = report.axis_text(report.case_value(c, k))
+        end
+        local runs_ok, runs = num(c.runs_ok) or 0, num(c.runs) or 0
+        local runs_text = format("%d/%d", runs_ok, runs)
+        if runs_ok == 0 then
+            r[first] = "FAILED (" .. failure_status(c) .. ")"
+            for j = first + 1, first + 7 do r[j] = "" end
+            r[first + 8] = runs_text
+            rows[#rows + 1] = { cells = r, case = c, failed = true, sort = sortv }
+        else
+            local med, lo, hi = stat(c, "round_trips_per_s")
+            r[first] = med and (fmt_count(med) .. " [" .. fmt_count(lo) .. ", " .. fmt_count(hi) .. "]") or "-"
+            sortv[first] = med
+            local cols = {
+                { "payload_mib_per_s", function(v) return fmt_fixed(v, 1) end },
+                { "rtt_p50_us", fmt_us }, { "rtt_p95_us", fmt_us }, { "rtt_p99_us", fmt_us },
+                { "cpu_percent", function(v) return fmt_fixed(v, 0) end },
+                { "cpu_machine_percent", function(v) return fmt_fixed(v, 1) end },
+                { "rss_peak_bytes", function(v) return fmt_fixed(v and v / 1048576, 1) end },
+            }
+            for j, col in ipairs(cols) do
+                local v = stat(c, col[1])
+                r[first + j] = col[2](v)
+                sortv[first + j] = v
+            end
+            r[first + 8] = runs_ok < runs and (runs_text .. " (" .. (runs - runs_ok) .. " failed)") or runs_text
+            rows[#rows + 1] = { cells = r, case = c, sort = sortv }
+        end
+        sortv[first + 8] = runs_ok
     end
-    sortv[first + 8] = runs_ok
-  end
-  return header, rows
+    return header, rows
 end
 
 _M.FINDING_HEADER = {
-  { "group", false }, { "one thread", false }, { "best round trips/s", false },
-  { "× one thread: median [min, max]", true }, { "over", true }, { "lowest p99", false },
+    { "group", false }, { "one thread", false }, { "best round trips/s", false },
+    { "× one thread: median [min, max]", true }, { "over", true }, { "lowest p99", false },
 }
 
 local function ratio(v)
-  return v and format("%.2f×", v) or "-"
+    return v and format("%.2f×", v) or "-"
 end
 
 function _M.finding_cells(f)
-  local over = format("%d %s%s", f.n, f.x_axis or "case", f.n == 1 and "" or "s")
-  return {
-    f.title, f.one_thread and f.base or (f.base .. " (first; no 1-thread topology)"),
-    f.best, format("%s [%s, %s]", ratio(f.ratio), ratio(f.ratio_min), ratio(f.ratio_max)),
-    over,
-    f.lowest_p99 and format("%s (%d of %d)", f.lowest_p99, f.lowest_p99_n, f.groups) or "-",
-  }
+    local over = format("%d %s%s", f.n, f.x_axis or "case", f.n == 1 and "" or "s")
+    return {
+        f.title, f.one_thread and f.base or (f.base .. " (first; no 1-thread topology)"),
+        f.best, format("%s [%s, %s]", ratio(f.ratio), ratio(f.ratio_min), ratio(f.ratio_max)),
+        over,
+        f.lowest_p99 and format("%s (%d of %d)", f.lowest_p99, f.lowest_p99_n, f.groups) or "-",
+    }
 end
 
 _M.FAILED_HEADER = {
-  { "case", false }, { "rep", true }, { "status", false }, { "error", false }, { "errors", false },
-  { "sent", true }, { "completed", true }, { "drained", true }, { "timed out", true },
-  { "msg errors", true }, { "unfinished", true },
+    { "case", false }, { "rep", true }, { "status", false }, { "error", false }, { "errors", false },
+    { "sent", true }, { "completed", true }, { "drained", true }, { "timed out", true },
+    { "msg errors", true }, { "unfinished", true },
 }
 
 function _M.failed_cells(f)
-  local why = f.error or ""
-  if f.signal then why = why ~= "" and (why .. " (" .. f.signal .. ")") or f.signal end
-  local r = {
-    f.case_id, f.repetition and fmt_count(f.repetition) or "-", f.status, why ~= "" and why or "-",
-    f.errors,
-  }
-  for _, k in ipairs(require("arkbench.report.model").FAILED_COUNTERS) do
-    r[#r + 1] = f[k] and fmt_count(f[k]) or "-"
-  end
-  return r
+    local why = f.error or ""
+    if f.signal then why = why ~= "" and (why .. " (" .. f.signal .. ")") or f.signal end
+    local r = {
+        f.case_id, f.repetition and fmt_count(f.repetition) or "-", f.status, why ~= "" and why or "-",
+        f.errors,
+    }
+    for _, k in ipairs(require("arkbench.report.model").FAILED_COUNTERS) do
+        r[#r + 1] = f[k] and fmt_count(f[k]) or "-"
+    end
+    return r
 end
 
 local function cells_only(rows)
-  local out = {}
-  for i, r in ipairs(rows) do out[i] = r.cells end
-  return out
+    local out = {}
+    for i, r in ipairs(rows) do out[i] = r.cells end
+    return out
 end
 
 function _M.render(model, charts)
-  local out = {}
-  local function add(s) out[#out + 1] = s end
-  local env = model.env
-  add("# arkbench report: " .. cell(model.scenario) .. "\n\n")
-  local host = {}
-  if type(env.hostname) == "string" then host[#host + 1] = env.hostname end
-  if type(env.cpu_model) == "string" then host[#host + 1] = env.cpu_model end
-  if num(env.logical_cpus) then host[#host + 1] = report.axis_text(env.logical_cpus) .. " logical CPUs" end
-  add(format("Scenario `%s`, %s to %s (UTC)%s.\n\n",
-    type(env.scenario_path) == "string" and env.scenario_path or model.scenario,
-    type(env.started_utc) == "string" and env.started_utc or "?",
-    type(env.ended_utc) == "string" and env.ended_utc or "?",
-    #host > 0 and (", on " .. cell(concat(host, ", "))) or ""))
-  add(cell(model.settings) .. ".\n\n")
-  add("Round trips/s is `median [min, max]` over the ok repetitions (each in a fresh process); "
-    .. "the other columns are medians of the per-run values. CPU % is user + sys time over the "
-    .. "measured interval (100 = one core); machine % divides it by the logical CPUs. "
-    .. "Failed runs are listed apart and never averaged in.\n\n")
-  if model.interrupted then
-    add("**This run was interrupted**: cases or repetitions after the interruption are missing.\n\n")
-  end
-  if model.env_missing then add("(env.json is missing: no environment recorded.)\n\n") end
-
-  if #model.findings > 0 then
-    add("## Key findings\n\n")
-    add("Best topology by round trips/s in each group, as the median of its per-"
-      .. (model.x_axis or "case") .. " ratios to the one-thread topology (min and max of those "
-      .. "ratios in brackets); lowest p99: the topology with the lowest median p99 in most "
-      .. (model.x_axis or "case") .. " groups.\n\n")
-    local rows = {}
-    for i, f in ipairs(model.findings) do rows[i] = _M.finding_cells(f) end
-    add(table_md(_M.FINDING_HEADER, rows) .. "\n")
-  end
-
-  local by_part = {}
-  for _, ch in ipairs(charts or {}) do
-    by_part[ch.part] = by_part[ch.part] or {}
-    local l = by_part[ch.part]
-    l[#l + 1] = ch
-  end
-  for _, part in ipairs(model.parts) do
-    add("## " .. cell(part.title) .. "\n\n")
-    for _, t in ipairs(part.tables) do
-      if t.title then add("### " .. cell(t.title) .. "\n\n") end
-      local header, rows = _M.case_rows(model, t.cases)
-      add(table_md(header, cells_only(rows)) .. "\n")
+    local out = {}
+    local function add(s) out[#out + 1] = s end
+    local env = model.env
+    add("# arkbench report: " .. cell(model.scenario) .. "\n\n")
+    local host = {}
+    if type(env.hostname) == "string" then host[#host + 1] = env.hostname end
+    if type(env.cpu_model) == "string" then host[#host + 1] = env.cpu_model end
+    if num(env.logical_cpus) then host[#host + 1] = report.axis_text(env.logical_cpus) .. " logical CPUs" end
+    add(format("Scenario `%s`, %s to %s (UTC)%s.\n\n",
+        type(env.scenario_path) == "string" and env.scenario_path or model.scenario,
+        type(env.started_utc) == "string" and env.started_utc or "?",
+        type(env.ended_utc) == "string" and env.ended_utc or "?",
+        #host > 0 and (", on " .. cell(concat(host, ", "))) or ""))
+    add(cell(model.settings) .. ".\n\n")
+    add("Round trips/s is `median [min, max]` over the ok repetitions (each in a fresh process); "
+        .. "the other columns are medians of the per-run values. CPU % is user + sys time over the "
+        .. "measured interval (100 = one core); machine % divides it by the logical CPUs. "
+        .. "Failed runs are listed apart and never averaged in.\n\n")
+    if model.interrupted then
+        add("**This run was interrupted**: cases or repetitions after the interruption are missing.\n\n")
     end
-    for _, ch in ipairs(by_part[part] or {}) do
-      add(format("![%s](charts/%s)\n\n", cell(ch.title), ch.file))
+    if model.env_missing then add("(env.json is missing: no environment recorded.)\n\n") end
+
+    if #model.findings > 0 then
+        add("## Key findings\n\n")
+        add("Best topology by round trips/s in each group, as the median of its per-"
+            .. (model.x_axis or "case") .. " ratios to the one-thread topology (min and max of those "
+            .. "ratios in brackets); lowest p99: the topology with the lowest median p99 in most "
+            .. (model.x_axis or "case") .. " groups.\n\n")
+        local rows = {}
+        for i, f in ipairs(model.findings) do rows[i] = _M.finding_cells(f) end
+        add(table_md(_M.FINDING_HEADER, rows) .. "\n")
     end
-  end
 
-  add("## Failed runs\n\n")
-  if #model.failed == 0 then
-    add("None: every run was ok.\n\n")
-  else
-    add("Not part of any median, chart or ratio. Counters are the run's own (messages).\n\n")
-    local rows = {}
-    for i, f in ipairs(model.failed) do rows[i] = _M.failed_cells(f) end
-    add(table_md(_M.FAILED_HEADER, rows) .. "\n")
-  end
+    local by_part = {}
+    for _, ch in ipairs(charts or {}) do
+        by_part[ch.part] = by_part[ch.part] or {}
+        local l = by_part[ch.part]
+        l[#l + 1] = ch
+    end
+    for _, part in ipairs(model.parts) do
+        add("## " .. cell(part.title) .. "\n\n")
+        for _, t in ipairs(part.tables) do
+            if t.title then add("### " .. cell(t.title) .. "\n\n") end
+            local header, rows = _M.case_rows(model, t.cases)
+            add(table_md(header, cells_only(rows)) .. "\n")
+        end
+        for _, ch in ipairs(by_part[part] or {}) do
+            add(format("![%s](charts/%s)\n\n", cell(ch.title), ch.file))
+        end
+    end
 
-  add("## Environment\n\n")
-  add(table_md({ { "item", false }, { "value", false } }, model.env_rows))
-  return (concat(out):gsub("\n+$", "\n"))
+    add("## Failed runs\n\n")
+    if #model.failed == 0 then
+        add("None: every run was ok.\n\n")
+    else
+        add("Not part of any median, chart or ratio. Counters are the run's own (messages).\n\n")
+        local rows = {}
+        for i, f in ipairs(model.failed) do rows[i] = _M.failed_cells(f) end
+        add(table_md(_M.FAILED_HEADER, rows) .. "\n")
+    end
+
+    add("## Environment\n\n")
+    add(table_md({ { "item", false }, { "value", false } }, model.env_rows))
+    return (concat(out):gsub("\n+$", "\n"))
 end
 
 return _M

@@ -36,8 +36,8 @@ local execute, remove = os.execute, os.remove
 local _M = {}
 
 _M.AXIS_ORDER = {
-  "payload", "clients", "window", "topology", "execution", "work",
-  "protocol", "framing", "rate",
+    "payload", "clients", "window", "topology", "execution", "work",
+    "protocol", "framing", "rate",
 }
 
 local FAILED_MAX = 72 -- characters of "FAILED (status: error)" kept
@@ -45,229 +45,229 @@ local FAILED_MAX = 72 -- characters of "FAILED (status: error)" kept
 -- Formatting ---------------------------------------------------------------
 
 local function num(v)
-  if type(v) == "number" and v == v then return v end
-  return nil
+    if type(v) == "number" and v == v then return v end
+    return nil
 end
 
 -- "1234567" -> "1,234,567"; keeps a sign and a decimal part.
 local function group(s)
-  local sign, int, rest = s:match("^([-]?)(%d+)(.*)$")
-  if not int then return s end
-  int = int:reverse():gsub("(%d%d%d)", "%1,"):reverse()
-  if int:sub(1, 1) == "," then int = int:sub(2) end
-  return sign .. int .. rest
+    local sign, int, rest = s:match("^([-]?)(%d+)(.*)$")
+    if not int then return s end
+    int = int:reverse():gsub("(%d%d%d)", "%1,"):reverse()
+    if int:sub(1, 1) == "," then int = int:sub(2) end
+    return sign .. int .. rest
 end
 
 function _M.format_fixed(v, decimals)
-  v = num(v)
-  if not v then return "-" end
-  local s = format("%." .. decimals .. "f", v)
-  if s:match("^%-0%.?0*$") then s = s:sub(2) end -- no "-0.0"
-  return group(s)
+    v = num(v)
+    if not v then return "-" end
+    local s = format("%." .. decimals .. "f", v)
+    if s:match("^%-0%.?0*$") then s = s:sub(2) end -- no "-0.0"
+    return group(s)
 end
 
 function _M.format_count(v)
-  return _M.format_fixed(v, 0)
+    return _M.format_fixed(v, 0)
 end
 
 -- µs: one decimal below 100, none from 100 up.
 function _M.format_us(v)
-  v = num(v)
-  if not v then return "-" end
-  if v < 99.95 then return _M.format_fixed(v, 1) end
-  return _M.format_fixed(v, 0)
+    v = num(v)
+    if not v then return "-" end
+    if v < 99.95 then return _M.format_fixed(v, 1) end
+    return _M.format_fixed(v, 0)
 end
 
 local function width(s)
-  -- UTF-8: every byte but continuation bytes starts a character.
-  local _, cont = s:gsub("[\128-\191]", "")
-  return #s - cont
+    -- UTF-8: every byte but continuation bytes starts a character.
+    local _, cont = s:gsub("[\128-\191]", "")
+    return #s - cont
 end
 
 -- One "?" per non-ASCII character (UTF-8 sequence) or control byte.
 local function ascii(s)
-  return (tostring(s):gsub("[\192-\255][\128-\191]*", "?"):gsub("[^\32-\126]", "?"))
+    return (tostring(s):gsub("[\192-\255][\128-\191]*", "?"):gsub("[^\32-\126]", "?"))
 end
 
 local function pad(s, w, right)
-  local gap = w - width(s)
-  if gap <= 0 then return s end
-  if right then return rep(" ", gap) .. s end
-  return s .. rep(" ", gap)
+    local gap = w - width(s)
+    if gap <= 0 then return s end
+    if right then return rep(" ", gap) .. s end
+    return s .. rep(" ", gap)
 end
 
 -- Axes ---------------------------------------------------------------------
 
 local function cases_of(summary)
-  if type(summary) == "table" and type(summary.cases) == "table" then
-    return summary.cases
-  end
-  return {}
+    if type(summary) == "table" and type(summary.cases) == "table" then
+        return summary.cases
+    end
+    return {}
 end
 
 local function case_value(c, key)
-  if type(c.case) ~= "table" then return nil end
-  local v = c.case[key]
-  if type(v) == "number" or type(v) == "string" or type(v) == "boolean" then return v end
-  return nil
+    if type(c.case) ~= "table" then return nil end
+    local v = c.case[key]
+    if type(v) == "number" or type(v) == "string" or type(v) == "boolean" then return v end
+    return nil
 end
 
 function _M.axes(summary)
-  local cases = cases_of(summary)
-  local out = {}
-  for _, key in ipairs(_M.AXIS_ORDER) do
-    local first, differs = nil, false
-    for i, c in ipairs(cases) do
-      local v = case_value(c, key)
-      if i == 1 then
-        first = v
-      elseif v ~= first then
-        differs = true
-        break
-      end
+    local cases = cases_of(summary)
+    local out = {}
+    for _, key in ipairs(_M.AXIS_ORDER) do
+        local first, differs = nil, false
+        for i, c in ipairs(cases) do
+            local v = case_value(c, key)
+            if i == 1 then
+                first = v
+            elseif v ~= first then
+                differs = true
+                break
+            end
+        end
+        if differs then out[#out + 1] = key end
     end
-    if differs then out[#out + 1] = key end
-  end
-  return out
+    return out
 end
 
 local function axis_text(v)
-  if v == nil then return "-" end
-  if type(v) == "number" then
-    if v == floor(v) and v > -1e15 and v < 1e15 then return format("%.0f", v) end
-    return format("%.14g", v)
-  end
-  return ascii(v)
+    if v == nil then return "-" end
+    if type(v) == "number" then
+        if v == floor(v) and v > -1e15 and v < 1e15 then return format("%.0f", v) end
+        return format("%.14g", v)
+    end
+    return ascii(v)
 end
 
 -- Terminal table -----------------------------------------------------------
 
 local function median_of(c, name)
-  local m = type(c.metrics) == "table" and c.metrics[name]
-  if type(m) ~= "table" then return nil end
-  return num(m.median), num(m.min), num(m.max)
+    local m = type(c.metrics) == "table" and c.metrics[name]
+    if type(m) ~= "table" then return nil end
+    return num(m.median), num(m.min), num(m.max)
 end
 
 local function failure_text(c)
-  local f = type(c.failed) == "table" and c.failed[1] or nil
-  if type(f) ~= "table" then return "FAILED" end
-  local status = type(f.status) == "string" and f.status or "failed"
-  local why = type(f.error) == "string" and f.error
-    or type(f.signal) == "string" and f.signal or nil
-  local s = why and ("FAILED (" .. status .. ": " .. why .. ")") or ("FAILED (" .. status .. ")")
-  s = ascii(s:gsub("%s+", " "))
-  if #s > FAILED_MAX then s = s:sub(1, FAILED_MAX - 4) .. "...)" end
-  return s
+    local f = type(c.failed) == "table" and c.failed[1] or nil
+    if type(f) ~= "table" then return "FAILED" end
+    local status = type(f.status) == "string" and f.status or "failed"
+    local why = type(f.error) == "string" and f.error
+        or type(f.signal) == "string" and f.signal or nil
+    local s = why and ("FAILED (" .. status .. ": " .. why .. ")") or ("FAILED (" .. status .. ")")
+    s = ascii(s:gsub("%s+", " "))
+    if #s > FAILED_MAX then s = s:sub(1, FAILED_MAX - 4) .. "...)" end
+    return s
 end
 
 function _M.terminal_table(summary, axes)
-  local cases = cases_of(summary)
-  axes = axes or _M.axes(summary)
+    local cases = cases_of(summary)
+    axes = axes or _M.axes(summary)
 
-  -- columns: { title, right-aligned? }; first the axes (or case_id).
-  local cols, rows = {}, {}
-  local key_cols = {}
-  if #axes == 0 and #cases > 1 then
-    key_cols[1] = { title = "case", get = function(c) return ascii(c.case_id or "-") end }
-  else
-    for _, key in ipairs(axes) do
-      local all_numbers = true
-      for _, c in ipairs(cases) do
-        local v = case_value(c, key)
-        if v ~= nil and type(v) ~= "number" then all_numbers = false end
-      end
-      key_cols[#key_cols + 1] = {
-        title = key, right = all_numbers,
-        get = function(c) return axis_text(case_value(c, key)) end,
-      }
-    end
-  end
-  for _, kc in ipairs(key_cols) do cols[#cols + 1] = { title = kc.title, right = kc.right } end
-  local first_num = #cols + 1
-  for _, t in ipairs({ "round trips/s", "MiB/s", "p50 µs", "p99 µs", "CPU %", "RSS MiB" }) do
-    cols[#cols + 1] = { title = t, right = true }
-  end
-  local last_num = #cols
-  cols[#cols + 1] = { title = "runs", right = true }
-
-  -- round trips/s is "median [min, max]" with each part aligned on its own.
-  local rt_w = { 0, 0, 0 }
-  local rt = {}
-  for i, c in ipairs(cases) do
-    local med, lo, hi = median_of(c, "round_trips_per_s")
-    if med then
-      rt[i] = { _M.format_count(med), _M.format_count(lo), _M.format_count(hi) }
-      for j = 1, 3 do
-        if #rt[i][j] > rt_w[j] then rt_w[j] = #rt[i][j] end
-      end
-    end
-  end
-
-  for i, c in ipairs(cases) do
-    local row = {}
-    for _, kc in ipairs(key_cols) do row[#row + 1] = kc.get(c) end
-    local runs_ok, runs = num(c.runs_ok) or 0, num(c.runs) or 0
-    if runs_ok == 0 then
-      row.failed = failure_text(c)
-      for _ = first_num, last_num do row[#row + 1] = "" end
+    -- columns: { title, right-aligned? }; first the axes (or case_id).
+    local cols, rows = {}, {}
+    local key_cols = {}
+    if #axes == 0 and #cases > 1 then
+        key_cols[1] = { title = "case", get = function(c) return ascii(c.case_id or "-") end }
     else
-      local r = rt[i]
-      row[#row + 1] = r and (pad(r[1], rt_w[1], true) .. " [" .. pad(r[2], rt_w[2], true)
-        .. ", " .. pad(r[3], rt_w[3], true) .. "]") or "-"
-      row[#row + 1] = _M.format_fixed((median_of(c, "payload_mib_per_s")), 1)
-      row[#row + 1] = _M.format_us((median_of(c, "rtt_p50_us")))
-      row[#row + 1] = _M.format_us((median_of(c, "rtt_p99_us")))
-      row[#row + 1] = _M.format_fixed((median_of(c, "cpu_percent")), 0)
-      local rss = median_of(c, "rss_peak_bytes")
-      row[#row + 1] = _M.format_fixed(rss and rss / 1048576, 1)
+        for _, key in ipairs(axes) do
+            local all_numbers = true
+            for _, c in ipairs(cases) do
+                local v = case_value(c, key)
+                if v ~= nil and type(v) ~= "number" then all_numbers = false end
+            end
+            key_cols[#key_cols + 1] = {
+                title = key, right = all_numbers,
+                get = function(c) return axis_text(case_value(c, key)) end,
+            }
+        end
     end
-    row[#row + 1] = format("%d/%d", runs_ok, runs)
-    rows[#rows + 1] = row
-  end
+    for _, kc in ipairs(key_cols) do cols[#cols + 1] = { title = kc.title, right = kc.right } end
+    local first_num = #cols + 1
+    for _, t in ipairs({ "round trips/s", "MiB/s", "p50 µs", "p99 µs", "CPU %", "RSS MiB" }) do
+        cols[#cols + 1] = { title = t, right = true }
+    end
+    local last_num = #cols
+    cols[#cols + 1] = { title = "runs", right = true }
 
-  -- widths from content; a FAILED text spans the number columns and widens
-  -- the last of them when it does not fit.
-  local w = {}
-  for j, col in ipairs(cols) do w[j] = width(col.title) end
-  for _, row in ipairs(rows) do
-    for j = 1, #cols do
-      if width(row[j]) > w[j] then w[j] = width(row[j]) end
+    -- round trips/s is "median [min, max]" with each part aligned on its own.
+    local rt_w = { 0, 0, 0 }
+    local rt = {}
+    for i, c in ipairs(cases) do
+        local med, lo, hi = median_of(c, "round_trips_per_s")
+        if med then
+            rt[i] = { _M.format_count(med), _M.format_count(lo), _M.format_count(hi) }
+            for j = 1, 3 do
+                if #rt[i][j] > rt_w[j] then rt_w[j] = #rt[i][j] end
+            end
+        end
     end
-  end
-  local function span_width()
-    local s = 2 * (last_num - first_num)
-    for j = first_num, last_num do s = s + w[j] end
-    return s
-  end
-  for _, row in ipairs(rows) do
-    if row.failed and width(row.failed) > span_width() then
-      w[last_num] = w[last_num] + width(row.failed) - span_width()
-    end
-  end
 
-  local lines = {}
-  local function emit(cells)
-    lines[#lines + 1] = (concat(cells, "  "):gsub("%s+$", ""))
-  end
-  local head, rule = {}, {}
-  for j, col in ipairs(cols) do
-    head[j] = pad(col.title, w[j], col.right)
-    rule[j] = rep("-", w[j])
-  end
-  emit(head)
-  emit(rule)
-  for _, row in ipairs(rows) do
-    local cells = {}
-    for j = 1, first_num - 1 do cells[#cells + 1] = pad(row[j], w[j], cols[j].right) end
-    if row.failed then
-      cells[#cells + 1] = pad(row.failed, span_width(), false)
-    else
-      for j = first_num, last_num do cells[#cells + 1] = pad(row[j], w[j], true) end
+    for i, c in ipairs(cases) do
+        local row = {}
+        for _, kc in ipairs(key_cols) do row[#row + 1] = kc.get(c) end
+        local runs_ok, runs = num(c.runs_ok) or 0, num(c.runs) or 0
+        if runs_ok == 0 then
+            row.failed = failure_text(c)
+            for _ = first_num, last_num do row[#row + 1] = "" end
+        else
+            local r = rt[i]
+            row[#row + 1] = r and (pad(r[1], rt_w[1], true) .. " [" .. pad(r[2], rt_w[2], true)
+                .. ", " .. pad(r[3], rt_w[3], true) .. "]") or "-"
+            row[#row + 1] = _M.format_fixed((median_of(c, "payload_mib_per_s")), 1)
+            row[#row + 1] = _M.format_us((median_of(c, "rtt_p50_us")))
+            row[#row + 1] = _M.format_us((median_of(c, "rtt_p99_us")))
+            row[#row + 1] = _M.format_fixed((median_of(c, "cpu_percent")), 0)
+            local rss = median_of(c, "rss_peak_bytes")
+            row[#row + 1] = _M.format_fixed(rss and rss / 1048576, 1)
+        end
+        row[#row + 1] = format("%d/%d", runs_ok, runs)
+        rows[#rows + 1] = row
     end
-    cells[#cells + 1] = pad(row[#cols], w[#cols], true)
-    emit(cells)
-  end
-  return concat(lines, "\n") .. "\n"
+
+    -- widths from content; a FAILED text spans the number columns and widens
+    -- the last of them when it does not fit.
+    local w = {}
+    for j, col in ipairs(cols) do w[j] = width(col.title) end
+    for _, row in ipairs(rows) do
+        for j = 1, #cols do
+            if width(row[j]) > w[j] then w[j] = width(row[j]) end
+        end
+    end
+    local function span_width()
+        local s = 2 * (last_num - first_num)
+        for j = first_num, last_num do s = s + w[j] end
+        return s
+    end
+    for _, row in ipairs(rows) do
+        if row.failed and width(row.failed) > span_width() then
+            w[last_num] = w[last_num] + width(row.failed) - span_width()
+        end
+    end
+
+    local lines = {}
+    local function emit(cells)
+        lines[#lines + 1] = (concat(cells, "  "):gsub("%s+$", ""))
+    end
+    local head, rule = {}, {}
+    for j, col in ipairs(cols) do
+        head[j] = pad(col.title, w[j], col.right)
+        rule[j] = rep("-", w[j])
+    end
+    emit(head)
+    emit(rule)
+    for _, row in ipairs(rows) do
+        local cells = {}
+        for j = 1, first_num - 1 do cells[#cells + 1] = pad(row[j], w[j], cols[j].right) end
+        if row.failed then
+            cells[#cells + 1] = pad(row.failed, span_width(), false)
+        else
+            for j = first_num, last_num do cells[#cells + 1] = pad(row[j], w[j], true) end
+        end
+        cells[#cells + 1] = pad(row[#cols], w[#cols], true)
+        emit(cells)
+    end
+    return concat(lines, "\n") .. "\n"
 end
 
 -- Helpers the file reports share ---------------------------------------------
@@ -280,83 +280,83 @@ _M.stat = median_of
 
 -- Chart labels: 3 significant digits with k/M/G ("914k", "1.45M", "53.5").
 function _M.compact(v)
-  v = num(v)
-  if not v then return "-" end
-  local a, suffix, div = v < 0 and -v or v, "", 1
-  for _, u in ipairs({ { 1e9, "G" }, { 1e6, "M" }, { 1e3, "k" } }) do
-    if a >= u[1] * 0.9995 then suffix, div = u[2], u[1] break end
-  end
-  local x = v / div
-  local ax = x < 0 and -x or x
-  local s
-  if ax >= 99.95 then s = format("%.0f", x)
-  elseif ax >= 9.995 then s = format("%.1f", x)
-  else s = format("%.2f", x) end
-  if s:find("%.") then s = s:gsub("0+$", ""):gsub("%.$", "") end
-  if s == "-0" then s = "0" end
-  return s .. suffix
+    v = num(v)
+    if not v then return "-" end
+    local a, suffix, div = v < 0 and -v or v, "", 1
+    for _, u in ipairs({ { 1e9, "G" }, { 1e6, "M" }, { 1e3, "k" } }) do
+        if a >= u[1] * 0.9995 then suffix, div = u[2], u[1] break end
+    end
+    local x = v / div
+    local ax = x < 0 and -x or x
+    local s
+    if ax >= 99.95 then s = format("%.0f", x)
+    elseif ax >= 9.995 then s = format("%.1f", x)
+    else s = format("%.2f", x) end
+    if s:find("%.") then s = s:gsub("0+$", ""):gsub("%.$", "") end
+    if s == "-0" then s = "0" end
+    return s .. suffix
 end
 
 local function write_file(path, text)
-  local f, err = open(path, "wb")
-  if not f then return nil, err end
-  local ok, werr = f:write(text)
-  f:close()
-  if not ok then return nil, path .. ": " .. tostring(werr) end
-  return true
+    local f, err = open(path, "wb")
+    if not f then return nil, err end
+    local ok, werr = f:write(text)
+    f:close()
+    if not ok then return nil, path .. ": " .. tostring(werr) end
+    return true
 end
 _M.write_file = write_file
 
 function _M.read_env(dir)
-  local json = require("arkbench.util.json")
-  local f = open(dir .. "/env.json", "rb")
-  if not f then return nil end
-  local e = json.decode(f:read("*a") or "")
-  f:close()
-  if type(e) ~= "table" then return nil end
-  return e
+    local json = require("arkbench.util.json")
+    local f = open(dir .. "/env.json", "rb")
+    if not f then return nil end
+    local e = json.decode(f:read("*a") or "")
+    f:close()
+    if type(e) ~= "table" then return nil end
+    return e
 end
 
 function _M.write_reports(dir, runs, summary)
-  local md = require("arkbench.report.md")
-  local svg = require("arkbench.report.svg")
-  local html = require("arkbench.report.html")
-  local model = require("arkbench.report.model").build(summary, runs, _M.read_env(dir))
-  local charts = svg.charts(model)
-  local written, fresh = {}, {}
-  local charts_dir = dir .. "/charts"
-  local quoted = "'" .. charts_dir:gsub("'", "'\\''") .. "'"
-  -- one fork at most: mkdir for a new charts/, ls to clear an old one (this
-  -- also runs right after Ctrl-C, which must end within a second)
-  local existed = true
-  for i, ch in ipairs(charts) do
-    local path = charts_dir .. "/" .. ch.file
-    local ok, err = write_file(path, ch.svg)
-    if not ok and i == 1 then
-      existed = false
-      local r = execute("mkdir -p " .. quoted)
-      if r ~= true and r ~= 0 then return nil, "cannot create " .. charts_dir end
-      ok, err = write_file(path, ch.svg)
+    local md = require("arkbench.report.md")
+    local svg = require("arkbench.report.svg")
+    local html = require("arkbench.report.html")
+    local model = require("arkbench.report.model").build(summary, runs, _M.read_env(dir))
+    local charts = svg.charts(model)
+    local written, fresh = {}, {}
+    local charts_dir = dir .. "/charts"
+    local quoted = "'" .. charts_dir:gsub("'", "'\\''") .. "'"
+    -- one fork at most: mkdir for a new charts/, ls to clear an old one (this
+    -- also runs right after Ctrl-C, which must end within a second)
+    local existed = true
+    for i, ch in ipairs(charts) do
+        local path = charts_dir .. "/" .. ch.file
+        local ok, err = write_file(path, ch.svg)
+        if not ok and i == 1 then
+            existed = false
+            local r = execute("mkdir -p " .. quoted)
+            if r ~= true and r ~= 0 then return nil, "cannot create " .. charts_dir end
+            ok, err = write_file(path, ch.svg)
+        end
+        if not ok then return nil, err end
+        written[#written + 1] = path
+        fresh[ch.file] = true
     end
+    -- charts/ is ours: an .svg of an earlier layout would be a stale chart
+    local ls = existed and popen("ls -1A " .. quoted .. " 2>/dev/null")
+    if ls then
+        for name in ls:lines() do
+            if name:match("%.svg$") and not fresh[name] then remove(charts_dir .. "/" .. name) end
+        end
+        ls:close()
+    end
+    local ok, err = write_file(dir .. "/report.md", md.render(model, charts))
     if not ok then return nil, err end
-    written[#written + 1] = path
-    fresh[ch.file] = true
-  end
-  -- charts/ is ours: an .svg of an earlier layout would be a stale chart
-  local ls = existed and popen("ls -1A " .. quoted .. " 2>/dev/null")
-  if ls then
-    for name in ls:lines() do
-      if name:match("%.svg$") and not fresh[name] then remove(charts_dir .. "/" .. name) end
-    end
-    ls:close()
-  end
-  local ok, err = write_file(dir .. "/report.md", md.render(model, charts))
-  if not ok then return nil, err end
-  written[#written + 1] = dir .. "/report.md"
-  ok, err = write_file(dir .. "/report.html", html.render(model, charts))
-  if not ok then return nil, err end
-  written[#written + 1] = dir .. "/report.html"
-  return written
+    written[#written + 1] = dir .. "/report.md"
+    ok, err = write_file(dir .. "/report.html", html.render(model, charts))
+    if not ok then return nil, err end
+    written[#written + 1] = dir .. "/report.html"
+    return written
 end
 
 return _M

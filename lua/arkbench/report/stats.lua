@@ -28,37 +28,37 @@ local null = json.null
 local _M = {}
 
 local function numbers(list)
-  local out = {}
-  if type(list) ~= "table" then return out end
-  for _, v in pairs(list) do
-    if type(v) == "number" and v == v then out[#out + 1] = v end
-  end
-  return out
+    local out = {}
+    if type(list) ~= "table" then return out end
+    for _, v in pairs(list) do
+        if type(v) == "number" and v == v then out[#out + 1] = v end
+    end
+    return out
 end
 
 function _M.median(list)
-  local xs = numbers(list)
-  local n = #xs
-  if n == 0 then return nil end
-  sort(xs)
-  if n % 2 == 1 then return xs[(n + 1) / 2] end
-  return (xs[n / 2] + xs[n / 2 + 1]) / 2
+    local xs = numbers(list)
+    local n = #xs
+    if n == 0 then return nil end
+    sort(xs)
+    if n % 2 == 1 then return xs[(n + 1) / 2] end
+    return (xs[n / 2] + xs[n / 2 + 1]) / 2
 end
 
 function _M.min(list)
-  local m
-  for _, v in ipairs(numbers(list)) do
-    if m == nil or v < m then m = v end
-  end
-  return m
+    local m
+    for _, v in ipairs(numbers(list)) do
+        if m == nil or v < m then m = v end
+    end
+    return m
 end
 
 function _M.max(list)
-  local m
-  for _, v in ipairs(numbers(list)) do
-    if m == nil or v > m then m = v end
-  end
-  return m
+    local m
+    for _, v in ipairs(numbers(list)) do
+        if m == nil or v > m then m = v end
+    end
+    return m
 end
 
 -- Metric name -> function(run) -> value, in summary order.
@@ -68,26 +68,26 @@ local METRICS = {}
 local getters = {}
 
 local function add_field(name)
-  METRICS[#METRICS + 1] = name
-  getters[name] = function(run) return run[name] end
+    METRICS[#METRICS + 1] = name
+    getters[name] = function(run) return run[name] end
 end
 
 local function add_sub(name, field, sub)
-  METRICS[#METRICS + 1] = name
-  getters[name] = function(run)
-    local t = run[field]
-    if type(t) ~= "table" then return nil end
-    return t[sub]
-  end
+    METRICS[#METRICS + 1] = name
+    getters[name] = function(run)
+        local t = run[field]
+        if type(t) ~= "table" then return nil end
+        return t[sub]
+    end
 end
 
 for _, name in ipairs({
-  "round_trips_per_s", "payload_mib_per_s",
-  "cpu_percent", "cpu_user_s", "cpu_sys_s", "cpu_machine_percent",
-  "rss_peak_bytes", "rss_end_bytes",
-  "sent", "completed", "drained", "timed_out", "message_errors", "unfinished",
+    "round_trips_per_s", "payload_mib_per_s",
+    "cpu_percent", "cpu_user_s", "cpu_sys_s", "cpu_machine_percent",
+    "rss_peak_bytes", "rss_end_bytes",
+    "sent", "completed", "drained", "timed_out", "message_errors", "unfinished",
 }) do
-  add_field(name)
+    add_field(name)
 end
 for _, f in ipairs(RTT_FIELDS) do add_sub("rtt_" .. f .. "_us", "rtt_us", f) end
 add_sub("rtt_count", "rtt_us", "count")
@@ -97,28 +97,28 @@ add_sub("connect_p99_us", "connect_us", "p99")
 _M.METRICS = METRICS
 
 local SUMMARY_FIELDS = {
-  "count", "overflow", "min", "p50", "p90", "p95", "p99", "p999", "max", "mean", "stdev",
+    "count", "overflow", "min", "p50", "p90", "p95", "p99", "p999", "max", "mean", "stdev",
 }
 
 local function or_null(v)
-  if v == nil then return null end
-  return v
+    if v == nil then return null end
+    return v
 end
 
 -- {median, min, max, n} of one metric over the ok runs; null without ok runs.
 local function metric(ok_runs, get)
-  if #ok_runs == 0 then return null end
-  local xs = {}
-  for _, run in ipairs(ok_runs) do
-    local v = get(run)
-    if type(v) == "number" and v == v then xs[#xs + 1] = v end
-  end
-  return {
-    median = or_null(_M.median(xs)),
-    min = or_null(_M.min(xs)),
-    max = or_null(_M.max(xs)),
-    n = #xs,
-  }
+    if #ok_runs == 0 then return null end
+    local xs = {}
+    for _, run in ipairs(ok_runs) do
+        local v = get(run)
+        if type(v) == "number" and v == v then xs[#xs + 1] = v end
+    end
+    return {
+        median = or_null(_M.median(xs)),
+        min = or_null(_M.min(xs)),
+        max = or_null(_M.max(xs)),
+        n = #xs,
+    }
 end
 
 -- core.hist_summary of the merge of the runs' `field` encodings, with
@@ -126,119 +126,119 @@ end
 -- Returns null when no run has an encoding; null plus a note when one is
 -- not a valid encoding (a partial merge would misstate the percentiles).
 local function merged(ok_runs, field)
-  local encs = {}
-  for _, run in ipairs(ok_runs) do
-    if type(run[field]) == "string" then encs[#encs + 1] = run[field] end
-  end
-  if #encs == 0 then return null end
-  local enc, err = core.hist_merge(encs)
-  local s
-  if enc then s, err = core.hist_summary(enc) end
-  if not s then return null, field .. ": " .. tostring(err) end
-  local out = {}
-  for _, k in ipairs(SUMMARY_FIELDS) do out[k] = or_null(s[k]) end
-  return out
+    local encs = {}
+    for _, run in ipairs(ok_runs) do
+        if type(run[field]) == "string" then encs[#encs + 1] = run[field] end
+    end
+    if #encs == 0 then return null end
+    local enc, err = core.hist_merge(encs)
+    local s
+    if enc then s, err = core.hist_summary(enc) end
+    if not s then return null, field .. ": " .. tostring(err) end
+    local out = {}
+    for _, k in ipairs(SUMMARY_FIELDS) do out[k] = or_null(s[k]) end
+    return out
 end
 
 local function failed_entry(run)
-  local errors = run.errors
-  if type(errors) ~= "table" then errors = null end
-  return {
-    repetition = or_null(run.repetition),
-    status = or_null(run.status),
-    error = or_null(run.error),
-    signal = or_null(run.signal),
-    errors = errors,
-  }
+    local errors = run.errors
+    if type(errors) ~= "table" then errors = null end
+    return {
+        repetition = or_null(run.repetition),
+        status = or_null(run.status),
+        error = or_null(run.error),
+        signal = or_null(run.signal),
+        errors = errors,
+    }
 end
 
 local function summarize_case(id, runs)
-  local case = null
-  for _, run in ipairs(runs) do
-    if type(run.case) == "table" then case = run.case break end
-  end
-  local ok_runs, failed, notes = {}, json.array(), json.array()
-  for _, run in ipairs(runs) do
-    if run.ok == true then
-      ok_runs[#ok_runs + 1] = run
-    else
-      failed[#failed + 1] = failed_entry(run)
+    local case = null
+    for _, run in ipairs(runs) do
+        if type(run.case) == "table" then case = run.case break end
     end
-  end
-  local metrics = {}
-  for _, name in ipairs(METRICS) do metrics[name] = metric(ok_runs, getters[name]) end
-  local rtt, rtt_note = merged(ok_runs, "rtt_histogram")
-  local conn, conn_note = merged(ok_runs, "connect_histogram")
-  notes[#notes + 1] = rtt_note
-  notes[#notes + 1] = conn_note
-  return {
-    case_id = id,
-    case = case,
-    runs = #runs,
-    runs_ok = #ok_runs,
-    failed = failed,
-    metrics = metrics,
-    rtt_merged_us = rtt,
-    connect_merged_us = conn,
-    notes = notes,
-  }
+    local ok_runs, failed, notes = {}, json.array(), json.array()
+    for _, run in ipairs(runs) do
+        if run.ok == true then
+            ok_runs[#ok_runs + 1] = run
+        else
+            failed[#failed + 1] = failed_entry(run)
+        end
+    end
+    local metrics = {}
+    for _, name in ipairs(METRICS) do metrics[name] = metric(ok_runs, getters[name]) end
+    local rtt, rtt_note = merged(ok_runs, "rtt_histogram")
+    local conn, conn_note = merged(ok_runs, "connect_histogram")
+    notes[#notes + 1] = rtt_note
+    notes[#notes + 1] = conn_note
+    return {
+        case_id = id,
+        case = case,
+        runs = #runs,
+        runs_ok = #ok_runs,
+        failed = failed,
+        metrics = metrics,
+        rtt_merged_us = rtt,
+        connect_merged_us = conn,
+        notes = notes,
+    }
 end
 
 function _M.summarize(runs, meta)
-  meta = meta or {}
-  local order, groups = {}, {}
-  local failed_total = 0
-  for _, run in ipairs(runs) do
-    local id = run.case_id
-    if type(id) ~= "string" then id = "(no case_id)" end
-    if not groups[id] then
-      groups[id] = {}
-      order[#order + 1] = id
+    meta = meta or {}
+    local order, groups = {}, {}
+    local failed_total = 0
+    for _, run in ipairs(runs) do
+        local id = run.case_id
+        if type(id) ~= "string" then id = "(no case_id)" end
+        if not groups[id] then
+            groups[id] = {}
+            order[#order + 1] = id
+        end
+        local g = groups[id]
+        g[#g + 1] = run
+        if run.ok ~= true then failed_total = failed_total + 1 end
     end
-    local g = groups[id]
-    g[#g + 1] = run
-    if run.ok ~= true then failed_total = failed_total + 1 end
-  end
-  local cases = json.array()
-  for _, id in ipairs(order) do cases[#cases + 1] = summarize_case(id, groups[id]) end
+    local cases = json.array()
+    for _, id in ipairs(order) do cases[#cases + 1] = summarize_case(id, groups[id]) end
 
-  local scenario = meta.scenario
-  if scenario == nil and runs[1] and type(runs[1].scenario) == "table" then
-    scenario = runs[1].scenario.name
-  end
-  return {
-    schema_version = 1,
-    scenario = or_null(scenario),
-    started_utc = or_null(meta.started_utc),
-    ended_utc = or_null(meta.ended_utc),
-    interrupted = meta.interrupted == true,
-    cases = cases,
-    runs_total = #runs,
-    runs_failed = failed_total,
-  }
+    local scenario = meta.scenario
+    if scenario == nil and runs[1] and type(runs[1].scenario) == "table" then
+        scenario = runs[1].scenario.name
+    end
+    return {
+        schema_version = 1,
+        scenario = or_null(scenario),
+        started_utc = or_null(meta.started_utc),
+        ended_utc = or_null(meta.ended_utc),
+        interrupted = meta.interrupted == true,
+        cases = cases,
+        runs_total = #runs,
+        runs_failed = failed_total,
+    }
 end
 
 function _M.read_jsonl(path)
-  local f, err = open(path, "rb")
-  if not f then return nil, err end
-  local runs, lineno = {}, 0
-  for line in f:lines() do
-    lineno = lineno + 1
-    if line:find("%S") then
-      local v, derr = json.decode(line)
-      if v == nil then
-        f:close()
-        return nil, path .. ":" .. lineno .. ": " .. tostring(derr)
-      end
-      if type(v) ~= "table" or v[1] ~= nil then
-        f:close()
-        return nil, path .. ":" .. lineno .. ": not a JSON object"
-      end
-      runs[#runs + 1] = v
+    local f, err = open(path, "rb")
+    if not f then return nil, err end
+    local runs, lineno = {}, 0
+    for line in f:lines() do
+        lineno = lineno + 1
+        if line:find("%S") then
+            local v, derr = json.decode(line)
+            if v == nil then
+                f:close()
+                return nil, path .. ":" .. lineno .. ": " .. tostring(derr)
+            end
+            if type(v) ~= "table" or v[1] ~= nil then
+                f:close()
+                return nil, path .. ":" .. lineno .. ": not a JSON object"
+            end
+            runs[#runs + 1] = v
+        end
     end
-  end
-  f:close()
-  return runs
+    f:close()
+    return runs
 end
 
 return _M

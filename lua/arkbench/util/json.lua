@@ -47,33 +47,33 @@ _M.null = cjson.null
 local array_mt = { __jsontype = "array" }
 
 function _M.array(t)
-  t = t or {}
-  if type(t) ~= "table" then error("json.array: table expected, got " .. type(t), 2) end
-  return setmetatable(t, array_mt)
+    t = t or {}
+    if type(t) ~= "table" then error("json.array: table expected, got " .. type(t), 2) end
+    return setmetatable(t, array_mt)
 end
 
 function _M.is_array(t)
-  return type(t) == "table" and getmetatable(t) == array_mt
+    return type(t) == "table" and getmetatable(t) == array_mt
 end
 
 -- Numbers -----------------------------------------------------------------
 
 local function fix_decimal(s)
-  -- A C library under a ',' locale would write 0,5; JSON needs 0.5.
-  return (s:gsub(",", "."))
+    -- A C library under a ',' locale would write 0,5; JSON needs 0.5.
+    return (s:gsub(",", "."))
 end
 
 local function number_text(v)
-  if v ~= v or v == huge or v == -huge then return "null" end
-  if v == 0 then return "0" end -- also -0
-  if v == floor(v) and v < 1e18 and v > -1e18 then
-    return fix_decimal(format("%.0f", v))
-  end
-  for digits = 14, 16 do
-    local s = fix_decimal(format("%." .. digits .. "g", v))
-    if tonumber(s) == v then return s end
-  end
-  return fix_decimal(format("%.17g", v))
+    if v ~= v or v == huge or v == -huge then return "null" end
+    if v == 0 then return "0" end -- also -0
+    if v == floor(v) and v < 1e18 and v > -1e18 then
+        return fix_decimal(format("%.0f", v))
+    end
+    for digits = 14, 16 do
+        local s = fix_decimal(format("%." .. digits .. "g", v))
+        if tonumber(s) == v then return s end
+    end
+    return fix_decimal(format("%.17g", v))
 end
 
 _M.number_text = number_text
@@ -81,145 +81,145 @@ _M.number_text = number_text
 -- Strings -----------------------------------------------------------------
 
 local escapes = {
-  ['"'] = '\\"', ["\\"] = "\\\\", ["\b"] = "\\b", ["\f"] = "\\f",
-  ["\n"] = "\\n", ["\r"] = "\\r", ["\t"] = "\\t",
+    ['"'] = '\\"', ["\\"] = "\\\\", ["\b"] = "\\b", ["\f"] = "\\f",
+    ["\n"] = "\\n", ["\r"] = "\\r", ["\t"] = "\\t",
 }
 
 local function escape_char(c)
-  return escapes[c] or format("\\u%04x", byte(c))
+    return escapes[c] or format("\\u%04x", byte(c))
 end
 
 local function string_text(s)
-  return '"' .. s:gsub('[%z\1-\31"\\\127]', escape_char) .. '"'
+    return '"' .. s:gsub('[%z\1-\31"\\\127]', escape_char) .. '"'
 end
 
 -- Tables ------------------------------------------------------------------
 
 -- Returns n when t is an array of n items (holes allowed), else nil.
 local function array_length(t)
-  if getmetatable(t) == array_mt then
-    local n = 0
-    for k in pairs(t) do
-      if type(k) ~= "number" or k < 1 or k ~= floor(k) then
-        error("json.encode: array-marked table has key " .. tostring(k), 0)
-      end
-      if k > n then n = k end
+    if getmetatable(t) == array_mt then
+        local n = 0
+        for k in pairs(t) do
+            if type(k) ~= "number" or k < 1 or k ~= floor(k) then
+                error("json.encode: array-marked table has key " .. tostring(k), 0)
+            end
+            if k > n then n = k end
+        end
+        return n
     end
+    if next(t) == nil then return nil end
+    local n, count = 0, 0
+    for k in pairs(t) do
+        if type(k) ~= "number" or k < 1 or k ~= floor(k) or k == huge then return nil end
+        if k > n then n = k end
+        count = count + 1
+    end
+    -- Very sparse integer keys read better (and stay small) as an object.
+    if n > 2 * count and n > 10 then return nil end
     return n
-  end
-  if next(t) == nil then return nil end
-  local n, count = 0, 0
-  for k in pairs(t) do
-    if type(k) ~= "number" or k < 1 or k ~= floor(k) or k == huge then return nil end
-    if k > n then n = k end
-    count = count + 1
-  end
-  -- Very sparse integer keys read better (and stay small) as an object.
-  if n > 2 * count and n > 10 then return nil end
-  return n
 end
 
 local encode_value
 
 local function encode_table(t, out, depth, indent, seen)
-  if seen[t] then error("json.encode: table contains a cycle", 0) end
-  if depth > 1000 then error("json.encode: nested deeper than 1000", 0) end
-  seen[t] = true
-  local nl, pad, pad_in, colon = "", "", "", ":"
-  if indent then
-    nl = "\n"
-    pad = rep(indent, depth)
-    pad_in = pad .. indent
-    colon = ": "
-  end
-  local n = array_length(t)
-  if n then
-    if n == 0 then
-      out[#out + 1] = "[]"
+    if seen[t] then error("json.encode: table contains a cycle", 0) end
+    if depth > 1000 then error("json.encode: nested deeper than 1000", 0) end
+    seen[t] = true
+    local nl, pad, pad_in, colon = "", "", "", ":"
+    if indent then
+        nl = "\n"
+        pad = rep(indent, depth)
+        pad_in = pad .. indent
+        colon = ": "
+    end
+    local n = array_length(t)
+    if n then
+        if n == 0 then
+            out[#out + 1] = "[]"
+        else
+            out[#out + 1] = "[" .. nl
+            for i = 1, n do
+                out[#out + 1] = pad_in
+                encode_value(t[i], out, depth + 1, indent, seen)
+                out[#out + 1] = (i < n and "," or "") .. nl
+            end
+            out[#out + 1] = pad .. "]"
+        end
     else
-      out[#out + 1] = "[" .. nl
-      for i = 1, n do
-        out[#out + 1] = pad_in
-        encode_value(t[i], out, depth + 1, indent, seen)
-        out[#out + 1] = (i < n and "," or "") .. nl
-      end
-      out[#out + 1] = pad .. "]"
+        local keys, by_text = {}, {}
+        for k, v in pairs(t) do
+            local kt = type(k)
+            local text
+            if kt == "string" then
+                text = k
+            elseif kt == "number" then
+                text = number_text(k)
+            else
+                error("json.encode: cannot use a " .. kt .. " as an object key", 0)
+            end
+            if by_text[text] ~= nil then
+                error("json.encode: duplicate object key " .. string_text(text), 0)
+            end
+            by_text[text] = v
+            keys[#keys + 1] = text
+        end
+        if #keys == 0 then
+            out[#out + 1] = "{}"
+        else
+            sort(keys)
+            out[#out + 1] = "{" .. nl
+            for i = 1, #keys do
+                local k = keys[i]
+                out[#out + 1] = pad_in .. string_text(k) .. colon
+                encode_value(by_text[k], out, depth + 1, indent, seen)
+                out[#out + 1] = (i < #keys and "," or "") .. nl
+            end
+            out[#out + 1] = pad .. "}"
+        end
     end
-  else
-    local keys, by_text = {}, {}
-    for k, v in pairs(t) do
-      local kt = type(k)
-      local text
-      if kt == "string" then
-        text = k
-      elseif kt == "number" then
-        text = number_text(k)
-      else
-        error("json.encode: cannot use a " .. kt .. " as an object key", 0)
-      end
-      if by_text[text] ~= nil then
-        error("json.encode: duplicate object key " .. string_text(text), 0)
-      end
-      by_text[text] = v
-      keys[#keys + 1] = text
-    end
-    if #keys == 0 then
-      out[#out + 1] = "{}"
-    else
-      sort(keys)
-      out[#out + 1] = "{" .. nl
-      for i = 1, #keys do
-        local k = keys[i]
-        out[#out + 1] = pad_in .. string_text(k) .. colon
-        encode_value(by_text[k], out, depth + 1, indent, seen)
-        out[#out + 1] = (i < #keys and "," or "") .. nl
-      end
-      out[#out + 1] = pad .. "}"
-    end
-  end
-  seen[t] = nil
+    seen[t] = nil
 end
 
 encode_value = function(v, out, depth, indent, seen)
-  local vt = type(v)
-  if vt == "nil" or v == cjson.null then
-    out[#out + 1] = "null"
-  elseif vt == "boolean" then
-    out[#out + 1] = v and "true" or "false"
-  elseif vt == "number" then
-    out[#out + 1] = number_text(v)
-  elseif vt == "string" then
-    out[#out + 1] = string_text(v)
-  elseif vt == "table" then
-    encode_table(v, out, depth, indent, seen)
-  else
-    error("json.encode: cannot encode a " .. vt, 0)
-  end
+    local vt = type(v)
+    if vt == "nil" or v == cjson.null then
+        out[#out + 1] = "null"
+    elseif vt == "boolean" then
+        out[#out + 1] = v and "true" or "false"
+    elseif vt == "number" then
+        out[#out + 1] = number_text(v)
+    elseif vt == "string" then
+        out[#out + 1] = string_text(v)
+    elseif vt == "table" then
+        encode_table(v, out, depth, indent, seen)
+    else
+        error("json.encode: cannot encode a " .. vt, 0)
+    end
 end
 
 function _M.encode(v, opts)
-  local indent
-  if opts and opts.indent then
-    indent = opts.indent
-    if type(indent) == "number" then indent = rep(" ", indent) end
-  end
-  local out = {}
-  local ok, err = pcall(encode_value, v, out, 0, indent, {})
-  if not ok then error(err, 2) end
-  return concat(out)
+    local indent
+    if opts and opts.indent then
+        indent = opts.indent
+        if type(indent) == "number" then indent = rep(" ", indent) end
+    end
+    local out = {}
+    local ok, err = pcall(encode_value, v, out, 0, indent, {})
+    if not ok then error(err, 2) end
+    return concat(out)
 end
 
 function _M.decode(s)
-  if type(s) ~= "string" then return nil, "json.decode: string expected, got " .. type(s) end
-  -- cjson reads numbers with strtod, which follows LC_NUMERIC as it is now
-  -- (the host never sets it, but an embedding or a spec might).
-  local locale = setlocale(nil, "numeric")
-  local switch = locale ~= "C" and locale ~= "POSIX"
-  if switch then setlocale("C", "numeric") end
-  local ok, v = pcall(strict.decode, s)
-  if switch then setlocale(locale, "numeric") end
-  if not ok then return nil, tostring(v) end
-  return v
+    if type(s) ~= "string" then return nil, "json.decode: string expected, got " .. type(s) end
+    -- cjson reads numbers with strtod, which follows LC_NUMERIC as it is now
+    -- (the host never sets it, but an embedding or a spec might).
+    local locale = setlocale(nil, "numeric")
+    local switch = locale ~= "C" and locale ~= "POSIX"
+    if switch then setlocale("C", "numeric") end
+    local ok, v = pcall(strict.decode, s)
+    if switch then setlocale(locale, "numeric") end
+    if not ok then return nil, tostring(v) end
+    return v
 end
 
 return _M
