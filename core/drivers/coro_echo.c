@@ -32,6 +32,7 @@
 #include "base/clock.h"
 #include "proto/codecs.h"
 #include "engine/engine_int.h"
+#include "engine/window.h"
 #include "proto/framing.h"
 #include "io/scheduler.h"
 #include "base/work.h"
@@ -145,24 +146,21 @@ static int c_send(ab__client_t *c) {
   ab__loop_t *l = c->loop;
   const ab_case_cfg_t *cfg = l->eng->cfg;
   const ab_codec_vt_t *vt = l->eng->codec_vt;
-  uint64_t dl = 0;
-  uint8_t phase = ab__sending_phase(l, &dl);
-  if (phase == 0 || c->inflight >= cfg->window) return 0;
-  uint32_t n = cfg->window - c->inflight;
+  ab__win_grant_t g;
+  /* the clock of the last read is recent enough for the phase gate */
+  if (ab__win_grant(c, c->co_now, &g) == 0) return 0;
+  uint32_t n = g.n;
   size_t most = (size_t)n * (vt->max_overhead + cfg->payload);
   if (ab_buf_grow(&c->sbuf, &c->scap, 0, most) != 0) return AB_ENOMEM;
-  uint64_t seq = c->next_seq;
   size_t total = 0;
   for (uint32_t i = 0; i < n; i++) {
     uint8_t *m = c->sbuf + total;
     size_t hdr = vt->client_begin(c->ly.codec, m, cfg->payload);
-    ab_msg_fill(m + hdr, cfg->payload, phase, c->id, seq + i);
+    ab_msg_fill(m + hdr, cfg->payload, g.phase, c->id, g.seq + i);
     total += hdr + cfg->payload +
              vt->client_end(c->ly.codec, m + hdr, cfg->payload, m + hdr + cfg->payload);
   }
-  uint64_t t = ab_now_ns();
-  if (t >= dl) return 0; /* built too late: never sent */
-  ab__client_stamp(c, seq, n, t, phase);
+  if (ab__win_stamp(c, &g, n, ab_now_ns()) == 0) return 0; /* built too late: never sent */
   return co_write((uv_stream_t *)&c->tcp, &c->io, &c->ly, &c->cbuf, &c->ccap, c->sbuf, total);
 }
 
@@ -279,7 +277,7 @@ static void c_main(void *arg) {
       if (r == 0) break;
       if (r > 0) r = ab__client_reply(c, &msg, now);
       if (r < 0) {
-        ab__client_fail(c, r, "reply");
+        ab__client_fail(c, r, r == AB_ETIMEDOUT ? "no reply within the timeout" : "reply");
         return;
       }
       got = 1;

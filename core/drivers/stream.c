@@ -25,6 +25,7 @@
 #include "base/clock.h"
 #include "proto/codecs.h"
 #include "engine/engine_int.h"
+#include "engine/window.h"
 #include "proto/framing.h"
 #include "base/work.h"
 
@@ -207,11 +208,9 @@ static void sc_pump(ab__client_t *c, uint64_t now) {
   ab__loop_t *l = c->loop;
   const ab_case_cfg_t *cfg = l->eng->cfg;
   const ab_codec_vt_t *vt = l->eng->codec_vt;
-  uint64_t dl = 0;
-  if (!c->alive || c->ly.state != AB__LY_READY) return;
-  uint8_t phase = ab__sending_phase(l, &dl);
-  if (phase == 0 || c->inflight >= cfg->window || now >= dl) return;
-  uint32_t n = cfg->window - c->inflight;
+  ab__win_grant_t g;
+  if (!c->alive || c->ly.state != AB__LY_READY || ab__win_grant(c, now, &g) == 0) return;
+  uint32_t n = g.n;
   ab_outbuf_t *out = ly_out(&c->ly, &c->out);
   size_t most = vt->max_overhead + cfg->payload;
   uint8_t *dst = ab_outbuf_reserve(out, (size_t)n * most);
@@ -219,18 +218,16 @@ static void sc_pump(ab__client_t *c, uint64_t now) {
     ab__client_fail(c, AB_ENOMEM, "send buffer");
     return;
   }
-  uint64_t seq = c->next_seq;
   size_t total = 0;
   for (uint32_t i = 0; i < n; i++) {
     uint8_t *m = dst + total;
     size_t hdr = vt->client_begin(c->ly.codec, m, cfg->payload);
-    ab_msg_fill(m + hdr, cfg->payload, phase, c->id, seq + i);
+    ab_msg_fill(m + hdr, cfg->payload, g.phase, c->id, g.seq + i);
     size_t tail = vt->client_end(c->ly.codec, m + hdr, cfg->payload, m + hdr + cfg->payload);
     total += hdr + cfg->payload + tail;
   }
-  uint64_t t = ab_now_ns();
-  if (t >= dl) return; /* built too late: never sent, never counted */
-  ab__client_stamp(c, seq, n, t, phase);
+  /* built too late: never sent, never counted */
+  if (ab__win_stamp(c, &g, n, ab_now_ns()) == 0) return;
   ab_outbuf_commit(out, total);
   int r = ly_flush(&c->ly, &c->out);
   if (r < 0 && r != AB_ECLOSED) ab__client_fail(c, r, "send");
@@ -238,14 +235,16 @@ static void sc_pump(ab__client_t *c, uint64_t now) {
 
 void ab__sclient_pump(ab__client_t *c) { sc_pump(c, ab_now_ns()); }
 
-/* One reply: check it and account for it.  Returns 0 or an error code. */
+/* One reply: check it and account for it.  Returns 0 or an error code
+ * (AB_ETIMEDOUT: it came later than the timeout). */
 int ab__client_reply(ab__client_t *c, const ab_msgview_t *msg, uint64_t now) {
   uint8_t ph;
   uint32_t cid;
   uint64_t seq;
   if (msg->len != c->loop->eng->cfg->payload) return AB_ESIZE;
   int r = ab_msg_check(msg->data, msg->len, &ph, &cid, &seq);
-  return r < 0 ? r : ab__client_complete(c, ph, cid, seq, now);
+  if (r == 0) r = ab__win_complete(c, ph, cid, seq, now);
+  return r < 0 ? r : 0;
 }
 
 static void sc_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
@@ -317,7 +316,7 @@ static void sc_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
     off += used;
     if (r < 0) {
       ly_flush(&c->ly, &c->out); /* a close frame the codec wrote */
-      ab__client_fail(c, r, "reply");
+      ab__client_fail(c, r, r == AB_ETIMEDOUT ? "no reply within the timeout" : "reply");
       return;
     }
     if (r == 0 && used == 0) break;

@@ -1,7 +1,7 @@
 /* tcp_client.c -- the built-in echo client over TCP, callback style.
  *
- * Per connection: `window` slots; message seq lives in slot seq mod window.
- * The socket's IO is our own (sockio.h: recv/send on a uv_poll_t).  Each
+ * Per connection: `window` messages in flight, issued and accounted by the
+ * window (engine/window.h).  The socket's IO is our own (sockio.h: recv/send on a uv_poll_t).  Each
  * recv takes one clock reading, completes every whole echo it delivered
  * (full content check, RTT into the loop's histogram), then refills the
  * window in one batch: the messages are built in the loop's send scratch,
@@ -16,6 +16,7 @@
 #include "base/ab_error.h"
 #include "base/clock.h"
 #include "engine/engine_int.h"
+#include "engine/window.h"
 #include "proto/codecs.h"
 #include "proto/framing.h"
 
@@ -47,25 +48,6 @@ void ab__client_close(ab__client_t *c) {
   uv_close((uv_handle_t *)&c->tcp, ab__client_on_closed);
 }
 
-/* Accounts every message still in flight on c as `as` (timed out, errored,
- * unfinished) and frees the slots. */
-static void release_inflight(ab__client_t *c, uint64_t *as) {
-  ab__loop_t *l = c->loop;
-  uint32_t w = l->eng->cfg->window;
-  for (uint32_t i = 0; i < w && c->inflight > 0; i++) {
-    if (c->slot_ns[i] == 0) continue;
-    if (c->slot_phase[i] == AB_PHASE_MEASURE) {
-      (*as)++;
-      l->meas_inflight--;
-    } else {
-      l->warm_inflight--;
-    }
-    c->slot_ns[i] = 0;
-    c->inflight--;
-  }
-  c->oldest_seq = c->next_seq;
-}
-
 void ab__client_fail(ab__client_t *c, int code, const char *what) {
   ab__loop_t *l = c->loop;
   if (!c->alive) return;
@@ -79,7 +61,7 @@ void ab__client_fail(ab__client_t *c, int code, const char *what) {
              ab_strerror(code), ab_err_name(code));
     ab__loop_error(l, code, msg);
   }
-  release_inflight(c, code == AB_ETIMEDOUT ? &l->timed_out : &l->message_errors);
+  ab__win_release(c, code == AB_ETIMEDOUT ? &l->timed_out : &l->message_errors);
   ab__client_close(c);
   ab__loop_check_progress(l);
 }
@@ -89,37 +71,6 @@ static void on_io_error(ab_sockio_t *io, int err) {
   ab__client_fail(c, err, "socket");
 }
 
-uint8_t ab__sending_phase(const ab__loop_t *l, uint64_t *dl) {
-  if (l->phase == AB__PH_WARMUP) {
-    *dl = l->warm_deadline_ns;
-    return AB_PHASE_WARMUP;
-  }
-  if (l->phase == AB__PH_MEASURE) {
-    *dl = l->deadline_ns;
-    return AB_PHASE_MEASURE;
-  }
-  return 0;
-}
-
-void ab__client_stamp(ab__client_t *c, uint64_t seq, uint32_t n, uint64_t t, uint8_t phase) {
-  ab__loop_t *l = c->loop;
-  uint32_t slot = ab__slot(l, seq);
-  for (uint32_t i = 0; i < n; i++, slot = slot + 1 == l->window ? 0 : slot + 1) {
-    c->slot_seq[slot] = seq + i;
-    c->slot_ns[slot] = t;
-    c->slot_phase[slot] = phase;
-  }
-  if (c->inflight == 0) c->oldest_seq = seq;
-  c->next_seq = seq + n;
-  c->inflight += n;
-  if (phase == AB_PHASE_MEASURE) {
-    l->sent += n;
-    l->meas_inflight += n;
-  } else {
-    l->warm_inflight += n;
-  }
-}
-
 /* Fills the window.  now is a recent clock reading used only to decide
  * whether the phase still sends; the batch is stamped with a fresh reading
  * taken after the messages are built, just before they reach the socket.
@@ -127,11 +78,9 @@ void ab__client_stamp(ab__client_t *c, uint64_t seq, uint32_t n, uint64_t t, uin
  * pending and it fits, else at the end of the connection's pending output. */
 static void pump(ab__client_t *c, uint64_t now) {
   ab__loop_t *l = c->loop;
-  uint64_t dl = 0;
-  if (!c->alive) return;
-  uint8_t phase = ab__sending_phase(l, &dl);
-  if (phase == 0 || c->inflight >= l->window || now >= dl) return;
-  uint32_t n = l->window - c->inflight;
+  ab__win_grant_t g;
+  if (!c->alive || ab__win_grant(c, now, &g) == 0) return;
+  uint32_t n = g.n;
   size_t pfx = l->pfx, fsz = l->fsz;
   size_t bytes = (size_t)n * fsz;
   int scratch = ab_sockio_idle(&c->io) && bytes <= AB__IO_TX;
@@ -141,14 +90,12 @@ static void pump(ab__client_t *c, uint64_t now) {
     return;
   }
   const uint8_t *batch = dst;
-  uint64_t seq = c->next_seq;
   for (uint32_t i = 0; i < n; i++, dst += fsz) {
     if (pfx) ab_prefix_encode(dst, l->payload);
-    ab_msg_fill(dst + pfx, l->payload, phase, c->id, seq + i);
+    ab_msg_fill(dst + pfx, l->payload, g.phase, c->id, g.seq + i);
   }
-  uint64_t t = ab_now_ns();
-  if (t >= dl) return; /* built but too late: never sent, never counted */
-  ab__client_stamp(c, seq, n, t, phase);
+  /* built but too late: never sent, never counted */
+  if (ab__win_stamp(c, &g, n, ab_now_ns()) == 0) return;
   int r = scratch ? ab_sockio_send(&c->io, batch, bytes) : ab_sockio_commit(&c->io, bytes);
   if (r < 0) ab__client_fail(c, r, "write");
 }
@@ -183,9 +130,9 @@ static ssize_t complete_replies(ab__client_t *c, const uint8_t *p, size_t len, u
     uint32_t cid;
     uint64_t seq;
     int r = ab_msg_check(m + hdr, (size_t)plen, &ph, &cid, &seq);
-    if (r == 0) r = ab__client_complete(c, ph, cid, seq, now);
+    if (r == 0) r = ab__win_complete(c, ph, cid, seq, now);
     if (r < 0) {
-      ab__client_fail(c, r, "reply check");
+      ab__client_fail(c, r, r == AB_ETIMEDOUT ? "no reply within the timeout" : "reply check");
       return -1;
     }
     off += hdr + (size_t)plen;
@@ -291,18 +238,5 @@ void ab__client_connect(ab__client_t *c, const struct sockaddr *addr) {
     ab__loop_error(l, r, msg);
     if (c->tcp.data) ab__client_close(c);
     if (--l->connects_pending == 0) ab__loop_reached(l, AB__ST_CONNECTED);
-  }
-}
-
-void ab__clients_tick(ab__loop_t *l, uint64_t now) {
-  const ab_case_cfg_t *cfg = l->eng->cfg;
-  uint64_t limit = (uint64_t)(cfg->timeout_s * 1e9);
-  for (uint32_t i = 0; i < l->nclients; i++) {
-    ab__client_t *c = &l->clients[i];
-    if (!c->alive || c->inflight == 0) continue;
-    uint32_t slot = ab__slot(l, c->oldest_seq);
-    uint64_t t = c->slot_ns[slot];
-    if (t != 0 && now > t && now - t > limit)
-      ab__client_fail(c, AB_ETIMEDOUT, "no reply within the timeout");
   }
 }

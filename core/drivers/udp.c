@@ -4,12 +4,11 @@
  * echoed to its sender (work inline, or on the shared:N pool).  A reply the
  * kernel will not take at once (EAGAIN) is dropped and counted: a UDP
  * server does not queue.
- * Client: one connected socket per client, `window` messages in flight.  A
- * message without a reply after `timeout` is lost: its slot is freed and
- * the window keeps moving.  A reply that arrives after that is `late` (never
- * a completion with a huge RTT); a second reply to a completed message is
- * `duplicated`; a reply whose sequence is below the highest one seen on the
- * connection is `reordered` (and still completes).
+ * Client: one connected socket per client, `window` messages in flight,
+ * accounted by the window's datagram rules (engine/window.h): a message
+ * without a reply after `timeout` is lost, its slot freed; a reply after
+ * that is `late`, a second one `duplicated`, one below the highest sequence
+ * seen `reordered` (and still completes).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +18,7 @@
 #include "base/ab_error.h"
 #include "base/clock.h"
 #include "engine/engine_int.h"
+#include "engine/window.h"
 #include "proto/framing.h"
 #include "base/work.h"
 
@@ -151,17 +151,6 @@ void ab__udp_free(ab__loop_t *l) {
 
 /* ---- client ------------------------------------------------------------ */
 
-static void outcome_set(ab__client_t *c, uint64_t seq, uint8_t st) {
-  uint32_t i = (uint32_t)(seq % c->out_n);
-  c->out_seq[i] = seq;
-  c->out_state[i] = st;
-}
-
-static uint8_t outcome_get(const ab__client_t *c, uint64_t seq) {
-  uint32_t i = (uint32_t)(seq % c->out_n);
-  return c->out_seq[i] == seq ? c->out_state[i] : AB__UDP_OUT_NONE;
-}
-
 static void on_calloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
   ab__client_t *c = h->data;
   (void)hint;
@@ -186,84 +175,43 @@ static void on_crecv(uv_udp_t *u, ssize_t n, const uv_buf_t *buf,
   uint64_t seq;
   int r = (flags & UV_UDP_PARTIAL) || (size_t)n != cfg->payload ? AB_ESIZE
           : ab_msg_check((const uint8_t *)buf->base, (size_t)n, &ph, &cid, &seq);
-  if (r == 0 && cid != c->id) r = AB_ESEQ;
   if (r < 0) {
     ab__loop_error(l, r, "udp client: reply check");
     return;
   }
-  uint32_t slot = ab__slot(l, seq);
-  if (c->slot_ns[slot] == 0 || c->slot_seq[slot] != seq || c->slot_phase[slot] != ph) {
-    uint8_t st = outcome_get(c, seq);
-    if (st == AB__UDP_OUT_LOST) l->late++;
-    else if (st == AB__UDP_OUT_DONE) l->duplicated++;
-    else if (seq >= c->next_seq) ab__loop_error(l, AB_ESEQ, "udp client: reply to a message never sent");
-    else l->late++; /* too old for the ring: it timed out long ago */
+  r = ab__win_complete_datagram(c, ph, cid, seq, now);
+  if (r < 0) {
+    ab__loop_error(l, r, "udp client: reply to a message never sent");
     return;
   }
-  if (c->any_reply && seq < c->highest_seq) l->reordered++;
-  if (!c->any_reply || seq > c->highest_seq) c->highest_seq = seq;
-  c->any_reply = 1;
-  uint64_t rtt = now - c->slot_ns[slot];
-  c->slot_ns[slot] = 0;
-  c->inflight--;
-  outcome_set(c, seq, AB__UDP_OUT_DONE);
-  if (ph == AB_PHASE_MEASURE) {
-    ab_hist_record(&l->rtt, rtt);
-    if (now <= l->deadline_ns) l->completed++;
-    else l->drained++;
-    l->meas_inflight--;
-  } else {
-    l->warmup_completed++;
-    l->warm_inflight--;
-  }
+  if (r == AB__WIN_NONE) return; /* late or duplicated: counted */
   ab__udp_pump(c);
   ab__loop_check_progress(l);
 }
 
+/* One datagram per message: each is stamped just before its send, so a
+ * datagram the kernel refuses still took its slot and counts as sent (and
+ * then lost, by the timeout). */
 void ab__udp_pump(ab__client_t *c) {
   ab__loop_t *l = c->loop;
   const ab_case_cfg_t *cfg = l->eng->cfg;
-  uint8_t phase;
-  uint64_t dl;
-  if (!c->alive) return;
-  if (l->phase == AB__PH_WARMUP) {
-    phase = AB_PHASE_WARMUP;
-    dl = l->warm_deadline_ns;
-  } else if (l->phase == AB__PH_MEASURE) {
-    phase = AB_PHASE_MEASURE;
-    dl = l->deadline_ns;
-  } else {
-    return;
-  }
-  while (c->inflight < cfg->window) {
-    uint64_t seq = c->next_seq;
-    uint32_t slot = ab__slot(l, seq);
-    if (c->slot_ns[slot] != 0) break; /* an older message still owns it */
-    ab_msg_fill(c->dgram, cfg->payload, phase, c->id, seq);
-    uint64_t t = ab_now_ns();
-    if (t >= dl) return;
+  ab__win_grant_t g;
+  if (!c->alive || ab__win_grant(c, ab_now_ns(), &g) == 0) return;
+  while (g.n > 0) {
+    ab_msg_fill(c->dgram, cfg->payload, g.phase, c->id, g.seq);
+    if (ab__win_stamp(c, &g, 1, ab_now_ns()) == 0) return;
     uv_buf_t b = uv_buf_init((char *)c->dgram, cfg->payload);
     int r = uv_udp_try_send(&c->udp, &b, 1, NULL);
     if (r == UV_EAGAIN || r == UV_ENOBUFS) {
-      /* the socket buffer is full: this message is lost locally; count it
-       * sent and lost so the identity holds and the schedule moves on */
+      /* the socket buffer is full: this message is lost locally; counted
+       * sent and lost so the identity holds; try again later */
       ab__errors_add(l->errors, &l->nerrors, r, 1);
-    } else if (r < 0) {
+      return;
+    }
+    if (r < 0) {
       ab__client_fail(c, r, "udp send");
       return;
     }
-    c->slot_seq[slot] = seq;
-    c->slot_ns[slot] = t;
-    c->slot_phase[slot] = phase;
-    c->next_seq = seq + 1;
-    c->inflight++;
-    if (phase == AB_PHASE_MEASURE) {
-      l->sent++;
-      l->meas_inflight++;
-    } else {
-      l->warm_inflight++;
-    }
-    if (r < 0) break; /* let the timeout account for it; try later */
   }
 }
 
@@ -272,11 +220,8 @@ void ab__udp_client_open(ab__client_t *c, const struct sockaddr *addr) {
   const ab_case_cfg_t *cfg = l->eng->cfg;
   uint64_t t0 = ab_now_ns();
   char msg[160];
-  c->out_n = cfg->window * 4 < 64 ? 64 : cfg->window * 4;
   c->dgram = malloc(cfg->payload);
-  c->out_seq = calloc(c->out_n, sizeof(uint64_t));
-  c->out_state = calloc(c->out_n, 1);
-  int r = (c->dgram && c->out_seq && c->out_state) ? 0 : AB_ENOMEM;
+  int r = c->dgram ? 0 : AB_ENOMEM;
   if (r == 0) r = uv_udp_init(&l->loop, &c->udp);
   if (r == 0) {
     c->udp.data = c;
@@ -298,30 +243,4 @@ void ab__udp_client_open(ab__client_t *c, const struct sockaddr *addr) {
     c->alive = 1;
     c->loop->ready_clients++;
   }
-}
-
-void ab__udp_tick(ab__loop_t *l, uint64_t now) {
-  const ab_case_cfg_t *cfg = l->eng->cfg;
-  uint64_t limit = (uint64_t)(cfg->timeout_s * 1e9);
-  for (uint32_t i = 0; i < l->nclients; i++) {
-    ab__client_t *c = &l->clients[i];
-    if (!c->alive || c->inflight == 0) continue;
-    int freed = 0;
-    for (uint32_t k = 0; k < cfg->window; k++) {
-      uint64_t t = c->slot_ns[k];
-      if (t == 0 || now <= t || now - t <= limit) continue;
-      outcome_set(c, c->slot_seq[k], AB__UDP_OUT_LOST);
-      c->slot_ns[k] = 0;
-      c->inflight--;
-      if (c->slot_phase[k] == AB_PHASE_MEASURE) {
-        l->timed_out++;
-        l->meas_inflight--;
-      } else {
-        l->warm_inflight--;
-      }
-      freed = 1;
-    }
-    if (freed) ab__udp_pump(c);
-  }
-  ab__loop_check_progress(l);
 }

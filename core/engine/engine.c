@@ -24,6 +24,7 @@
 #include "base/ab_error.h"
 #include "base/clock.h"
 #include "engine/engine_int.h"
+#include "engine/window.h"
 #include "proto/framing.h"
 #include "proto/codecs.h"
 #include "base/procstat.h"
@@ -126,22 +127,7 @@ static void arm_phase_timer(ab__loop_t *l, uint64_t at_ns) {
 
 /* Counts what is still in flight as unfinished and ends the measurement. */
 static void finish_measure(ab__loop_t *l, int forced) {
-  if (forced) {
-    for (uint32_t i = 0; i < l->nclients; i++) {
-      ab__client_t *c = &l->clients[i];
-      uint32_t w = l->eng->cfg->window;
-      for (uint32_t k = 0; k < w && c->inflight > 0; k++) {
-        if (c->slot_ns[k] == 0) continue;
-        if (c->slot_phase[k] == 2) {
-          l->unfinished++;
-          l->meas_inflight--;
-        }
-        c->slot_ns[k] = 0;
-        c->inflight--;
-      }
-      if (c->alive && c->inflight == 0) c->oldest_seq = c->next_seq;
-    }
-  }
+  if (forced) ab__win_finish(l);
   l->phase = AB__PH_DONE;
   uv_timer_stop(&l->phase_timer);
   uv_timer_stop(&l->tick);
@@ -172,7 +158,7 @@ static void phase_timer_cb(uv_timer_t *t) {
   case AB__PH_WARM_DRAIN:
     /* warm-up replies overdue: those connections are broken */
     for (uint32_t i = 0; i < l->nclients; i++)
-      if (l->clients[i].inflight > 0)
+      if (l->clients[i].win.inflight > 0)
         ab__client_fail(&l->clients[i], AB_ETIMEDOUT, "warm-up reply overdue");
     ab__loop_check_progress(l);
     break;
@@ -191,21 +177,60 @@ static void phase_timer_cb(uv_timer_t *t) {
   }
 }
 
-static void tick_cb(uv_timer_t *t) {
-  ab__loop_t *l = t->data;
-  if (l->eng->cfg->protocol == AB_PROTO_UDP) ab__udp_tick(l, ab_now_ns());
-  else ab__clients_tick(l, ab_now_ns());
+/* Lets client c issue what its window allows now. */
+static void pump_one(ab__loop_t *l, ab__client_t *c) {
+  if (l->eng->hooks) l->eng->hooks->client_wake(l->exec_state, c);
+  else if (l->eng->coro) ab__co_client_wake(c);
+  else if (l->eng->cfg->protocol == AB_PROTO_UDP) ab__udp_pump(c);
+  else if (l->eng->layered) ab__sclient_pump(c);
+  else ab__client_pump(c);
 }
 
 static void pump_all(ab__loop_t *l) {
-  int udp = l->eng->cfg->protocol == AB_PROTO_UDP;
-  for (uint32_t i = 0; i < l->nclients; i++) {
-    if (l->eng->hooks) l->eng->hooks->client_wake(l->exec_state, &l->clients[i]);
-    else if (l->eng->coro) ab__co_client_wake(&l->clients[i]);
-    else if (udp) ab__udp_pump(&l->clients[i]);
-    else if (l->eng->layered) ab__sclient_pump(&l->clients[i]);
-    else ab__client_pump(&l->clients[i]);
+  for (uint32_t i = 0; i < l->nclients; i++) pump_one(l, &l->clients[i]);
+}
+
+/* The timeout sweep runs at least every tick_interval_ms(), and sooner
+ * when a message in flight becomes overdue before that (to the
+ * millisecond of libuv's timers): a datagram window frees a lost
+ * message's slot about when it times out, not up to a tick later.  (A
+ * reply that arrives late is caught at completion, whatever the sweep.) */
+static uint64_t tick_interval_ms(const ab__loop_t *l) {
+  double ms = l->eng->cfg->timeout_s * 1000.0 / 4.0;
+  return ms < 1 ? 1 : ms > 100 ? 100 : (uint64_t)ms;
+}
+
+static void tick_cb(uv_timer_t *t);
+
+static void arm_tick(ab__loop_t *l, uint64_t next_expiry) {
+  uint64_t ms = tick_interval_ms(l);
+  if (next_expiry != UINT64_MAX) {
+    uint64_t soon = ms_until(next_expiry);
+    if (soon < ms) ms = soon;
   }
+  uv_timer_start(&l->tick, tick_cb, ms, 0);
+}
+
+static void tick_cb(uv_timer_t *t) {
+  ab__loop_t *l = t->data;
+  uint64_t now = ab_now_ns(), next = UINT64_MAX;
+  for (uint32_t i = 0; i < l->nclients; i++) {
+    ab__client_t *c = &l->clients[i];
+    if (!c->alive) continue;
+    int r = ab__win_sweep(c, now);
+    if (r == AB_ETIMEDOUT) {
+      ab__client_fail(c, AB_ETIMEDOUT, "no reply within the timeout");
+      continue;
+    }
+    if (r > 0) pump_one(l, c);
+    uint64_t e = ab__win_next_expiry(c);
+    if (e < next) next = e;
+  }
+  ab__loop_check_progress(l);
+  /* finish_measure stopped the sweep: it stays stopped */
+  if (l->phase == AB__PH_WARMUP || l->phase == AB__PH_WARM_DRAIN ||
+      l->phase == AB__PH_MEASURE || l->phase == AB__PH_DRAIN)
+    arm_tick(l, next);
 }
 
 static void close_cb_noop(uv_handle_t *h) { (void)h; }
@@ -220,11 +245,7 @@ static void pool_done_cb(uv_async_t *a) {
   if (l->eng->pool && l->phase != AB__PH_STOPPING) ab__pool_collect(l->eng->pool, l);
 }
 
-static void start_tick(ab__loop_t *l) {
-  double ms = l->eng->cfg->timeout_s * 1000.0 / 4.0;
-  uint64_t iv = ms < 1 ? 1 : ms > 100 ? 100 : (uint64_t)ms;
-  uv_timer_start(&l->tick, tick_cb, iv, iv);
-}
+static void start_tick(ab__loop_t *l) { arm_tick(l, UINT64_MAX); }
 
 static void ctl_cb(uv_async_t *a) {
   ab__loop_t *l = a->data;
@@ -448,12 +469,8 @@ static void note(ab_result_t *out, const char *fmt, uint32_t a, uint32_t b) {
 
 static void free_clients(ab__loop_t *l) {
   for (uint32_t i = 0; i < l->nclients; i++) {
-    free(l->clients[i].slot_seq);
-    free(l->clients[i].slot_ns);
-    free(l->clients[i].slot_phase);
+    ab__win_free(&l->clients[i].win);
     free(l->clients[i].dgram);
-    free(l->clients[i].out_seq);
-    free(l->clients[i].out_state);
   }
   ab__udp_free(l);
   free(l->cipher_rx);
@@ -517,6 +534,7 @@ int ab_run_case(const ab_case_cfg_t *cfg, ab_result_t *out) {
     l->payload = cfg->payload;
     l->window = cfg->window;
     l->window_pow2 = (cfg->window & (cfg->window - 1)) == 0;
+    l->timeout_ns = (uint64_t)(cfg->timeout_s * 1e9);
     l->pfx = cfg->framing == AB_FRAMING_LENGTH ? (uint32_t)ab_prefix_size(cfg->payload) : 0;
     l->fsz = l->pfx + (size_t)cfg->payload;
     l->nclients = out->conns_per_loop[li];
@@ -526,10 +544,9 @@ int ab_run_case(const ab_case_cfg_t *cfg, ab_result_t *out) {
       ab__client_t *c = &l->clients[k];
       c->loop = l;
       c->id = li + k * eng.nloops;
-      c->slot_seq = calloc(cfg->window, sizeof(uint64_t));
-      c->slot_ns = calloc(cfg->window, sizeof(uint64_t));
-      c->slot_phase = calloc(cfg->window, 1);
-      if (!c->slot_seq || !c->slot_ns || !c->slot_phase) goto nomem;
+      if (ab__win_init(&c->win, cfg->window,
+                       cfg->protocol == AB_PROTO_UDP ? AB__WIN_DATAGRAM : AB__WIN_ORDERED) < 0)
+        goto nomem;
     }
   }
   for (uint32_t li = 0; li < eng.nloops; li++) {

@@ -24,6 +24,7 @@
 #include "proto/codec.h"
 #include "proto/framing.h"
 #include "base/outbuf.h"
+#include "engine/window_state.h"
 #include "io/scheduler.h"
 #include "io/sockio.h"
 #include "proto/tls.h"
@@ -78,10 +79,6 @@ typedef struct {
   int reported;                 /* counted towards the CONNECTED stage */
 } ab__layers_t;
 
-/* UDP outcome ring: what became of recent sequences, to tell a late reply
- * (its message timed out) from a duplicate (it completed already). */
-enum { AB__UDP_OUT_NONE = 0, AB__UDP_OUT_DONE, AB__UDP_OUT_LOST };
-
 /* Plain tcp, callback: every recv of a connection with no partial frame
  * kept lands in the loop's io_rx, and a client batch that fits is built in
  * io_tx, so the bytes the kernel copies stay in a few hot cache lines
@@ -105,13 +102,7 @@ typedef struct ab__client_s {
   uint32_t id;                  /* global connection id */
   int alive;                    /* connected and not failed */
   int closing;
-  uint32_t inflight;
-  uint64_t next_seq;            /* next sequence to send */
-  uint64_t oldest_seq;          /* oldest in flight: the reply expected next */
-  /* in-flight slots: message seq is in slot ab__slot(loop, seq) */
-  uint64_t *slot_seq;
-  uint64_t *slot_ns;            /* send time; 0 = slot free */
-  uint8_t *slot_phase;
+  ab__win_t win;                /* in-flight slots and issuing (window.h) */
   uint8_t *rbuf;
   size_t rcap, rlen;
   ab_sockio_t io;               /* plain tcp, callback: the socket's IO */
@@ -127,11 +118,6 @@ typedef struct ab__client_s {
   size_t scap, ccap;
   /* udp only */
   uint8_t *dgram;               /* one datagram being built */
-  uint64_t highest_seq;         /* highest sequence whose reply arrived */
-  int any_reply;
-  uint64_t *out_seq;            /* outcome ring (size out_n) */
-  uint8_t *out_state;
-  uint32_t out_n;
 } ab__client_t;
 
 typedef struct ab__sconn_s {
@@ -179,6 +165,7 @@ struct ab__loop_s {
   uint32_t pfx;                 /* length prefix bytes (0 for raw framing) */
   size_t fsz;                   /* pfx + payload: one frame */
   int window_pow2;              /* window is a power of two */
+  uint64_t timeout_ns;          /* cfg->timeout_s: a reply later is late */
   uint8_t *io_rx;               /* plain tcp, callback: receive buffer
                                    shared by the loop's connections */
   uint8_t *io_tx;               /* and the client batch being built */
@@ -248,46 +235,6 @@ void ab__loop_reached(ab__loop_t *l, int stage);
 void ab__loop_error(ab__loop_t *l, int code, const char *what);
 void ab__loop_check_progress(ab__loop_t *l);
 
-/* tcp_client.c: the accounting every client path shares (tcp, layered,
- * coroutine, udp, hooks) */
-/* The phase that sends now: AB_PHASE_WARMUP or AB_PHASE_MEASURE with its
- * deadline in *dl, or 0 when nothing may be sent. */
-uint8_t ab__sending_phase(const ab__loop_t *l, uint64_t *dl);
-/* Marks messages seq .. seq+n-1 as handed to the socket at t in phase. */
-void ab__client_stamp(ab__client_t *c, uint64_t seq, uint32_t n, uint64_t t, uint8_t phase);
-/* A reply whose header (ph, cid, seq) checked out arrived at `now`: frees
- * its slot and counts it.  AB_ESEQ when it is not a message in flight.
- * (Inline: it runs once per message.) */
-/* The in-flight slot of message seq: seq mod window, without a division
- * when the window is a power of two. */
-static inline uint32_t ab__slot(const ab__loop_t *l, uint64_t seq) {
-  return l->window_pow2 ? (uint32_t)seq & (l->window - 1) : (uint32_t)(seq % l->window);
-}
-
-static inline int ab__client_complete(ab__client_t *c, uint8_t ph, uint32_t cid, uint64_t seq, uint64_t now) {
-  struct ab__loop_s *l = c->loop;
-  uint32_t slot = ab__slot(l, seq);
-  /* replies come back in request order on a stream (an echo answers in
-   * arrival order): anything but the oldest in flight is a wrong reply */
-  if (cid != c->id || seq != c->oldest_seq || c->slot_ns[slot] == 0 ||
-      c->slot_seq[slot] != seq || c->slot_phase[slot] != ph)
-    return AB_ESEQ;
-  uint64_t rtt = now - c->slot_ns[slot];
-  c->slot_ns[slot] = 0;
-  c->inflight--;
-  c->oldest_seq++;
-  if (ph == AB_PHASE_MEASURE) {
-    ab_hist_record(&l->rtt, rtt);
-    if (now <= l->deadline_ns) l->completed++;
-    else l->drained++;
-    l->meas_inflight--;
-  } else {
-    l->warmup_completed++;
-    l->warm_inflight--;
-  }
-  return 0;
-}
-
 /* A whole reply payload: checks every byte and completes it (stream.c). */
 int ab__client_reply(ab__client_t *c, const ab_msgview_t *msg, uint64_t now);
 
@@ -297,7 +244,6 @@ void ab__client_connect(ab__client_t *c, const struct sockaddr *addr);
 void ab__clients_connect_more(ab__loop_t *l);
 void ab__client_pump(ab__client_t *c);
 void ab__client_fail(ab__client_t *c, int code, const char *what);
-void ab__clients_tick(ab__loop_t *l, uint64_t now);
 void ab__client_close(ab__client_t *c);
 void ab__client_on_closed(uv_handle_t *h);
 
@@ -349,7 +295,6 @@ void ab__co_job_done(ab__sconn_t *s);
 int ab__udp_server_open(ab__loop_t *l);
 void ab__udp_client_open(ab__client_t *c, const struct sockaddr *addr);
 void ab__udp_pump(ab__client_t *c);
-void ab__udp_tick(ab__loop_t *l, uint64_t now);
 void ab__udp_free(ab__loop_t *l);
 
 /* pool.c: shared:N hand-off of per-message server work */

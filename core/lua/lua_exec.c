@@ -15,8 +15,8 @@
  *          function(buf): C does the IO and calls Lua only to build a
  *          message and to find where a reply ends (lua_exec_light.c).
  *
- * Timing and accounting are the built-in echo's (coro_echo.c): a round
- * trip takes a slot (slot_seq/slot_ns/slot_phase), is stamped just before
+ * Timing and accounting are the built-in echo's (engine/window.h): a round
+ * trip takes a window slot, is stamped just before
  * its bytes reach uv_try_write, completes at the clock reading taken in the
  * read callback that delivered its last byte, and counts in the phase it
  * was sent in; nothing is sent after the phase deadline (a conn:call made
@@ -47,31 +47,14 @@ static int panic(lua_State *L) {
 
 /* ---- stopping after a script error ------------------------------------ */
 
-/* A script error stopped the run: what is in flight will never complete. */
-static void release_unfinished(ab__lx_loop_t *lx, ab__client_t *c) {
-  ab__loop_t *l = lx->l;
-  uint32_t w = l->eng->cfg->window;
-  for (uint32_t i = 0; i < w && c->inflight > 0; i++) {
-    if (c->slot_ns[i] == 0) continue;
-    if (c->slot_phase[i] == AB_PHASE_MEASURE) {
-      l->unfinished++;
-      l->meas_inflight--;
-    } else {
-      l->warm_inflight--;
-    }
-    c->slot_ns[i] = 0;
-    c->inflight--;
-  }
-  c->oldest_seq = c->next_seq;
-}
-
 static void stop_loop(ab__lx_loop_t *lx) {
   ab__loop_t *l = lx->l;
   if (lx->stopped) return;
   lx->stopped = 1;
   lx->stopping = 1;
   if (l->phase == AB__PH_STOPPING) return;
-  for (uint32_t i = 0; i < l->nclients; i++) release_unfinished(lx, &l->clients[i]);
+  /* a script error stopped the run: what is in flight will never complete */
+  for (uint32_t i = 0; i < l->nclients; i++) ab__win_release(&l->clients[i], &l->unfinished);
   ab_sched_cancel_all(l->sched);
   for (uint32_t i = 0; i < l->nclients; i++) ab__client_close(&l->clients[i]);
   ab__loop_check_progress(l);

@@ -238,24 +238,18 @@ static int f_call_begin(lua_State *L) {
   if (!k->is_client) return luaL_error(L, "conn:call is for client connections");
   if (conn_dead(k)) return not_yet(L, k);
   ab__client_t *c = k->c;
-  ab__lx_loop_t *lx = k->lx;
-  uint64_t dl;
-  uint8_t ph = ab__sending_phase(lx->l, &dl);
-  if (ph == 0 || c->inflight >= lx->l->eng->cfg->window) {
-    k->want = AB__LX_W_PHASE;
-    lua_pushboolean(L, 0);
-    return 1;
-  }
+  ab__win_grant_t g;
   uint64_t t = ab_now_ns();
-  if (t >= dl) { /* the deadline passed: nothing more is sent in this phase */
+  /* not sending now (no phase, its deadline passed, or the window is
+   * full): wait for the next phase */
+  if (ab__win_grant(c, t, &g) == 0 || ab__win_stamp(c, &g, 1, t) == 0) {
     k->want = AB__LX_W_PHASE;
     lua_pushboolean(L, 0);
     return 1;
   }
-  k->call_seq = c->next_seq;
+  k->call_seq = g.seq - 1;
   k->call_t0 = t;
   k->call_active = 1;
-  ab__client_stamp(c, c->next_seq, 1, t, ph);
   int r = 0;
   if (n > 0) {
     if (ab_outbuf_idle(k->out)) {
@@ -281,22 +275,25 @@ static int f_call_end(lua_State *L) {
   k->call_active = 0;
   ab__client_t *c = k->c;
   ab__lx_loop_t *lx = k->lx;
-  uint32_t slot = ab__slot(lx->l, k->call_seq);
-  /* released meanwhile (the drain ended, the connection failed)? */
-  if (c->slot_ns[slot] == 0 || c->slot_seq[slot] != k->call_seq) return 0;
   uint64_t now = k->now;
   if (now < k->call_t0) now = ab_now_ns(); /* the reply was there before the call */
-  ab__lx_complete_slot(lx, c, slot, now, (size_t)(k->consumed - k->call_consumed));
+  int r = ab__win_complete(c, 0, c->id, k->call_seq, now);
+  if (r == AB_ESEQ) return 0; /* released meanwhile (the drain ended, the connection failed) */
+  if (r == AB_ETIMEDOUT) {
+    ab__lx_conn_failed(k, r, "no reply within the timeout");
+    return 0;
+  }
+  if (r == AB__WIN_MEASURED) lx->reply_bytes += (size_t)(k->consumed - k->call_consumed);
   ab__loop_check_progress(lx->l);
   return 0;
 }
 
 static int f_phase(lua_State *L) {
   ab__lx_loop_t *lx = lua_touserdata(L, lua_upvalueindex(1));
-  const ab__loop_t *l = lx->l;
-  uint64_t now = ab_now_ns();
-  if (l->phase == AB__PH_WARMUP && now < l->warm_deadline_ns) lua_pushliteral(L, "warmup");
-  else if (l->phase == AB__PH_MEASURE && now < l->deadline_ns) lua_pushliteral(L, "measure");
+  uint64_t dl;
+  uint8_t ph = ab__win_phase(lx->l, ab_now_ns(), &dl);
+  if (ph == AB_PHASE_WARMUP) lua_pushliteral(L, "warmup");
+  else if (ph == AB_PHASE_MEASURE) lua_pushliteral(L, "measure");
   else lua_pushliteral(L, "idle");
   return 1;
 }

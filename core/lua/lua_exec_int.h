@@ -31,6 +31,7 @@
 #include <uv.h>
 
 #include "engine/engine_int.h"
+#include "engine/window.h"
 #include "lua/lua_exec.h"
 #include "base/outbuf.h"
 #include "io/scheduler.h"
@@ -142,17 +143,6 @@ static inline void ab__lx_consume(ab__lx_conn_t *k, size_t n) {
   k->roff += n;
   k->consumed += n;
   if (k->roff >= *k->rlen) k->roff = *k->rlen = 0;
-}
-
-/* Accounting (tcp_client.c's, shared by every client path): the reply of
- * the round trip in `slot` completed at `now` (never before it was sent:
- * bytes that were there earlier complete it "now"). */
-static inline void ab__lx_complete_slot(ab__lx_loop_t *lx, ab__client_t *c, uint32_t slot,
-                                        uint64_t now, size_t bytes) {
-  uint8_t ph = c->slot_phase[slot];
-  if (now < c->slot_ns[slot]) now = c->slot_ns[slot];
-  if (ab__client_complete(c, ph, c->id, c->slot_seq[slot], now) != 0) return;
-  if (ph == AB_PHASE_MEASURE && now <= lx->l->deadline_ns) lx->reply_bytes += bytes;
 }
 
 /* ---- lua_exec_task.c -------------------------------------------------- */

@@ -90,13 +90,9 @@ static int light_expect(ab__lx_loop_t *lx, const uint8_t *p, size_t n, size_t *u
 void ab__lx_light_pump(ab__lx_conn_t *k) {
   ab__lx_loop_t *lx = k->lx;
   ab__client_t *c = k->c;
-  ab__loop_t *l = lx->l;
-  uint32_t w = l->eng->cfg->window;
-  uint64_t dl;
-  if (!c->alive || lx->stopping) return;
-  uint8_t ph = ab__sending_phase(l, &dl);
-  if (ph == 0 || c->inflight >= w || ab_now_ns() >= dl) return;
-  uint32_t n = w - c->inflight;
+  ab__win_grant_t g;
+  if (!c->alive || lx->stopping || ab__win_grant(c, ab_now_ns(), &g) == 0) return;
+  uint32_t n = g.n;
   ab_outbuf_t *out = k->out;
   size_t total = 0;
   for (uint32_t i = 0; i < n; i++) {
@@ -113,9 +109,8 @@ void ab__lx_light_pump(ab__lx_conn_t *k) {
     total += len;
     if (lx->msg_fn) lua_pop(lx->L, 1);
   }
-  uint64_t t = ab_now_ns();
-  if (t >= dl) return; /* built too late: never sent, never counted */
-  ab__client_stamp(c, c->next_seq, n, t, ph);
+  /* built too late: never sent, never counted */
+  if (ab__win_stamp(c, &g, n, ab_now_ns()) == 0) return;
   k->msg_i += n;
   ab_outbuf_commit(out, total);
   ab_outbuf_flush(out); /* errors arrive through on_cwrite_error */
@@ -150,16 +145,17 @@ void ab__lx_light_parse(ab__lx_conn_t *k) {
       if (r <= 0) break;
       k->hint = used < 32 ? 64 : 2 * used;
     }
-    uint32_t slot = ab__slot(l, c->oldest_seq);
-    if (c->inflight == 0 || c->slot_ns[slot] == 0 || c->slot_seq[slot] != c->oldest_seq) {
-      if (l->phase >= AB__PH_DONE) { /* late, after a forced end: dropped */
-        ab__lx_consume(k, have);
-        break;
-      }
-      ab__client_fail(c, AB_ESEQ, "reply with no request in flight");
+    int r = ab__win_complete_oldest(c, k->now);
+    if (r == AB_ESEQ && l->phase >= AB__PH_DONE) { /* late, after a forced end: dropped */
+      ab__lx_consume(k, have);
+      break;
+    }
+    if (r < 0) {
+      ab__client_fail(c, r, r == AB_ETIMEDOUT ? "no reply within the timeout"
+                                              : "reply with no request in flight");
       return;
     }
-    ab__lx_complete_slot(lx, c, slot, k->now, used);
+    if (r == AB__WIN_MEASURED) lx->reply_bytes += used;
     ab__lx_consume(k, used);
     got = 1;
   }

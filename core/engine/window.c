@@ -1,0 +1,96 @@
+/* window.c -- the window's per-connection setup, release, timeout sweep
+ * and forced end (window.h).  These run per connection or per tick, never
+ * per message; the per-message parts are inline in window.h.
+ */
+#include "engine/window.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int ab__win_init(ab__win_t *w, uint32_t window, int kind) {
+  memset(w, 0, sizeof(*w));
+  w->kind = (uint8_t)kind;
+  w->seq = calloc(window, sizeof(uint64_t));
+  w->ns = calloc(window, sizeof(uint64_t));
+  w->phase = calloc(window, 1);
+  if (w->seq == NULL || w->ns == NULL || w->phase == NULL) return AB_ENOMEM;
+  if (kind == AB__WIN_DATAGRAM) {
+    /* four windows of history tell late from duplicated; older replies are
+     * late in any case */
+    w->out_n = window * 4 < 64 ? 64 : window * 4;
+    w->out_seq = calloc(w->out_n, sizeof(uint64_t));
+    w->out_state = calloc(w->out_n, 1);
+    if (w->out_seq == NULL || w->out_state == NULL) return AB_ENOMEM;
+  }
+  return 0;
+}
+
+void ab__win_free(ab__win_t *w) {
+  free(w->seq);
+  free(w->ns);
+  free(w->phase);
+  free(w->out_seq);
+  free(w->out_state);
+  memset(w, 0, sizeof(*w));
+}
+
+/* Frees slot i (in flight) without a reply: a measure message counts in
+ * *as. */
+static void give_up(ab__loop_t *l, ab__win_t *w, uint32_t i, uint64_t *as) {
+  if (w->phase[i] == AB_PHASE_MEASURE) {
+    (*as)++;
+    l->meas_inflight--;
+  } else {
+    l->warm_inflight--;
+  }
+  w->ns[i] = 0;
+  w->inflight--;
+}
+
+void ab__win_release(ab__client_t *c, uint64_t *as) {
+  ab__loop_t *l = c->loop;
+  ab__win_t *w = &c->win;
+  if (w->seq == NULL) return; /* never set up */
+  for (uint32_t i = 0; i < l->window && w->inflight > 0; i++)
+    if (w->ns[i] != 0) give_up(l, w, i, as);
+  w->oldest_seq = w->next_seq;
+}
+
+int ab__win_sweep(ab__client_t *c, uint64_t now) {
+  ab__loop_t *l = c->loop;
+  ab__win_t *w = &c->win;
+  uint64_t limit = l->timeout_ns;
+  if (w->inflight == 0) return 0;
+  if (w->kind == AB__WIN_ORDERED) {
+    uint64_t t = w->ns[ab__win_slot(l, w->oldest_seq)];
+    return t != 0 && now > t && now - t > limit ? AB_ETIMEDOUT : 0;
+  }
+  int freed = 0;
+  for (uint32_t i = 0; i < l->window && w->inflight > 0; i++) {
+    uint64_t t = w->ns[i];
+    if (t == 0 || now <= t || now - t <= limit) continue;
+    ab__win_outcome(w, w->seq[i], AB__WIN_OUT_LOST);
+    give_up(l, w, i, &l->timed_out);
+    freed++;
+  }
+  return freed;
+}
+
+uint64_t ab__win_next_expiry(const ab__client_t *c) {
+  const ab__loop_t *l = c->loop;
+  const ab__win_t *w = &c->win;
+  uint64_t first = UINT64_MAX;
+  if (w->inflight == 0) return first;
+  if (w->kind == AB__WIN_ORDERED) {
+    first = w->ns[ab__win_slot(l, w->oldest_seq)];
+  } else {
+    for (uint32_t i = 0; i < l->window; i++)
+      if (w->ns[i] != 0 && w->ns[i] < first) first = w->ns[i];
+  }
+  /* overdue once older than the timeout: strictly after t + limit */
+  return first == UINT64_MAX || first == 0 ? UINT64_MAX : first + l->timeout_ns + 1;
+}
+
+void ab__win_finish(ab__loop_t *l) {
+  for (uint32_t i = 0; i < l->nclients; i++) ab__win_release(&l->clients[i], &l->unfinished);
+}

@@ -1,0 +1,275 @@
+/* window.h -- the window: everything about issuing and accounting one
+ * connection's messages (DESIGN §7-§8).  It owns the in-flight slot table
+ * (window_state.h), the phase gate and its deadline, stamping, completion
+ * (in order for a stream, by sequence with late/duplicate/reordered
+ * counts for datagrams), release after an error, the timeout sweep and the
+ * forced end of a measurement.  It writes the loop's counters (sent,
+ * completed, drained, timed_out, message_errors, unfinished,
+ * warmup_completed, meas_inflight, warm_inflight, late, reordered,
+ * duplicated) and its RTT histogram; nothing else does.
+ *
+ * A driver's pump does only this:
+ *
+ *   ab__win_grant_t g;
+ *   if (ab__win_grant(c, now, &g) == 0) return;      how many may go now
+ *   build g.n messages, sequences g.seq.., phase g.phase, into the socket
+ *   if (ab__win_stamp(c, &g, g.n, ab_now_ns()) == 0) return;   too late:
+ *                                                    drop what was built
+ *   hand the bytes to the socket
+ *
+ * and its read path calls ab__win_complete() (or _datagram) per reply.
+ *
+ * Issuing is a policy of this module.  Today it is the closed loop: while
+ * the phase is open, every free slot may be issued at once.  An open-loop
+ * rate schedule is a second policy here, not in the drivers: grant() then
+ * also bounds n by the messages whose intended send time has come (a
+ * schedule per connection kept in ab__win_t), and stamp() records the
+ * intended time as the RTT origin beside the actual hand-off time t; the
+ * engine wakes the pumps at the next intended time.  Drivers do not change.
+ *
+ * Threads: everything runs on the connection's loop thread; no locks.
+ * Times are CLOCK_MONOTONIC nanoseconds (ab_now_ns()).  Return codes
+ * follow base/ab_error.h.  Completion and stamping run once per message or
+ * batch and are inline; the rest is in window.c.
+ */
+#ifndef AB_WINDOW_H
+#define AB_WINDOW_H
+
+#include <stdint.h>
+
+#include "base/ab_error.h"
+#include "base/histogram.h"
+#include "engine/engine_int.h"
+#include "engine/window_state.h"
+#include "proto/framing.h"
+
+/* What the issuing policy grants a pump: n messages, sequences seq ..
+ * seq+n-1, carrying `phase`; none may be handed to the socket at or after
+ * `deadline`. */
+typedef struct {
+  uint64_t seq;
+  uint64_t deadline;            /* ns */
+  uint32_t n;
+  uint8_t phase;                /* AB_PHASE_WARMUP or AB_PHASE_MEASURE */
+} ab__win_grant_t;
+
+/* What a completion did (>= 0; errors are < 0). */
+enum {
+  AB__WIN_NONE = 0,     /* nothing freed: a late or duplicated datagram */
+  AB__WIN_FREED = 1,    /* a slot freed: warm-up, drained, or a datagram
+                           that came after its timeout */
+  AB__WIN_MEASURED = 2  /* a measure round trip completed by the deadline */
+};
+
+/* ---- setup (window.c) -------------------------------------------------- */
+
+/* Allocates w's slot table for `window` messages (and, for a datagram
+ * window, its outcome ring).  0 or AB_ENOMEM; ab__win_free() either way. */
+int ab__win_init(ab__win_t *w, uint32_t window, int kind);
+void ab__win_free(ab__win_t *w);
+
+/* ---- the phase gate and issuing --------------------------------------- */
+
+/* The in-flight slot of message seq: seq mod window, without a division
+ * when the window is a power of two. */
+static inline uint32_t ab__win_slot(const ab__loop_t *l, uint64_t seq) {
+  return l->window_pow2 ? (uint32_t)seq & (l->window - 1) : (uint32_t)(seq % l->window);
+}
+
+/* The phase whose messages may be sent at `now`: AB_PHASE_WARMUP or
+ * AB_PHASE_MEASURE with its deadline in *dl, or 0 when nothing may be sent
+ * (no sending phase, or its deadline has passed). */
+static inline uint8_t ab__win_phase(const ab__loop_t *l, uint64_t now, uint64_t *dl) {
+  uint64_t d;
+  uint8_t ph;
+  if (l->phase == AB__PH_MEASURE) {
+    d = l->deadline_ns;
+    ph = AB_PHASE_MEASURE;
+  } else if (l->phase == AB__PH_WARMUP) {
+    d = l->warm_deadline_ns;
+    ph = AB_PHASE_WARMUP;
+  } else {
+    return 0;
+  }
+  if (now >= d) return 0;
+  *dl = d;
+  return ph;
+}
+
+/* How many messages c may issue now (closed loop: every free slot while
+ * the phase is open; a datagram window stops at a slot an older message
+ * still holds).  Fills *g and returns g->n (0: issue nothing).  `now` is a
+ * recent clock reading, used only for the phase gate. */
+static inline uint32_t ab__win_grant(ab__client_t *c, uint64_t now, ab__win_grant_t *g) {
+  const ab__loop_t *l = c->loop;
+  const ab__win_t *w = &c->win;
+  g->n = 0;
+  uint8_t ph = ab__win_phase(l, now, &g->deadline);
+  if (ph == 0 || w->inflight >= l->window) return 0;
+  uint32_t n = l->window - w->inflight;
+  if (w->kind == AB__WIN_DATAGRAM) {
+    uint32_t s = ab__win_slot(l, w->next_seq), k = 0;
+    while (k < n && w->ns[s] == 0) {
+      k++;
+      s = s + 1 == l->window ? 0 : s + 1;
+    }
+    n = k;
+  }
+  g->seq = w->next_seq;
+  g->phase = ph;
+  g->n = n;
+  return n;
+}
+
+/* The first n (<= g->n) messages of g, built, are handed to the socket at
+ * t (read just before the first byte goes): they take their slots and
+ * count as sent (in the measure phase only).  Returns n, and moves g past
+ * them; or 0 when t is at or past the deadline: then nothing is counted and
+ * the caller must not send what it built. */
+static inline uint32_t ab__win_stamp(ab__client_t *c, ab__win_grant_t *g, uint32_t n, uint64_t t) {
+  ab__loop_t *l = c->loop;
+  ab__win_t *w = &c->win;
+  if (t >= g->deadline || n == 0) return 0;
+  uint64_t seq = g->seq;
+  uint32_t slot = ab__win_slot(l, seq);
+  for (uint32_t i = 0; i < n; i++, slot = slot + 1 == l->window ? 0 : slot + 1) {
+    w->seq[slot] = seq + i;
+    w->ns[slot] = t;
+    w->phase[slot] = g->phase;
+  }
+  if (w->inflight == 0) w->oldest_seq = seq;
+  w->next_seq = seq + n;
+  w->inflight += n;
+  if (g->phase == AB_PHASE_MEASURE) {
+    l->sent += n;
+    l->meas_inflight += n;
+  } else {
+    l->warm_inflight += n;
+  }
+  g->seq += n;
+  g->n -= n;
+  return n;
+}
+
+/* ---- completion -------------------------------------------------------- */
+
+/* Frees slot (in flight) completed at now and counts it in its phase. */
+static inline int ab__win_account(ab__loop_t *l, ab__win_t *w, uint32_t slot, uint64_t now) {
+  uint64_t t0 = w->ns[slot];
+  uint64_t rtt = now > t0 ? now - t0 : 0; /* bytes there before the send */
+  w->ns[slot] = 0;
+  w->inflight--;
+  if (w->phase[slot] == AB_PHASE_MEASURE) {
+    ab_hist_record(&l->rtt, rtt);
+    l->meas_inflight--;
+    if (now <= l->deadline_ns) {
+      l->completed++;
+      return AB__WIN_MEASURED;
+    }
+    l->drained++;
+    return AB__WIN_FREED;
+  }
+  l->warmup_completed++;
+  l->warm_inflight--;
+  return AB__WIN_FREED;
+}
+
+/* A stream's reply to (phase ph, connection cid, message seq) arrived at
+ * `now`.  ph 0 accepts the phase the message was sent in (a reply that
+ * carries no header).  Returns AB__WIN_MEASURED or AB__WIN_FREED; AB_ESEQ
+ * when it is not the oldest message in flight (replies come back in
+ * request order on a stream); AB_ETIMEDOUT when it came later than the
+ * timeout: then it is not counted and stays in flight, and the caller
+ * fails the connection (ab__win_release counts it as timed out), as the
+ * sweep would have. */
+static inline int ab__win_complete(ab__client_t *c, uint8_t ph, uint32_t cid, uint64_t seq,
+                                   uint64_t now) {
+  ab__loop_t *l = c->loop;
+  ab__win_t *w = &c->win;
+  uint32_t slot = ab__win_slot(l, seq);
+  if (cid != c->id || seq != w->oldest_seq || w->ns[slot] == 0 || w->seq[slot] != seq ||
+      (ph != 0 && w->phase[slot] != ph))
+    return AB_ESEQ;
+  if (now > w->ns[slot] && now - w->ns[slot] > l->timeout_ns) return AB_ETIMEDOUT;
+  w->oldest_seq++;
+  return ab__win_account(l, w, slot, now);
+}
+
+/* The oldest message in flight completed at `now` (a reply matched by
+ * position only).  As ab__win_complete; AB_ESEQ when nothing is in
+ * flight. */
+static inline int ab__win_complete_oldest(ab__client_t *c, uint64_t now) {
+  if (c->win.inflight == 0) return AB_ESEQ;
+  return ab__win_complete(c, 0, c->id, c->win.oldest_seq, now);
+}
+
+static inline void ab__win_outcome(ab__win_t *w, uint64_t seq, uint8_t st) {
+  uint32_t i = (uint32_t)(seq % w->out_n);
+  w->out_seq[i] = seq;
+  w->out_state[i] = st;
+}
+
+/* A datagram reply to (phase ph, connection cid, message seq) arrived
+ * at `now`.  A reply to a message no longer in flight is counted `late`
+ * (it timed out) or `duplicated` (it completed already); one below the
+ * highest sequence answered so far is `reordered` and still completes; one
+ * later than the timeout times its message out (timed_out, and `late`).
+ * Returns AB__WIN_MEASURED / AB__WIN_FREED when a slot was freed (issue
+ * again), AB__WIN_NONE when not, AB_ESEQ for a message never sent (or another connection's). */
+static inline int ab__win_complete_datagram(ab__client_t *c, uint8_t ph, uint32_t cid,
+                                            uint64_t seq, uint64_t now) {
+  ab__loop_t *l = c->loop;
+  ab__win_t *w = &c->win;
+  if (cid != c->id) return AB_ESEQ;
+  uint32_t slot = ab__win_slot(l, seq);
+  if (w->ns[slot] == 0 || w->seq[slot] != seq || w->phase[slot] != ph) {
+    uint32_t i = (uint32_t)(seq % w->out_n);
+    uint8_t st = w->out_seq[i] == seq ? w->out_state[i] : AB__WIN_OUT_NONE;
+    if (st == AB__WIN_OUT_DONE) l->duplicated++;
+    else if (st == AB__WIN_OUT_LOST || seq < w->next_seq) l->late++; /* or too old for the ring */
+    else return AB_ESEQ;
+    return AB__WIN_NONE;
+  }
+  if (now > w->ns[slot] && now - w->ns[slot] > l->timeout_ns) {
+    ab__win_outcome(w, seq, AB__WIN_OUT_LOST);
+    w->ns[slot] = 0;
+    w->inflight--;
+    if (w->phase[slot] == AB_PHASE_MEASURE) {
+      l->timed_out++;
+      l->meas_inflight--;
+    } else {
+      l->warm_inflight--;
+    }
+    l->late++;
+    return AB__WIN_FREED;
+  }
+  if (w->any_reply && seq < w->highest_seq) l->reordered++;
+  if (!w->any_reply || seq > w->highest_seq) w->highest_seq = seq;
+  w->any_reply = 1;
+  ab__win_outcome(w, seq, AB__WIN_OUT_DONE);
+  return ab__win_account(l, w, slot, now);
+}
+
+/* ---- release, timeouts, the end (window.c) ---------------------------- */
+
+/* Every message c has in flight is given up: the measure-phase ones are
+ * counted in *as (&l->timed_out, &l->message_errors, &l->unfinished), the
+ * slots freed; nothing is in flight afterwards. */
+void ab__win_release(ab__client_t *c, uint64_t *as);
+
+/* The timeout sweep of one live connection at `now`.  Returns 0 when
+ * nothing is overdue; AB_ETIMEDOUT when an ordered window's oldest message
+ * is older than the timeout (the caller fails the connection: its order
+ * can no longer be trusted); or, for a datagram window, the number of
+ * overdue messages it freed as timed out (the caller issues again). */
+int ab__win_sweep(ab__client_t *c, uint64_t now);
+
+/* The earliest time at which a message of c becomes overdue, or
+ * UINT64_MAX when nothing is in flight: where a precise sweep would wake. */
+uint64_t ab__win_next_expiry(const ab__client_t *c);
+
+/* The drain ran out: whatever every client of l still has in flight is
+ * counted unfinished. */
+void ab__win_finish(ab__loop_t *l);
+
+#endif

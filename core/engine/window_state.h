@@ -1,0 +1,46 @@
+/* window_state.h -- the data of one connection's window: its in-flight slot
+ * table and the issuing state.  Only the window module (window.h,
+ * window.c) reads or writes these fields; engine_int.h embeds the struct
+ * in each client connection, which is why it lives apart from the
+ * operations (they need the loop, defined in engine_int.h).
+ *
+ * Memory: the arrays are allocated once per connection by ab__win_init()
+ * and freed by ab__win_free(); nothing is allocated per message.
+ */
+#ifndef AB_WINDOW_STATE_H
+#define AB_WINDOW_STATE_H
+
+#include <stdint.h>
+
+/* How replies come back, which decides how they complete. */
+enum {
+  AB__WIN_ORDERED = 0,  /* a stream: replies in request order, the oldest
+                           in flight is the only one expected */
+  AB__WIN_DATAGRAM      /* unordered: replies may be lost, duplicated or
+                           reordered; each is matched by its sequence */
+};
+
+/* Datagram outcome ring: what became of recent sequences, to tell a late
+ * reply (its message timed out) from a duplicate (it completed already). */
+enum { AB__WIN_OUT_NONE = 0, AB__WIN_OUT_DONE, AB__WIN_OUT_LOST };
+
+typedef struct ab__win_s {
+  /* what every message touches, kept together */
+  uint32_t inflight;            /* messages sent and not yet accounted */
+  uint8_t kind;                 /* AB__WIN_ORDERED or AB__WIN_DATAGRAM */
+  uint8_t any_reply;            /* datagram: highest_seq is set */
+  uint64_t next_seq;            /* the next message's sequence */
+  uint64_t oldest_seq;          /* ordered: the reply expected next */
+  /* slot table, `window` entries: message seq lives in slot seq mod window */
+  uint64_t *seq;
+  uint64_t *ns;                 /* when it was handed to the socket (the
+                                   RTT origin), ns; 0 = the slot is free */
+  uint8_t *phase;               /* AB_PHASE_* it was sent in */
+  /* datagram only */
+  uint64_t highest_seq;         /* highest sequence whose reply arrived */
+  uint64_t *out_seq;            /* outcome ring, out_n entries */
+  uint8_t *out_state;
+  uint32_t out_n;
+} ab__win_t;
+
+#endif
