@@ -1,0 +1,346 @@
+/* test_window.c -- the window (engine/window.h) on its own: no sockets, no
+ * loop threads.  A loop and its clients are plain structs here; phases,
+ * deadlines and clock readings are set by hand, so each rule is checked
+ * at its exact boundary: stamping, the phase gate, ordered and datagram
+ * completion, release, the timeout sweep and the forced finish. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/ab_error.h"
+#include "engine/window.h"
+#include "test/ab_test.h"
+
+#define TIMEOUT 1000000u /* 1 ms */
+#define DEADLINE 1000000000u
+
+static ab__loop_t *loop_new(uint32_t nclients, uint32_t window, int kind) {
+  ab__loop_t *l = calloc(1, sizeof(*l));
+  l->window = window;
+  l->window_pow2 = (window & (window - 1)) == 0;
+  l->timeout_ns = TIMEOUT;
+  l->phase = AB__PH_MEASURE;
+  l->warm_deadline_ns = DEADLINE / 2;
+  l->start_ns = 1;
+  l->deadline_ns = DEADLINE;
+  ab_hist_init(&l->rtt);
+  l->nclients = nclients;
+  l->clients = calloc(nclients, sizeof(ab__client_t));
+  for (uint32_t i = 0; i < nclients; i++) {
+    l->clients[i].loop = l;
+    l->clients[i].id = i;
+    l->clients[i].alive = 1;
+    CHECK(ab__win_init(&l->clients[i].win, window, kind) == 0);
+  }
+  return l;
+}
+
+static void loop_free(ab__loop_t *l) {
+  for (uint32_t i = 0; i < l->nclients; i++) ab__win_free(&l->clients[i].win);
+  free(l->clients);
+  free(l);
+}
+
+/* DESIGN §8.5: nothing sent is lost from the books. */
+static void check_identity(const ab__loop_t *l) {
+  CHECK_EQ_U64(l->sent, l->completed + l->drained + l->timed_out + l->message_errors +
+                            l->unfinished + l->meas_inflight);
+}
+
+/* Grants and stamps what the window allows at t; returns how many. */
+static uint32_t issue(ab__client_t *c, uint64_t t) {
+  ab__win_grant_t g;
+  if (ab__win_grant(c, t, &g) == 0) return 0;
+  return ab__win_stamp(c, &g, g.n, t);
+}
+
+static void test_stamping(void) {
+  ab__loop_t *l = loop_new(1, 4, AB__WIN_ORDERED);
+  ab__client_t *c = &l->clients[0];
+  ab__win_grant_t g;
+  CHECK_EQ_U64(ab__win_grant(c, 100, &g), 4);
+  CHECK_EQ_U64(g.seq, 0);
+  CHECK_EQ_U64(g.phase, AB_PHASE_MEASURE);
+  CHECK_EQ_U64(g.deadline, DEADLINE);
+  /* a batch may go out in parts: the grant moves past what was stamped */
+  CHECK_EQ_U64(ab__win_stamp(c, &g, 3, 100), 3);
+  CHECK_EQ_U64(g.seq, 3);
+  CHECK_EQ_U64(g.n, 1);
+  CHECK_EQ_U64(c->win.inflight, 3);
+  CHECK_EQ_U64(c->win.next_seq, 3);
+  CHECK_EQ_U64(c->win.oldest_seq, 0);
+  CHECK_EQ_U64(l->sent, 3);
+  CHECK_EQ_U64(l->meas_inflight, 3);
+  CHECK_EQ_U64(ab__win_grant(c, 100, &g), 1);
+  CHECK_EQ_U64(g.seq, 3);
+  CHECK_EQ_U64(ab__win_stamp(c, &g, 1, 200), 1);
+  CHECK_EQ_U64(c->win.ns[ab__win_slot(l, 3)], 200);
+  CHECK_EQ_U64(c->win.seq[ab__win_slot(l, 3)], 3);
+  /* full: nothing more */
+  CHECK_EQ_U64(ab__win_grant(c, 200, &g), 0);
+  loop_free(l);
+
+  /* warm-up messages take slots but are not `sent` (measure only) */
+  l = loop_new(1, 2, AB__WIN_ORDERED);
+  c = &l->clients[0];
+  l->phase = AB__PH_WARMUP;
+  CHECK_EQ_U64(ab__win_grant(c, 10, &g), 2);
+  CHECK_EQ_U64(g.phase, AB_PHASE_WARMUP);
+  CHECK_EQ_U64(g.deadline, DEADLINE / 2);
+  CHECK_EQ_U64(ab__win_stamp(c, &g, 2, 10), 2);
+  CHECK_EQ_U64(l->sent, 0);
+  CHECK_EQ_U64(l->warm_inflight, 2);
+  CHECK_EQ_U64(l->meas_inflight, 0);
+  CHECK_EQ_U64(c->win.phase[0], AB_PHASE_WARMUP);
+  loop_free(l);
+
+  /* a window that is not a power of two wraps its slots */
+  l = loop_new(1, 3, AB__WIN_ORDERED);
+  c = &l->clients[0];
+  CHECK_EQ_U64(issue(c, 10), 3);
+  CHECK(ab__win_complete(c, AB_PHASE_MEASURE, 0, 0, 20) == AB__WIN_MEASURED);
+  CHECK(ab__win_complete(c, AB_PHASE_MEASURE, 0, 1, 20) == AB__WIN_MEASURED);
+  CHECK_EQ_U64(issue(c, 30), 2); /* seq 3, 4 in slots 0, 1 */
+  CHECK_EQ_U64(c->win.seq[0], 3);
+  CHECK_EQ_U64(c->win.seq[1], 4);
+  CHECK(ab__win_complete(c, AB_PHASE_MEASURE, 0, 2, 40) == AB__WIN_MEASURED);
+  CHECK(ab__win_complete(c, AB_PHASE_MEASURE, 0, 3, 40) == AB__WIN_MEASURED);
+  CHECK_EQ_U64(c->win.inflight, 1);
+  check_identity(l);
+  loop_free(l);
+}
+
+static void test_phase_gate(void) {
+  static const int closed[] = {AB__PH_IDLE, AB__PH_WARM_DRAIN, AB__PH_DRAIN, AB__PH_DONE,
+                               AB__PH_STOPPING};
+  ab__loop_t *l = loop_new(1, 4, AB__WIN_ORDERED);
+  ab__client_t *c = &l->clients[0];
+  ab__win_grant_t g;
+  uint64_t dl = 0;
+  for (size_t i = 0; i < sizeof(closed) / sizeof(closed[0]); i++) {
+    l->phase = closed[i];
+    CHECK_EQ_U64(ab__win_grant(c, 10, &g), 0);
+    CHECK_EQ_U64(g.n, 0);
+    CHECK_EQ_U64(ab__win_phase(l, 10, &dl), 0);
+  }
+  l->phase = AB__PH_WARMUP;
+  CHECK_EQ_U64(ab__win_phase(l, DEADLINE / 2 - 1, &dl), AB_PHASE_WARMUP);
+  CHECK_EQ_U64(ab__win_phase(l, DEADLINE / 2, &dl), 0);
+  l->phase = AB__PH_MEASURE;
+  CHECK_EQ_U64(ab__win_phase(l, DEADLINE - 1, &dl), AB_PHASE_MEASURE);
+  CHECK_EQ_U64(dl, DEADLINE);
+  /* at or past the deadline: nothing granted */
+  CHECK_EQ_U64(ab__win_grant(c, DEADLINE, &g), 0);
+  /* granted just before, stamped at the deadline: not sent, not counted */
+  CHECK_EQ_U64(ab__win_grant(c, DEADLINE - 1, &g), 4);
+  CHECK_EQ_U64(ab__win_stamp(c, &g, 4, DEADLINE), 0);
+  CHECK_EQ_U64(c->win.inflight, 0);
+  CHECK_EQ_U64(c->win.next_seq, 0);
+  CHECK_EQ_U64(l->sent, 0);
+  CHECK_EQ_U64(l->meas_inflight, 0);
+  CHECK_EQ_U64(ab__win_stamp(c, &g, 4, DEADLINE - 1), 4);
+  CHECK_EQ_U64(l->sent, 4);
+  loop_free(l);
+}
+
+static void test_ordered(void) {
+  ab__loop_t *l = loop_new(2, 4, AB__WIN_ORDERED);
+  ab__client_t *c = &l->clients[1];
+  CHECK_EQ_U64(issue(c, 1000), 4);
+  /* only the oldest in flight, of this connection, in its phase */
+  CHECK(ab__win_complete(c, AB_PHASE_MEASURE, 1, 1, 1500) == AB_ESEQ);
+  CHECK(ab__win_complete(c, AB_PHASE_MEASURE, 0, 0, 1500) == AB_ESEQ);
+  CHECK(ab__win_complete(c, AB_PHASE_WARMUP, 1, 0, 1500) == AB_ESEQ);
+  CHECK(ab__win_complete(c, AB_PHASE_MEASURE, 1, 7, 1500) == AB_ESEQ);
+  CHECK_EQ_U64(c->win.inflight, 4);
+  CHECK_EQ_U64(l->rtt.count, 0);
+  CHECK(ab__win_complete(c, AB_PHASE_MEASURE, 1, 0, 1500) == AB__WIN_MEASURED);
+  CHECK_EQ_U64(l->rtt.count, 1);
+  CHECK_EQ_U64(l->rtt.min, 500);
+  CHECK_EQ_U64(l->completed, 1);
+  CHECK_EQ_U64(c->win.oldest_seq, 1);
+  CHECK_EQ_U64(c->win.inflight, 3);
+  /* a reply with no header (phase 0) takes the phase it was sent in */
+  CHECK(ab__win_complete_oldest(c, 1700) == AB__WIN_MEASURED);
+  CHECK_EQ_U64(c->win.oldest_seq, 2);
+  /* the deadline itself is inside the measured interval; after it: drained
+   * (its RTT still recorded) */
+  l->deadline_ns = 1800;
+  CHECK(ab__win_complete(c, AB_PHASE_MEASURE, 1, 2, 1800) == AB__WIN_MEASURED);
+  CHECK(ab__win_complete(c, AB_PHASE_MEASURE, 1, 3, 1801) == AB__WIN_FREED);
+  CHECK_EQ_U64(l->completed, 3);
+  CHECK_EQ_U64(l->drained, 1);
+  CHECK_EQ_U64(l->rtt.count, 4);
+  CHECK_EQ_U64(l->rtt.max, 801);
+  CHECK_EQ_U64(l->meas_inflight, 0);
+  CHECK(ab__win_complete_oldest(c, 1900) == AB_ESEQ); /* nothing in flight */
+  check_identity(l);
+
+  /* warm-up round trips count apart, with no RTT sample */
+  l->phase = AB__PH_WARMUP;
+  l->warm_deadline_ns = 5000;
+  CHECK_EQ_U64(issue(c, 2000), 4);
+  CHECK(ab__win_complete(c, AB_PHASE_WARMUP, 1, 4, 2100) == AB__WIN_FREED);
+  CHECK_EQ_U64(l->warmup_completed, 1);
+  CHECK_EQ_U64(l->warm_inflight, 3);
+  CHECK_EQ_U64(l->rtt.count, 4);
+
+  /* exact timeouts: a reply is late when it comes more than `timeout` after
+   * its send, whatever the sweep did; it stays in flight for the release */
+  CHECK(ab__win_complete(c, AB_PHASE_WARMUP, 1, 5, 2000 + TIMEOUT) == AB__WIN_FREED);
+  CHECK(ab__win_complete(c, AB_PHASE_WARMUP, 1, 6, 2001 + TIMEOUT) == AB_ETIMEDOUT);
+  CHECK_EQ_U64(c->win.inflight, 2);
+  CHECK_EQ_U64(l->warmup_completed, 2);
+  loop_free(l);
+
+  /* a measure reply after the timeout is never a completion */
+  l = loop_new(1, 1, AB__WIN_ORDERED);
+  c = &l->clients[0];
+  CHECK_EQ_U64(issue(c, 10), 1);
+  CHECK(ab__win_complete(c, AB_PHASE_MEASURE, 0, 0, 11 + TIMEOUT) == AB_ETIMEDOUT);
+  CHECK_EQ_U64(l->completed, 0);
+  CHECK_EQ_U64(l->rtt.count, 0);
+  ab__win_release(c, &l->timed_out);
+  CHECK_EQ_U64(l->timed_out, 1);
+  check_identity(l);
+  loop_free(l);
+}
+
+static void test_datagram(void) {
+  ab__loop_t *l = loop_new(1, 4, AB__WIN_DATAGRAM);
+  ab__client_t *c = &l->clients[0];
+  ab__win_grant_t g;
+  CHECK_EQ_U64(issue(c, 1000), 4); /* seq 0..3 */
+  CHECK(ab__win_complete_datagram(c, AB_PHASE_MEASURE, 0, 2, 1100) == AB__WIN_MEASURED);
+  CHECK_EQ_U64(l->reordered, 0);
+  /* below the highest answered: reordered, and still a completion */
+  CHECK(ab__win_complete_datagram(c, AB_PHASE_MEASURE, 0, 1, 1200) == AB__WIN_MEASURED);
+  CHECK_EQ_U64(l->reordered, 1);
+  CHECK_EQ_U64(l->completed, 2);
+  CHECK_EQ_U64(l->rtt.count, 2);
+  /* a second reply: duplicated, nothing freed, no sample */
+  CHECK(ab__win_complete_datagram(c, AB_PHASE_MEASURE, 0, 2, 1300) == AB__WIN_NONE);
+  CHECK_EQ_U64(l->duplicated, 1);
+  CHECK_EQ_U64(l->completed, 2);
+  CHECK_EQ_U64(l->rtt.count, 2);
+  /* never sent, or another connection's: AB_ESEQ */
+  CHECK(ab__win_complete_datagram(c, AB_PHASE_MEASURE, 0, 9, 1300) == AB_ESEQ);
+  CHECK(ab__win_complete_datagram(c, AB_PHASE_MEASURE, 5, 0, 1300) == AB_ESEQ);
+  /* a message may use only its own slot: seq 4 waits for seq 0's */
+  CHECK_EQ_U64(c->win.inflight, 2);
+  CHECK_EQ_U64(ab__win_grant(c, 1300, &g), 0);
+  /* the sweep frees only what is older than the timeout */
+  CHECK_EQ_U64(ab__win_sweep(c, 1000 + TIMEOUT), 0);
+  CHECK_EQ_U64(ab__win_next_expiry(c), 1001 + TIMEOUT);
+  CHECK_EQ_U64(ab__win_sweep(c, 1001 + TIMEOUT), 2);
+  CHECK_EQ_U64(l->timed_out, 2);
+  CHECK_EQ_U64(c->win.inflight, 0);
+  CHECK_EQ_U64(ab__win_next_expiry(c), UINT64_MAX);
+  /* its reply after that: late, never a completion */
+  CHECK(ab__win_complete_datagram(c, AB_PHASE_MEASURE, 0, 0, 1002 + TIMEOUT) == AB__WIN_NONE);
+  CHECK_EQ_U64(l->late, 1);
+  CHECK_EQ_U64(l->completed, 2);
+  check_identity(l);
+
+  /* the window moves on: seq 4..7, sent at different times */
+  uint64_t t0 = 2 * TIMEOUT;
+  CHECK_EQ_U64(ab__win_grant(c, t0, &g), 4);
+  CHECK_EQ_U64(g.seq, 4);
+  CHECK_EQ_U64(ab__win_stamp(c, &g, 1, t0), 1);
+  CHECK_EQ_U64(ab__win_stamp(c, &g, 3, t0 + 500), 3);
+  /* a reply later than the timeout that the sweep has not seen yet: timed
+   * out at once (and late), its slot freed */
+  CHECK(ab__win_complete_datagram(c, AB_PHASE_MEASURE, 0, 4, t0 + TIMEOUT + 1) == AB__WIN_FREED);
+  CHECK_EQ_U64(l->timed_out, 3);
+  CHECK_EQ_U64(l->late, 2);
+  CHECK_EQ_U64(l->completed, 2);
+  /* one message older than the timeout, three not: one freed */
+  CHECK(ab__win_complete_datagram(c, AB_PHASE_MEASURE, 0, 5, t0 + 600) == AB__WIN_MEASURED);
+  CHECK_EQ_U64(ab__win_next_expiry(c), t0 + 500 + TIMEOUT + 1);
+  CHECK_EQ_U64(ab__win_sweep(c, t0 + 500 + TIMEOUT), 0);
+  CHECK_EQ_U64(ab__win_sweep(c, t0 + 501 + TIMEOUT), 2);
+  CHECK_EQ_U64(l->timed_out, 5);
+  check_identity(l);
+  /* warm-up datagrams time out without counting as timed_out */
+  l->phase = AB__PH_WARMUP;
+  l->warm_deadline_ns = UINT64_MAX;
+  CHECK_EQ_U64(issue(c, 10 * TIMEOUT), 4);
+  CHECK_EQ_U64(ab__win_sweep(c, 12 * TIMEOUT), 4);
+  CHECK_EQ_U64(l->timed_out, 5);
+  CHECK_EQ_U64(l->warm_inflight, 0);
+  loop_free(l);
+}
+
+static void test_release(void) {
+  ab__loop_t *l = loop_new(1, 4, AB__WIN_ORDERED);
+  ab__client_t *c = &l->clients[0];
+  l->phase = AB__PH_WARMUP;
+  ab__win_grant_t g;
+  CHECK_EQ_U64(ab__win_grant(c, 10, &g), 4);
+  CHECK_EQ_U64(ab__win_stamp(c, &g, 2, 10), 2);
+  l->phase = AB__PH_MEASURE;
+  CHECK_EQ_U64(issue(c, 20), 2);
+  CHECK(ab__win_complete(c, AB_PHASE_WARMUP, 0, 0, 30) == AB__WIN_FREED);
+  CHECK_EQ_U64(c->win.inflight, 3);
+  /* one warm-up and two measure messages given up: two counted */
+  ab__win_release(c, &l->message_errors);
+  CHECK_EQ_U64(l->message_errors, 2);
+  CHECK_EQ_U64(l->timed_out, 0);
+  CHECK_EQ_U64(c->win.inflight, 0);
+  CHECK_EQ_U64(l->meas_inflight, 0);
+  CHECK_EQ_U64(l->warm_inflight, 0);
+  CHECK_EQ_U64(c->win.oldest_seq, c->win.next_seq);
+  for (uint32_t i = 0; i < 4; i++) CHECK_EQ_U64(c->win.ns[i], 0);
+  check_identity(l);
+  /* the window is usable again, in order from the next sequence */
+  CHECK_EQ_U64(issue(c, 40), 4);
+  CHECK(ab__win_complete(c, AB_PHASE_MEASURE, 0, 4, 50) == AB__WIN_MEASURED);
+  ab__win_release(c, &l->timed_out);
+  CHECK_EQ_U64(l->timed_out, 3);
+  check_identity(l);
+  loop_free(l);
+}
+
+static void test_sweep_ordered(void) {
+  ab__loop_t *l = loop_new(1, 4, AB__WIN_ORDERED);
+  ab__client_t *c = &l->clients[0];
+  CHECK_EQ_U64(ab__win_sweep(c, 5 * TIMEOUT), 0); /* nothing in flight */
+  CHECK_EQ_U64(issue(c, 1000), 4);
+  CHECK(ab__win_complete(c, AB_PHASE_MEASURE, 0, 0, 1100) == AB__WIN_MEASURED);
+  /* the oldest in flight (seq 1, sent at 1000) decides */
+  CHECK_EQ_U64(ab__win_next_expiry(c), 1001 + TIMEOUT);
+  CHECK_EQ_U64(ab__win_sweep(c, 1000 + TIMEOUT), 0);
+  CHECK(ab__win_sweep(c, 1001 + TIMEOUT) == AB_ETIMEDOUT);
+  /* the sweep only reports; the caller fails the connection */
+  CHECK_EQ_U64(c->win.inflight, 3);
+  ab__win_release(c, &l->timed_out);
+  CHECK_EQ_U64(l->timed_out, 3);
+  CHECK_EQ_U64(ab__win_sweep(c, 10 * TIMEOUT), 0);
+  check_identity(l);
+  loop_free(l);
+}
+
+static void test_finish(void) {
+  ab__loop_t *l = loop_new(3, 4, AB__WIN_ORDERED);
+  CHECK_EQ_U64(issue(&l->clients[0], 10), 4);
+  CHECK_EQ_U64(issue(&l->clients[2], 10), 4);
+  CHECK(ab__win_complete(&l->clients[2], AB_PHASE_MEASURE, 2, 0, 20) == AB__WIN_MEASURED);
+  l->phase = AB__PH_DRAIN;
+  ab__win_finish(l);
+  CHECK_EQ_U64(l->unfinished, 7);
+  CHECK_EQ_U64(l->meas_inflight, 0);
+  for (uint32_t i = 0; i < 3; i++) CHECK_EQ_U64(l->clients[i].win.inflight, 0);
+  check_identity(l);
+  CHECK_EQ_U64(l->sent, 8);
+  loop_free(l);
+}
+
+int main(void) {
+  test_stamping();
+  test_phase_gate();
+  test_ordered();
+  test_datagram();
+  test_release();
+  test_sweep_ordered();
+  test_finish();
+  TEST_DONE();
+}
