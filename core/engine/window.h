@@ -106,6 +106,8 @@ static inline uint32_t ab__win_grant(ab__client_t *c, uint64_t now, ab__win_gran
   g->n = 0;
   uint8_t ph = ab__win_phase(l, now, &g->deadline);
   if (ph == 0 || w->inflight >= l->window) return 0;
+  /* the issuing policy, closed loop: every free slot at once (a rate
+   * schedule bounds this by the messages already due) */
   uint32_t n = l->window - w->inflight;
   if (w->kind == AB__WIN_DATAGRAM) {
     uint32_t s = ab__win_slot(l, w->next_seq), k = 0;
