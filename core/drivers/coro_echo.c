@@ -150,13 +150,15 @@ static int c_send(ab__client_t *c) {
   /* the clock of the last read is recent enough for the phase gate */
   if (ab__win_grant(c, c->co_now, &g) == 0) return 0;
   uint32_t n = g.n;
+  uint8_t phase = g.phase;
   size_t most = (size_t)n * (vt->max_overhead + cfg->payload);
   if (ab_buf_grow(&c->sbuf, &c->scap, 0, most) != 0) return AB_ENOMEM;
+  uint64_t seq = g.seq;
   size_t total = 0;
   for (uint32_t i = 0; i < n; i++) {
     uint8_t *m = c->sbuf + total;
     size_t hdr = vt->client_begin(c->ly.codec, m, cfg->payload);
-    ab_msg_fill(m + hdr, cfg->payload, g.phase, c->id, g.seq + i);
+    ab_msg_fill(m + hdr, cfg->payload, phase, c->id, seq + i);
     total += hdr + cfg->payload +
              vt->client_end(c->ly.codec, m + hdr, cfg->payload, m + hdr + cfg->payload);
   }
@@ -277,7 +279,7 @@ static void c_main(void *arg) {
       if (r == 0) break;
       if (r > 0) r = ab__client_reply(c, &msg, now);
       if (r < 0) {
-        ab__client_fail(c, r, r == AB_ETIMEDOUT ? "no reply within the timeout" : "reply");
+        ab__client_fail(c, r, "reply");
         return;
       }
       got = 1;

@@ -211,6 +211,7 @@ static void sc_pump(ab__client_t *c, uint64_t now) {
   ab__win_grant_t g;
   if (!c->alive || c->ly.state != AB__LY_READY || ab__win_grant(c, now, &g) == 0) return;
   uint32_t n = g.n;
+  uint8_t phase = g.phase;
   ab_outbuf_t *out = ly_out(&c->ly, &c->out);
   size_t most = vt->max_overhead + cfg->payload;
   uint8_t *dst = ab_outbuf_reserve(out, (size_t)n * most);
@@ -218,11 +219,12 @@ static void sc_pump(ab__client_t *c, uint64_t now) {
     ab__client_fail(c, AB_ENOMEM, "send buffer");
     return;
   }
+  uint64_t seq = g.seq;
   size_t total = 0;
   for (uint32_t i = 0; i < n; i++) {
     uint8_t *m = dst + total;
     size_t hdr = vt->client_begin(c->ly.codec, m, cfg->payload);
-    ab_msg_fill(m + hdr, cfg->payload, g.phase, c->id, g.seq + i);
+    ab_msg_fill(m + hdr, cfg->payload, phase, c->id, seq + i);
     size_t tail = vt->client_end(c->ly.codec, m + hdr, cfg->payload, m + hdr + cfg->payload);
     total += hdr + cfg->payload + tail;
   }
@@ -316,7 +318,7 @@ static void sc_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
     off += used;
     if (r < 0) {
       ly_flush(&c->ly, &c->out); /* a close frame the codec wrote */
-      ab__client_fail(c, r, r == AB_ETIMEDOUT ? "no reply within the timeout" : "reply");
+      ab__client_fail(c, r, "reply");
       return;
     }
     if (r == 0 && used == 0) break;
