@@ -5,11 +5,12 @@
 -- byte per TCP write with a chunk extension and a trailer; 103 Early Hints
 -- before the 200; WebSocket replies in 3 fragments with a ping between the
 -- first two; an unmasked client frame sent to `serve --protocol ws`; a
--- server that masks its frames. Every fixture reports its own counters as
+-- server that masks its frames; an echo whose replies come just later than
+-- the timeout. Every fixture reports its own counters as
 -- JSON when stopped, so the client's counts are checked against the peer's.
 --
 -- Needs: /usr/bin/python3 ($ARKBENCH_PYTHON overrides it).
--- Runtime: ~10 s.
+-- Runtime: ~13 s.
 package.path = (os.getenv("ARKBENCH_ROOT") or ".") .. "/spec/?.lua;" .. package.path
 local files = require("helpers.files")
 local proc = require("helpers.proc")
@@ -251,6 +252,34 @@ return { name = "swapped_%s", protocol = "tcp", framing = "raw", target = "127.0
             assert_identity(r)
             assert.are.equal(1, res.rc, "exit code")
             assert.is_true(peer.swapped >= 2, "pairs swapped: " .. cjson.encode(peer))
+        end)
+    end
+end)
+
+---------------------------------------------------------------------------
+-- A reply later than `timeout` is late whenever the timeout sweep runs.
+-- With timeout = 0.25 the old sweep ticked every 62 ms (248, 310, ... ms
+-- after the send), so a reply 270 ms after its request came before the
+-- tick that would have timed it out and counted as completed (2 of them in
+-- 1.2 s); the window checks the timeout when the reply arrives.
+describe("tcp: an echo that answers every request 270 ms late, timeout = 0.25", function()
+    for _, exec in ipairs({ "callback", "coroutine" }) do
+        it("counts no reply as completed and times the request out, execution = " .. exec, function()
+            local res, peer = against_fixture("tcp_late_echo.py", function(port)
+                return string.format([[
+return { name = "late_%s", protocol = "tcp", framing = "raw", target = "127.0.0.1:%d",
+         payload = 256, clients = 1, window = 1, warmup = 0, duration = 1.2, timeout = 0.25,
+         execution = %q, repetitions = 1 }
+]], exec, port, exec)
+            end)
+            assert.are.equal(1, #res.runs, "runs; stderr:\n" .. res.stderr)
+            local r = res.runs[1]
+            assert.is_false(r.ok, brief(r))
+            assert.are.equal(0, r.completed + r.drained, brief(r))
+            assert.are.equal(1, r.timed_out, brief(r))
+            assert.are.equal(1, r.errors.ETIMEDOUT, brief(r))
+            assert_identity(r)
+            assert.is_true(peer.echoed >= 1, "echoed: " .. cjson.encode(peer))
         end)
     end
 end)
