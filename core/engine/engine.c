@@ -538,15 +538,16 @@ int ab_run_case(const ab_case_cfg_t *cfg, ab_result_t *out) {
     l->pfx = cfg->framing == AB_FRAMING_LENGTH ? (uint32_t)ab_prefix_size(cfg->payload) : 0;
     l->fsz = l->pfx + (size_t)cfg->payload;
     l->nclients = out->conns_per_loop[li];
+    /* replies of a datagram transport may be lost, duplicated or reordered */
+    int win_kind = ab_caps_protocol(cfg->protocol)->transport == AB_TRANSPORT_DATAGRAM
+                       ? AB__WIN_DATAGRAM : AB__WIN_ORDERED;
     l->clients = calloc(l->nclients ? l->nclients : 1, sizeof(ab__client_t));
     if (l->clients == NULL) goto nomem;
     for (uint32_t k = 0; k < l->nclients; k++) {
       ab__client_t *c = &l->clients[k];
       c->loop = l;
       c->id = li + k * eng.nloops;
-      if (ab__win_init(&c->win, cfg->window,
-                       cfg->protocol == AB_PROTO_UDP ? AB__WIN_DATAGRAM : AB__WIN_ORDERED) < 0)
-        goto nomem;
+      if (ab__win_init(&c->win, cfg->window, win_kind) < 0) goto nomem;
     }
   }
   for (uint32_t li = 0; li < eng.nloops; li++) {
