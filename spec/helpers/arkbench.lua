@@ -1,7 +1,7 @@
 -- spec/helpers/arkbench.lua -- running the arkbench binary for the
 -- integration specs: a command line, or a scenario written to a temp folder
--- and run with its runs.jsonl decoded; checks and a one-line description
--- of a run record.
+-- and run with its runs.jsonl decoded (read_runs); checks and a one-line
+-- description of a run record.
 --
 -- Runs $ARKBENCH_BIN (ctest sets it after building), else the launcher
 -- $ARKBENCH_ROOT/bin/arkbench (which rebuilds first).
@@ -44,13 +44,21 @@ function M.run_scenario(text, opts)
     files.write_file(path, text)
     local out = d .. "/out"
     local rc, so, se, wall = proc.run_cmd({ M.BIN, "run", path, "--out", out }, { limit = opts.limit or 90 })
+    return { rc = rc, stdout = so, stderr = se, wall = wall, runs = M.read_runs(out .. "/runs.jsonl") }
+end
+
+-- The run objects of the runs.jsonl file at path, each line decoded
+-- strictly (an empty list when the file is missing).
+function M.read_runs(path)
     local runs = {}
-    for line in (files.read_file(out .. "/runs.jsonl") or ""):gmatch("[^\n]+") do
+    local i = 0
+    for line in (files.read_file(path) or ""):gmatch("[^\n]+") do
+        i = i + 1
         local ok, v = pcall(cjson.decode, line)
-        assert.is_true(ok, "runs.jsonl line is not JSON: " .. line)
-        runs[#runs + 1] = v
+        assert.is_true(ok, "runs.jsonl line " .. i .. " is not strict JSON: " .. tostring(v) .. "\n" .. line)
+        runs[i] = v
     end
-    return { rc = rc, stdout = so, stderr = se, wall = wall, runs = runs }
+    return runs
 end
 
 -- sent = completed + drained + timed_out + message_errors + unfinished

@@ -131,11 +131,15 @@ function M.capture(prefix, argv, opts)
     return rc, files.read_file(d .. "/stdout") or "", files.read_file(d .. "/stderr") or "", M.now() - t0
 end
 
--- Runs argv with a hard time limit (opts.limit, default 60 s); returns exit
+-- Runs argv with a hard time limit (opts.limit, default 60 s) and opts.env,
+-- a list of NAME=value strings, added to the environment; returns exit
 -- code, stdout, stderr and wall seconds.
 function M.run_cmd(argv, opts)
     opts = opts or {}
-    return M.capture("PYTHONDONTWRITEBYTECODE=1 timeout -k 3 " .. (opts.limit or 60) .. " ", argv, opts)
+    local envs = {}
+    for _, e in ipairs(opts.env or {}) do envs[#envs + 1] = shq(e) .. " " end
+    return M.capture("env " .. table.concat(envs) .. "PYTHONDONTWRITEBYTECODE=1 timeout -k 3 "
+        .. (opts.limit or 60) .. " ", argv, opts)
 end
 
 return M

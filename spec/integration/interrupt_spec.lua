@@ -2,89 +2,31 @@
 -- whole process group (what a terminal does), SIGINT to the orchestrator
 -- alone, and a worker killed with SIGKILL in the middle of a run.
 --
--- Each run starts in a session of its own (`setsid -f`, so its process group
--- can be signalled without touching busted) through a small wrapper script
--- that records the wrapper's pid (= the process group), the orchestrator's
--- pid (a shell that writes $$ and execs arkbench) and the orchestrator's exit
--- code. The wrapper traps SIGINT (so it survives the group's Ctrl-C and can
--- record $?); arkbench itself starts with SIGINT at its default disposition,
--- as under a terminal. (A plain `cmd &` from a non-interactive shell would
--- start arkbench with SIGINT ignored, which a terminal never does.)
+-- Each run starts in a session of its own through helpers.session's wrapper
+-- (it records the process group, the orchestrator's pid and its exit code;
+-- arkbench starts with SIGINT at its default disposition, as under a
+-- terminal).
 -- Runtime: ~10 s.
 package.path = (os.getenv("ARKBENCH_ROOT") or ".") .. "/spec/?.lua;" .. package.path
 local files = require("helpers.files")
 local proc = require("helpers.proc")
 local ark = require("helpers.arkbench")
+local session = require("helpers.session")
 
-local BIN, cjson = ark.BIN, ark.cjson
-local shq, read_file, write_file = files.shq, files.read_file, files.write_file
-local sh_ok, capture, now_s, wait_for, pid_alive = proc.sh_ok, proc.sh_out, proc.now, proc.wait_for, proc.exists
-
-local groups = {}
-local function tmpdir() return files.tmpdir("_e2e_intr") end
+local cjson = ark.cjson
+local read_file = files.read_file
+local sh_ok, now_s, wait_for, pid_alive = proc.sh_ok, proc.now, proc.wait_for, proc.exists
+local count_lines, worker_lines, exit_code = session.count_lines, session.worker_lines, session.exit_code
+local read_runs = ark.read_runs
 
 teardown(function()
-    -- never leave a run of ours behind, whatever failed (a wrapper that wrote
-    -- its rc has ended: its group id may belong to someone else by now)
-    for _, g in ipairs(groups) do
-        if not read_file(g.dir .. "/rc") then os.execute("kill -KILL -" .. g.pgid .. " 2>/dev/null") end
-    end
+    -- never leave a run of ours behind, whatever failed
+    session.kill_unfinished()
     files.remove_tmpdirs()
 end)
 
-local WRAPPER = [[
-#!/bin/sh
-# $1 = folder, $2 = arkbench, $3 = scenario
-trap : INT
-echo $$ > "$1/pgid.tmp" && mv "$1/pgid.tmp" "$1/pgid"
-sh -c 'echo $$ > "$1/orch.pid.tmp" && mv "$1/orch.pid.tmp" "$1/orch.pid" && exec "$2" run "$3" --out "$1/out"' \
-  sh "$1" "$2" "$3" >"$1/stdout" 2>"$1/stderr" </dev/null
-echo $? > "$1/rc.tmp" && mv "$1/rc.tmp" "$1/rc"
-]]
-
-local function count_lines(path)
-    local n = 0
-    for _ in (read_file(path) or ""):gmatch("[^\n]+") do n = n + 1 end
-    return n
-end
-
--- "[a]rkbench" matches arkbench but not the pgrep/sh command line itself.
-local function worker_lines(scen)
-    local out = capture("pgrep -af " .. shq("[a]rkbench worker " .. scen) .. " 2>/dev/null")
-    local list = {}
-    for line in out:gmatch("[^\n]+") do list[#list + 1] = line end
-    return list
-end
-
 local function start(name, text)
-    local d = tmpdir()
-    local scen = d .. "/" .. name .. ".lua"
-    write_file(scen, text)
-    write_file(d .. "/wrapper.sh", WRAPPER)
-    assert(sh_ok("setsid -f sh " .. shq(d .. "/wrapper.sh") .. " " .. shq(d) .. " " .. shq(BIN) .. " "
-        .. shq(scen) .. " </dev/null >/dev/null 2>&1"))
-    local pgid = wait_for(function() return tonumber((read_file(d .. "/pgid") or ""):match("%d+")) end, 10)
-    assert.is_truthy(pgid, "the wrapper did not start")
-    groups[#groups + 1] = { pgid = pgid, dir = d }
-    local orch = wait_for(function() return tonumber((read_file(d .. "/orch.pid") or ""):match("%d+")) end, 10)
-    assert.is_truthy(orch, "the orchestrator did not start")
-    return { dir = d, scen = scen, pgid = pgid, orch = orch, out = d .. "/out" }
-end
-
-local function read_runs(path)
-    local runs = {}
-    local i = 0
-    for line in (read_file(path) or ""):gmatch("[^\n]+") do
-        i = i + 1
-        local ok, v = pcall(cjson.decode, line)
-        assert.is_true(ok, "runs.jsonl line " .. i .. " is not strict JSON: " .. tostring(v))
-        runs[i] = v
-    end
-    return runs
-end
-
-local function exit_code(r, timeout)
-    return wait_for(function() return tonumber((read_file(r.dir .. "/rc") or ""):match("%d+")) end, timeout)
+    return session.start(name, text, { suffix = "_e2e_intr" })
 end
 
 local SEVERAL = [[
