@@ -1,5 +1,5 @@
 -- spec/helpers/files.lua -- the repository root, shell quoting, temp
--- folders and whole-file reads and writes, for the integration specs.
+-- folders and files, whole-file reads and writes, for the specs.
 --
 -- Specs find these modules with a one-line prelude:
 --   package.path = (os.getenv("ARKBENCH_ROOT") or ".") .. "/spec/?.lua;" .. package.path
@@ -32,6 +32,16 @@ function M.write_file(path, text)
     local f = assert(io.open(path, "wb"))
     f:write(text)
     f:close()
+end
+
+-- A new file (os.tmpname()) holding `content`; its path. The caller
+-- removes it.
+function M.tmpfile(content)
+    local path = os.tmpname()
+    local f = assert(io.open(path, "wb"))
+    f:write(content)
+    f:close()
+    return path
 end
 
 -- Whether path exists (a file, a folder or anything else).

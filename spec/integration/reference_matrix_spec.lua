@@ -7,22 +7,11 @@ cjson.decode_invalid_numbers(false)
 local ROOT = os.getenv("ARKBENCH_ROOT") or "."
 local LAUNCHER = ROOT .. "/bin/arkbench"
 
-local function shq(s)
-    return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
-end
-
-local function sh_ok(cmd)
-    local r = os.execute(cmd)
-    return r == true or r == 0
-end
-
-local function read_file(path)
-    local f = io.open(path, "rb")
-    if not f then return nil end
-    local s = f:read("*a")
-    f:close()
-    return s
-end
+package.path = ROOT .. "/spec/?.lua;" .. package.path
+local files = require("helpers.files")
+local proc = require("helpers.proc")
+local shq, read_file = files.shq, files.read_file
+local sh_ok = proc.sh_ok
 
 local function lines_of(text)
     local out = {}

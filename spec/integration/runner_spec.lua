@@ -8,31 +8,12 @@ local core = require("arkbench.core")
 local ROOT = os.getenv("ARKBENCH_ROOT") or "."
 local FAKE = ROOT .. "/spec/fixtures/fake_worker.sh"
 
-local function shq(s)
-    return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
-end
-
-local function sh_ok(cmd)
-    local r = os.execute(cmd)
-    return r == true or r == 0
-end
-
-local dirs = {}
-local function tmpdir()
-    local p = os.tmpname()
-    os.remove(p)
-    assert(sh_ok("mkdir -p " .. shq(p)))
-    dirs[#dirs + 1] = p
-    return p
-end
-
-local function read_file(path)
-    local f = io.open(path, "r")
-    if not f then return nil end
-    local s = f:read("*a")
-    f:close()
-    return s
-end
+package.path = ROOT .. "/spec/?.lua;" .. package.path
+local files = require("helpers.files")
+local proc = require("helpers.proc")
+local shq, read_file = files.shq, files.read_file
+local sh_ok = proc.sh_ok
+local function tmpdir() return files.tmpdir("_runner") end
 
 local function read_lines(path)
     local lines = {}
@@ -69,7 +50,7 @@ end
 local function sleep(s) os.execute("sleep " .. s) end
 
 teardown(function()
-    for _, d in ipairs(dirs) do os.execute("rm -rf " .. shq(d)) end
+    files.remove_tmpdirs()
 end)
 
 describe("runner.last_line", function()

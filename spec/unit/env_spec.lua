@@ -4,13 +4,8 @@ local core = require("arkbench.core")
 
 local SHA256_ABC = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
 
-local function tmpfile(content)
-    local path = os.tmpname()
-    local f = assert(io.open(path, "wb"))
-    f:write(content)
-    f:close()
-    return path
-end
+package.path = (os.getenv("ARKBENCH_ROOT") or ".") .. "/spec/?.lua;" .. package.path
+local tmpfile = require("helpers.files").tmpfile
 
 local function tmpdir()
     local path = os.tmpname()

@@ -1,6 +1,8 @@
 local stats = require("arkbench.report.stats")
 local json = require("arkbench.util.json")
 local core = require("arkbench.core")
+package.path = (os.getenv("ARKBENCH_ROOT") or ".") .. "/spec/?.lua;" .. package.path
+local tmpfile = require("helpers.files").tmpfile
 
 -- ab1: encoding of the given nanosecond values (core/base/histogram.h).
 local function bucket(v)
@@ -75,14 +77,6 @@ local function failed_run(case_id, rep, status, err, signal)
         errors = { ECONNRESET = 3 },
         round_trips_per_s = 1e9, rss_peak_bytes = 1e12, rtt_histogram = hist({ 99999999 }),
     }
-end
-
-local function tmpfile(content)
-    local path = os.tmpname()
-    local f = assert(io.open(path, "wb"))
-    f:write(content)
-    f:close()
-    return path
 end
 
 describe("stats.median/min/max", function()
