@@ -31,7 +31,7 @@
 #include "base/ab_error.h"
 #include "base/clock.h"
 #include "proto/codecs.h"
-#include "engine/engine_int.h"
+#include "drivers/drivers_int.h"
 #include "engine/window.h"
 #include "proto/framing.h"
 #include "io/scheduler.h"

@@ -24,7 +24,7 @@
 #include "base/ab_error.h"
 #include "base/clock.h"
 #include "proto/codecs.h"
-#include "engine/engine_int.h"
+#include "drivers/drivers_int.h"
 #include "engine/window.h"
 #include "proto/framing.h"
 #include "base/work.h"
@@ -144,8 +144,7 @@ void ab__client_reported(ab__client_t *c) {
   ab__loop_t *l = c->loop;
   if (c->ly.reported) return;
   c->ly.reported = 1;
-  if (--l->connects_pending == 0) ab__loop_reached(l, AB__ST_CONNECTED);
-  else ab__clients_connect_more(l);
+  ab__loop_connect_done(l);
 }
 
 static void hs_fail(ab__client_t *c, int code, const char *what, const char *detail) {
@@ -403,7 +402,7 @@ void ab__sclient_connect(ab__client_t *c, const struct sockaddr *addr) {
                ab_err_name(r));
       ab__loop_error(l, r, msg);
       c->ly.reported = 1;
-      if (--l->connects_pending == 0) ab__loop_reached(l, AB__ST_CONNECTED);
+      ab__loop_connect_done(l);
       return;
     }
     hs_fail(c, r, "connect", NULL);

@@ -15,7 +15,7 @@
 
 #include "base/ab_error.h"
 #include "base/clock.h"
-#include "engine/engine_int.h"
+#include "drivers/drivers_int.h"
 #include "engine/window.h"
 #include "proto/codecs.h"
 #include "proto/framing.h"
@@ -190,25 +190,7 @@ static void on_connect(uv_connect_t *req, int status) {
     int r = ab_sockio_start(&c->io, &l->loop, &c->tcp, 0, on_readable, on_io_error);
     if (r < 0) ab__client_fail(c, r, "read start");
   }
-  if (--l->connects_pending == 0) ab__loop_reached(l, AB__ST_CONNECTED);
-  else ab__clients_connect_more(l);
-}
-
-/* At most this many connects in flight per loop: a burst larger than the
- * listen backlog (net.core.somaxconn, 4096; SYN backlog 2048) overflows it,
- * and the dropped handshakes come back only after retransmission timeouts,
- * which would then sit inside the first measured RTTs. */
-#define CONNECTS_IN_FLIGHT 256
-
-void ab__clients_connect_more(ab__loop_t *l) {
-  while (l->connects_started < l->nclients &&
-         l->connects_started - (l->nclients - l->connects_pending) < CONNECTS_IN_FLIGHT) {
-    ab__client_t *c = &l->clients[l->connects_started++];
-    if (l->eng->hooks) l->eng->hooks->client_start(l->exec_state, c);
-    else if (l->eng->coro) ab__co_client_start(c);
-    else if (l->eng->layered) ab__sclient_connect(c, (const struct sockaddr *)&l->connect_addr);
-    else ab__client_connect(c, (const struct sockaddr *)&l->connect_addr);
-  }
+  ab__loop_connect_done(l);
 }
 
 void ab__client_connect(ab__client_t *c, const struct sockaddr *addr) {
@@ -239,6 +221,6 @@ void ab__client_connect(ab__client_t *c, const struct sockaddr *addr) {
              ab_strerror(r), ab_err_name(r));
     ab__loop_error(l, r, msg);
     if (c->tcp.data) ab__client_close(c);
-    if (--l->connects_pending == 0) ab__loop_reached(l, AB__ST_CONNECTED);
+    ab__loop_connect_done(l);
   }
 }

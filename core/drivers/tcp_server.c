@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "base/ab_error.h"
-#include "engine/engine_int.h"
+#include "drivers/drivers_int.h"
 #include "proto/framing.h"
 #include "base/work.h"
 
@@ -241,9 +241,7 @@ void ab__server_work_returned(ab__sconn_t *s, uint64_t n) {
 
 static void job_done(ab__job_t *job) {
   ab__sconn_t *s = (ab__sconn_t *)((char *)job - offsetof(ab__sconn_t, job));
-  if (s->loop->eng->coro) ab__co_job_done(s);
-  else if (s->loop->eng->layered) ab__sserver_release(s, 1);
-  else ab__server_work_returned(s, 1);
+  s->loop->eng->drv->work_done(s);
 }
 
 static void on_connection(uv_stream_t *server, int status) {
@@ -271,19 +269,11 @@ static void on_connection(uv_stream_t *server, int status) {
   }
   uv_tcp_nodelay(&s->tcp, 1);
   ab_outbuf_init(&s->out, (uv_stream_t *)&s->tcp, on_swrite_error);
-  if (l->eng->hooks && l->eng->hooks->server_accept) {
-    l->eng->hooks->server_accept(l->exec_state, s);
-    return;
-  }
-  if (l->eng->coro) {
-    ab__co_server_accept(s);
-    return;
-  }
-  if (l->eng->layered) {
-    ab__sserver_accept(s);
-    return;
-  }
-  int r = ab_sockio_start(&s->io, &l->loop, &s->tcp, 1, on_sreadable, on_sio_error);
+  l->eng->drv->accept(s);
+}
+
+void ab__server_accept_plain(ab__sconn_t *s) {
+  int r = ab_sockio_start(&s->io, &s->loop->loop, &s->tcp, 1, on_sreadable, on_sio_error);
   if (r < 0) ab__sconn_error(s, r, "read start");
   else s->io.on_drained = on_sdrained;
 }

@@ -17,7 +17,7 @@
 
 #include "base/ab_error.h"
 #include "base/clock.h"
-#include "engine/engine_int.h"
+#include "drivers/drivers_int.h"
 #include "engine/window.h"
 #include "proto/framing.h"
 #include "base/work.h"

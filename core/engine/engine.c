@@ -26,7 +26,6 @@
 #include "engine/engine_int.h"
 #include "engine/window.h"
 #include "proto/framing.h"
-#include "proto/codecs.h"
 #include "base/procstat.h"
 
 void ab__errors_add(ab_error_count_t *tab, int *n, int code, uint64_t count) {
@@ -159,7 +158,7 @@ static void phase_timer_cb(uv_timer_t *t) {
     /* warm-up replies overdue: those connections are broken */
     for (uint32_t i = 0; i < l->nclients; i++)
       if (l->clients[i].win.inflight > 0)
-        ab__client_fail(&l->clients[i], AB_ETIMEDOUT, "warm-up reply overdue");
+        l->eng->drv->client_fail(&l->clients[i], AB_ETIMEDOUT, "warm-up reply overdue");
     ab__loop_check_progress(l);
     break;
   case AB__PH_MEASURE:
@@ -177,17 +176,9 @@ static void phase_timer_cb(uv_timer_t *t) {
   }
 }
 
-/* Lets client c issue what its window allows now. */
-static void pump_one(ab__loop_t *l, ab__client_t *c) {
-  if (l->eng->hooks) l->eng->hooks->client_wake(l->exec_state, c);
-  else if (l->eng->coro) ab__co_client_wake(c);
-  else if (l->eng->cfg->protocol == AB_PROTO_UDP) ab__udp_pump(c);
-  else if (l->eng->layered) ab__sclient_pump(c);
-  else ab__client_pump(c);
-}
-
-static void pump_all(ab__loop_t *l) {
-  for (uint32_t i = 0; i < l->nclients; i++) pump_one(l, &l->clients[i]);
+/* A sending phase began: every client may fill its window. */
+static void wake_all(ab__loop_t *l) {
+  for (uint32_t i = 0; i < l->nclients; i++) l->eng->drv->wake(&l->clients[i]);
 }
 
 /* The timeout sweep runs at least every tick_interval_ms(), and sooner
@@ -219,10 +210,10 @@ static void tick_cb(uv_timer_t *t) {
     if (!c->alive) continue;
     int r = ab__win_sweep(c, now);
     if (r == AB_ETIMEDOUT) {
-      ab__client_fail(c, AB_ETIMEDOUT, "no reply within the timeout");
+      l->eng->drv->client_fail(c, AB_ETIMEDOUT, "no reply within the timeout");
       continue;
     }
-    if (r > 0) pump_one(l, c);
+    if (r > 0) l->eng->drv->wake(c); /* slots freed: issue again */
     uint64_t e = ab__win_next_expiry(c);
     if (e < next) next = e;
   }
@@ -231,6 +222,28 @@ static void tick_cb(uv_timer_t *t) {
   if (l->phase == AB__PH_WARMUP || l->phase == AB__PH_WARM_DRAIN ||
       l->phase == AB__PH_MEASURE || l->phase == AB__PH_DRAIN)
     arm_tick(l, next);
+}
+
+/* At most this many connects in flight per loop: a burst larger than the
+ * listen backlog (net.core.somaxconn, 4096; SYN backlog 2048) overflows it,
+ * and the dropped handshakes come back only after retransmission timeouts,
+ * which would then sit inside the first measured RTTs. */
+#define CONNECTS_IN_FLIGHT 256
+
+void ab__loop_connect_more(ab__loop_t *l) {
+  /* a driver that finishes a connect inside client_start calls back into
+   * ab__loop_connect_done: the loop below goes on, no recursion */
+  if (l->in_connect_more) return;
+  l->in_connect_more = 1;
+  while (l->connects_started < l->nclients &&
+         l->connects_started - (l->nclients - l->connects_pending) < CONNECTS_IN_FLIGHT)
+    l->eng->drv->client_start(&l->clients[l->connects_started++]);
+  l->in_connect_more = 0;
+}
+
+void ab__loop_connect_done(ab__loop_t *l) {
+  if (--l->connects_pending == 0) ab__loop_reached(l, AB__ST_CONNECTED);
+  else ab__loop_connect_more(l);
 }
 
 static void close_cb_noop(uv_handle_t *h) { (void)h; }
@@ -262,16 +275,10 @@ static void ctl_cb(uv_async_t *a) {
     ab__loop_t *srv = eng->cfg->model == AB_MODEL_SHARDED ? l : &eng->loops[0];
     if (eng->cfg->role == AB_ROLE_CLIENT) addr = eng->cfg->addr;
     else uv_ip4_addr("127.0.0.1", srv->port, (struct sockaddr_in *)&addr);
-    if (eng->cfg->protocol == AB_PROTO_UDP) {
-      for (uint32_t i = 0; i < l->nclients; i++)
-        ab__udp_client_open(&l->clients[i], (const struct sockaddr *)&addr);
-      ab__loop_reached(l, AB__ST_CONNECTED);
-      break;
-    }
     l->connects_pending = l->nclients;
     l->connect_addr = addr;
     if (l->nclients == 0) ab__loop_reached(l, AB__ST_CONNECTED);
-    ab__clients_connect_more(l);
+    ab__loop_connect_more(l);
     break;
   }
   case AB__CMD_WARMUP:
@@ -279,7 +286,7 @@ static void ctl_cb(uv_async_t *a) {
     l->warm_deadline_ns = t0;
     arm_phase_timer(l, t0);
     start_tick(l);
-    pump_all(l);
+    wake_all(l);
     break;
   case AB__CMD_MEASURE:
     l->phase = AB__PH_MEASURE;
@@ -288,17 +295,11 @@ static void ctl_cb(uv_async_t *a) {
     l->drain_end_ns = t1 + (uint64_t)(eng->cfg->timeout_s * 1e9);
     arm_phase_timer(l, t1);
     start_tick(l);
-    pump_all(l);
+    wake_all(l);
     break;
   case AB__CMD_STOP:
     l->phase = AB__PH_STOPPING;
-    if (l->sched) ab_sched_cancel_all(l->sched);
-    for (uint32_t i = 0; i < l->nclients; i++) ab__client_close(&l->clients[i]);
-    ab__server_close_all(l);
-    if (l->listening)
-      uv_close(eng->cfg->protocol == AB_PROTO_UDP ? (uv_handle_t *)&l->userver
-                                                  : (uv_handle_t *)&l->listener,
-               close_cb_noop);
+    eng->drv->stop(l);
     uv_close((uv_handle_t *)&l->phase_timer, close_cb_noop);
     uv_close((uv_handle_t *)&l->tick, close_cb_noop);
     uv_close((uv_handle_t *)&l->ctl, close_cb_noop);
@@ -366,7 +367,6 @@ int ab_case_check(const ab_case_cfg_t *cfg, char *err, size_t errlen) {
   if (p == NULL) BAD("unknown protocol %d", cfg->protocol);
   if (exec == NULL) BAD("unknown execution %d", cfg->execution);
   if (!ab_caps_runs(p, cfg->execution)) BAD("execution %s does not run protocol %s", exec, p->name);
-  if (cfg->execution == AB_EXEC_HOOKS && (cfg->hooks == NULL || !cfg->hooks->loop_open || !cfg->hooks->client_start || !cfg->hooks->client_wake)) BAD("execution hooks are incomplete");
   if (ab_caps_name(framings, nframing, cfg->framing) == NULL) BAD("unknown framing %d", cfg->framing);
   if (cfg->payload < lim->payload_min || cfg->payload > p->payload_max) BAD("%s payload %u out of range %u .. %u", p->name, cfg->payload, lim->payload_min, p->payload_max);
   if (cfg->clients < lim->clients_min || cfg->clients > lim->clients_max) BAD("clients %u out of range %u .. %u", cfg->clients, lim->clients_min, lim->clients_max);
@@ -376,91 +376,12 @@ int ab_case_check(const ab_case_cfg_t *cfg, char *err, size_t errlen) {
   if (cfg->work > lim->work_max) BAD("work %llu over %llu", (unsigned long long)cfg->work, (unsigned long long)lim->work_max);
   if (!(cfg->warmup_s >= 0) || !(cfg->duration_s > 0) || !(cfg->timeout_s > 0)) BAD("warmup >= 0, duration > 0 and timeout > 0 are required");
   if ((double)cfg->clients * cfg->window * cfg->payload > (double)lim->inflight_max) BAD("clients x window x payload exceeds %llu bytes", (unsigned long long)lim->inflight_max);
+  const ab_driver_t *d = cfg->driver;
+  if (d == NULL) BAD("no driver runs this protocol with this execution");
+  if (!d->case_open || !d->case_close || !d->loop_open || !d->loop_close || !d->client_start ||
+      !d->wake || !d->client_fail || !d->stop) BAD("driver '%s' is incomplete", d->name ? d->name : "?");
   return 0;
 #undef BAD
-}
-
-/* One handshake in memory before anything is timed: OpenSSL initialises
- * lazily (several ms on first use), which would otherwise land in the
- * first connection's handshake_us. */
-static void warm_tls(ab__engine_t *eng) {
-  ab_tls_conn_t *cl = NULL, *sv = NULL;
-  uint8_t buf[16384];
-  if (ab_tls_conn_new(eng->tls_client, 1, eng->verify_host, &cl) == 0 &&
-      ab_tls_conn_new(eng->tls_server, 0, NULL, &sv) == 0) {
-    for (int i = 0; i < 10; i++) {
-      int a = ab_tls_handshake(cl), b = ab_tls_handshake(sv);
-      size_t n;
-      while ((n = ab_tls_take_out(cl, buf, sizeof(buf))) > 0) ab_tls_feed(sv, buf, n);
-      while ((n = ab_tls_take_out(sv, buf, sizeof(buf))) > 0) ab_tls_feed(cl, buf, n);
-      if ((a == 1 && b == 1) || a < 0 || b < 0) break;
-    }
-  }
-  ab_tls_conn_free(cl);
-  ab_tls_conn_free(sv);
-}
-
-/* Chooses the layers and codec for the protocol and makes the TLS
- * contexts (the server's generates its EC P-256 certificate now, before
- * anything is timed). */
-static int setup_protocol(ab__engine_t *eng, const ab_case_cfg_t *cfg, ab_result_t *out) {
-  int p = cfg->protocol;
-  eng->layered = p != AB_PROTO_TCP && p != AB_PROTO_UDP;
-  /* a hooks-driven run serves with the coroutine echo unless the hooks
-   * serve connections themselves */
-  eng->coro = cfg->execution == AB_EXEC_COROUTINE || cfg->execution == AB_EXEC_HOOKS;
-  eng->hooks = cfg->execution == AB_EXEC_HOOKS ? cfg->hooks : NULL;
-  eng->use_tls = p == AB_PROTO_TLS || p == AB_PROTO_WSS || p == AB_PROTO_HTTPS;
-  eng->use_ws = p == AB_PROTO_WS || p == AB_PROTO_WSS;
-  eng->codec_vt = eng->use_ws ? &ab_codec_ws
-                  : (p == AB_PROTO_HTTP || p == AB_PROTO_HTTPS) ? &ab_codec_http
-                  : cfg->framing == AB_FRAMING_RAW ? &ab_codec_raw : &ab_codec_length;
-  eng->host = cfg->host ? cfg->host : "127.0.0.1";
-  eng->verify_host = eng->host;
-  if (!eng->use_tls) return 0;
-  ab_tls_opts_t o;
-  memset(&o, 0, sizeof(o));
-  o.version = cfg->tls_version;
-  o.ciphers = cfg->tls_ciphers;
-  o.sni = cfg->tls_sni;
-  o.alpn = cfg->tls_alpn;
-  o.resume = cfg->tls_resume;
-  int r = 0;
-  if (cfg->role != AB_ROLE_CLIENT) r = ab_tls_server_ctx_new(&o, &eng->tls_server);
-  if (r == 0 && cfg->role != AB_ROLE_SERVER) {
-    /* against our own server: trust its certificate; against a target:
-     * trust the PEM given (tls_cert_out doubles as the CA file path) */
-    const char *ca = eng->tls_server ? ab_tls_ctx_cert_pem(eng->tls_server) : NULL;
-    char *file_pem = NULL;
-    if (ca == NULL && cfg->tls_cert_out) {
-      FILE *f = fopen(cfg->tls_cert_out, "rb");
-      if (f) {
-        file_pem = calloc(1, 65536);
-        if (file_pem) fread(file_pem, 1, 65535, f);
-        fclose(f);
-      }
-      ca = file_pem;
-    }
-    r = ab_tls_client_ctx_new(&o, ca, &eng->tls_client);
-    free(file_pem);
-  }
-  if (r == 0 && eng->tls_server && eng->tls_client) warm_tls(eng);
-  if (r == 0 && cfg->role == AB_ROLE_SERVER && cfg->tls_cert_out) {
-    FILE *f = fopen(cfg->tls_cert_out, "wb");
-    if (f == NULL) r = AB_EINVAL;
-    else {
-      fputs(ab_tls_ctx_cert_pem(eng->tls_server), f);
-      fclose(f);
-    }
-  }
-  if (r < 0) {
-    snprintf(out->error, sizeof(out->error), "TLS setup: %s", ab_tls_last_error());
-    ab_tls_ctx_free(eng->tls_server);
-    ab_tls_ctx_free(eng->tls_client);
-    eng->tls_server = eng->tls_client = NULL;
-    return AB_ECONFIG;
-  }
-  return 0;
 }
 
 static void note(ab_result_t *out, const char *fmt, uint32_t a, uint32_t b) {
@@ -470,14 +391,7 @@ static void note(ab_result_t *out, const char *fmt, uint32_t a, uint32_t b) {
 static void free_clients(ab__loop_t *l) {
   for (uint32_t i = 0; i < l->nclients; i++) {
     ab__win_free(&l->clients[i].win);
-    free(l->clients[i].dgram);
   }
-  ab__udp_free(l);
-  free(l->cipher_rx);
-  l->cipher_rx = NULL;
-  free(l->io_rx);
-  free(l->io_tx);
-  l->io_rx = l->io_tx = NULL;
   free(l->clients);
   ab__sconn_t *s = l->sconns;
   while (s) {
@@ -509,7 +423,8 @@ int ab_run_case(const ab_case_cfg_t *cfg, ab_result_t *out) {
   pthread_condattr_destroy(&ca);
   pthread_mutex_init(&eng.mu, NULL);
 
-  r = setup_protocol(&eng, cfg, out);
+  eng.drv = cfg->driver;
+  r = eng.drv->case_open(&eng, out->error, sizeof(out->error));
   if (r < 0) {
     pthread_mutex_destroy(&eng.mu);
     pthread_cond_destroy(&eng.cv);
@@ -564,23 +479,10 @@ int ab_run_case(const ab_case_cfg_t *cfg, ab_result_t *out) {
       uv_async_init(&l->loop, &l->pool_done, pool_done_cb);
       l->pool_done.data = l;
     }
-    if (cfg->role != AB_ROLE_CLIENT &&
-        (r = cfg->protocol == AB_PROTO_UDP ? ab__udp_server_open(l) : ab__server_listen(l)) < 0)
+    if ((r = eng.drv->loop_open(l, out->error, sizeof(out->error))) < 0) {
+      if (out->error[0]) goto fail;
+      if (r == AB_ENOMEM) goto nomem;
       goto uverr;
-    if (cfg->protocol == AB_PROTO_UDP && l->udp_rx == NULL && (l->udp_rx = malloc(65536)) == NULL)
-      goto nomem;
-    if (eng.use_tls && (l->cipher_rx = malloc(65536)) == NULL) goto nomem;
-    if (cfg->protocol == AB_PROTO_TCP && !eng.layered && !eng.coro &&
-        ((l->io_rx = malloc(AB__IO_RX)) == NULL ||
-         (cfg->role != AB_ROLE_SERVER && (l->io_tx = malloc(AB__IO_TX)) == NULL)))
-      goto nomem;
-    if (eng.coro && (r = ab_sched_new(&l->sched, &l->loop)) < 0) goto nomem;
-    if (eng.hooks) {
-      l->exec_state = eng.hooks->loop_open(eng.hooks->arg, l, out->error, sizeof(out->error));
-      if (l->exec_state == NULL) {
-        r = AB_ECONFIG;
-        goto fail;
-      }
     }
   }
   if (workers && (r = ab__pool_start(&eng, workers)) < 0) goto nomem;
@@ -703,27 +605,16 @@ stop:
       ab__errors_add(out->errors, &out->nerrors, l->errors[k].code, l->errors[k].count);
     if (out->error[0] == '\0' && l->first_error[0] != '\0')
       snprintf(out->error, sizeof(out->error), "%s", l->first_error);
-    if (eng.hooks && l->exec_state) eng.hooks->loop_close(eng.hooks->arg, l->exec_state);
-    l->exec_state = NULL;
-    if (l->sched && ab_sched_free(l->sched) != 0)
-      fprintf(stderr, "arkbench: loop %u: coroutine tasks still alive at the end\n", li);
-    l->sched = NULL;
+    eng.drv->loop_close(l);
     uv_loop_close(&l->loop);
     free_clients(l);
   }
-  snprintf(out->tls_version, sizeof(out->tls_version), "%s", eng.tls_version);
-  snprintf(out->tls_cipher, sizeof(out->tls_cipher), "%s", eng.tls_cipher);
-  snprintf(out->tls_alpn, sizeof(out->tls_alpn), "%s", eng.tls_alpn);
-  snprintf(out->tls_sni, sizeof(out->tls_sni), "%s", eng.tls_sni);
-  out->tls_resumed = eng.tls_resumed;
-  ab_tls_ctx_free(eng.tls_server);
-  ab_tls_ctx_free(eng.tls_client);
-  out->udp_client_buffers = eng.udp_client_buffers;
-  out->udp_server_buffers = eng.udp_server_buffers;
+  eng.drv->case_close(&eng, out);
   if (cfg->role == AB_ROLE_SERVER) {
     out->ok = out->error[0] == '\0';
-  } else if (cfg->protocol == AB_PROTO_UDP) {
-    /* loss is what UDP measures, not a failure; errors still are */
+  } else if (eng.drv->loss_is_measured) {
+    /* loss is what a datagram transport measures, not a failure; errors
+     * still are */
     out->ok = out->error[0] == '\0' && out->message_errors == 0 && out->completed > 0;
   } else {
     out->ok = out->error[0] == '\0' && out->nerrors == 0 && out->timed_out == 0 &&
@@ -749,10 +640,7 @@ fail:
     l->phase = AB__PH_STOPPING;
     uv_walk(&l->loop, close_walk_cb, NULL);
     uv_run(&l->loop, UV_RUN_DEFAULT);
-    if (eng.hooks && l->exec_state) eng.hooks->loop_close(eng.hooks->arg, l->exec_state);
-    l->exec_state = NULL;
-    ab_sched_free(l->sched);
-    l->sched = NULL;
+    eng.drv->loop_close(l);
     uv_loop_close(&l->loop);
   }
   if (eng.loops)
@@ -760,8 +648,7 @@ fail:
       if (eng.loops[li].clients) free_clients(&eng.loops[li]);
   free(eng.loops);
   if (eng.pool) { ab__pool_stop(eng.pool); ab__pool_free(eng.pool); }
-  ab_tls_ctx_free(eng.tls_server);
-  ab_tls_ctx_free(eng.tls_client);
+  eng.drv->case_close(&eng, out);
   return r < 0 ? r : AB_ENOMEM;
 }
 

@@ -21,29 +21,8 @@
 
 #include "base/histogram.h"
 #include "proto/caps.h" /* AB_PROTO_*, AB_EXEC_*, AB_FRAMING_*, AB_MODEL_* */
+#include "engine/driver.h"
 
-/* execution = "lua" (and any other driver of connections written outside
- * the core): the engine keeps topology, phases, timing and accounting, and
- * hands each connection end to these callbacks.  Everything but loop_open
- * runs on the loop's own thread; loop_open runs on the calling thread
- * before the loop thread starts, loop_close after it ended.  `state` is
- * what loop_open returned for that loop.  The types are the engine's
- * internals (engine_int.h); see core/lua/lua_exec.c for the Lua driver. */
-struct ab__loop_s;
-struct ab__client_s;
-struct ab__sconn_s;
-typedef struct ab_exec_hooks_s {
-  void *arg;
-  void *(*loop_open)(void *arg, struct ab__loop_s *l, char *err, size_t errlen);
-  void (*loop_close)(void *arg, void *state);
-  /* a client connection to start (its task connects, then drives it) */
-  void (*client_start)(void *state, struct ab__client_s *c);
-  /* the phase changed (warm-up or measure began): sending may resume */
-  void (*client_wake)(void *state, struct ab__client_s *c);
-  /* an accepted server connection; NULL = the built-in echo serves it */
-  void (*server_accept)(void *state, struct ab__sconn_s *s);
-  /* after the loop stopped (STOP): every task is cancelled by the engine */
-} ab_exec_hooks_t;
 
 typedef struct {
   int protocol;      /* AB_PROTO_* */
@@ -78,7 +57,9 @@ typedef struct {
   void (*on_listening)(int port, void *arg);
   void *on_listening_arg;
   volatile int *stop;
-  const ab_exec_hooks_t *hooks; /* execution AB_EXEC_HOOKS */
+  /* who drives the connections: a row of core/drivers/registry.c
+   * (ab_driver_for) or the Lua driver (core/lua/lua_exec.c); required */
+  const ab_driver_t *driver;
 } ab_case_cfg_t;
 
 enum { AB_ROLE_BOTH = 0, AB_ROLE_CLIENT = 1, AB_ROLE_SERVER = 2 };
@@ -97,7 +78,7 @@ typedef struct {
   uint64_t count;
 } ab_error_count_t;
 
-typedef struct {
+struct ab_result_s {
   int ok;                 /* 1: measured as asked, no errors */
   char error[512];        /* first error, with context; "" when none */
   uint64_t sent, completed, drained, timed_out, message_errors, unfinished;
@@ -124,7 +105,7 @@ typedef struct {
   /* server side (every role that runs one) */
   uint64_t server_connections, server_messages, server_bytes;
   uint64_t server_resets;  /* server role: clients that reset (not errors) */
-} ab_result_t;
+};
 
 /* Checks cfg; returns 0 or AB_ECONFIG with a sentence in err[0..errlen). */
 int ab_case_check(const ab_case_cfg_t *cfg, char *err, size_t errlen);

@@ -1,5 +1,7 @@
-/* engine_int.h -- shared internals of the engine (engine.c, tcp_client.c,
- * tcp_server.c, pool.c).  Not a public header.
+/* engine_int.h -- shared internals of the engine and its drivers (engine.c,
+ * pool.c, and every core/drivers file through drivers/drivers_int.h).  Not a
+ * public header.  The engine calls drivers only through cfg->driver
+ * (engine/driver.h).
  *
  * Threads: each ab__loop_t runs one uv_loop_t on its own thread; the thread
  * that called ab_run_case() is the coordinator.  The coordinator talks to a
@@ -19,6 +21,7 @@
 #include <uv.h>
 
 #include "base/buf.h"
+#include "engine/driver.h"
 #include "engine/engine.h"
 #include "base/histogram.h"
 #include "proto/codec.h"
@@ -169,8 +172,9 @@ struct ab__loop_s {
   uint8_t *io_rx;               /* plain tcp, callback: receive buffer
                                    shared by the loop's connections */
   uint8_t *io_tx;               /* and the client batch being built */
-  ab_sched_t *sched;            /* execution = coroutine or hooks */
-  void *exec_state;             /* execution = hooks: loop_open's result */
+  ab_sched_t *sched;            /* the driver's task scheduler, if any */
+  void *drv_state;              /* the driver's per-loop state, if any */
+  int in_connect_more;          /* ab__loop_connect_more is on the stack */
   struct ab__udp_job_s *udp_free; /* udp + pool: recycled datagram jobs */
 
   ab__client_t *clients;        /* this loop's clients */
@@ -215,9 +219,7 @@ struct ab__engine_s {
   uint32_t reached[AB__ST_COUNT];
   ab_udp_buffers_t udp_client_buffers, udp_server_buffers;
   int aborted;                  /* ab__engine_abort: stop waiting now */
-  int layered;                  /* protocol goes through stream.c */
-  int coro;                     /* execution = coroutine: coro_echo.c */
-  const ab_exec_hooks_t *hooks; /* execution = hooks (lua) */
+  const ab_driver_t *drv;       /* cfg->driver */
   const char *host;             /* Host header / WebSocket host */
   const char *verify_host;      /* name the server certificate must match */
   int use_tls, use_ws;
@@ -234,68 +236,17 @@ void ab__engine_abort(ab__loop_t *l);
 void ab__loop_reached(ab__loop_t *l, int stage);
 void ab__loop_error(ab__loop_t *l, int code, const char *what);
 void ab__loop_check_progress(ab__loop_t *l);
-
-/* A whole reply payload: checks every byte and completes it (stream.c). */
-int ab__client_reply(ab__client_t *c, const ab_msgview_t *msg, uint64_t now);
-
-/* tcp_client.c */
-void ab__client_connect(ab__client_t *c, const struct sockaddr *addr);
-/* Starts connects up to the per-loop limit of connects in flight. */
-void ab__clients_connect_more(ab__loop_t *l);
-void ab__client_pump(ab__client_t *c);
-void ab__client_fail(ab__client_t *c, int code, const char *what);
-void ab__client_close(ab__client_t *c);
-void ab__client_on_closed(uv_handle_t *h);
-
-/* engine.c: a bound socket for a loop's server (the scenario's listen
- * address in server role, else 127.0.0.1:0; SO_REUSEPORT when shared by
- * several loops).  Returns an fd or a negative errno. */
+/* A client's connect (and handshakes) finished, well or not: drivers call
+ * this once per client started.  Reaches the CONNECTED stage after the
+ * last one, else starts the next paced connect (never recursively: a
+ * driver may call it from inside client_start). */
+void ab__loop_connect_done(ab__loop_t *l);
+/* Starts client connects up to the per-loop limit in flight. */
+void ab__loop_connect_more(ab__loop_t *l);
+/* A bound socket for a loop's server (the scenario's listen address in
+ * server role, else 127.0.0.1:0; SO_REUSEPORT when shared by several
+ * loops).  Returns an fd or a negative errno. */
 int ab__server_socket(ab__loop_t *l, int type);
-
-/* A server connection's read failed: an orderly EOF or, in server role, a
- * client's reset (not ours to count as a failure: counted apart) closes it
- * quietly; anything else is an error. */
-void ab__sconn_read_failed(ab__sconn_t *s, ssize_t nread);
-/* Server side: the first completed TLS handshake's parameters. */
-void ab__record_tls(ab__engine_t *eng, ab_tls_conn_t *tls);
-
-/* tcp_server.c */
-int ab__server_listen(ab__loop_t *l);
-void ab__sconn_close(ab__sconn_t *s);
-void ab__sconn_error(ab__sconn_t *s, int code, const char *what);
-void ab__server_work_returned(ab__sconn_t *s, uint64_t n);
-void ab__server_close_all(ab__loop_t *l);
-
-/* stream.c: layered protocols */
-void ab__sclient_connect(ab__client_t *c, const struct sockaddr *addr);
-void ab__sclient_pump(ab__client_t *c);
-void ab__sserver_accept(ab__sconn_t *s);
-void ab__sserver_release(ab__sconn_t *s, uint64_t n);
-void ab__layers_free(ab__layers_t *ly);
-/* pieces shared with coro_echo.c */
-/* Plaintext that arrived with the end of a TLS handshake, appended. */
-void ab__ly_drain_tls(ab__layers_t *ly, uint8_t **rbuf, size_t *rcap, size_t *rlen);
-/* Drops buf[0..used) and moves the rest to the front. */
-void ab__consume(uint8_t *buf, size_t *len, size_t used);
-/* A client's connect (and handshakes) finished, well or not: counts it
- * towards the CONNECTED stage once, and starts the next paced connect. */
-void ab__client_reported(ab__client_t *c);
-void ab__ly_alloc(ab__layers_t *ly, ab__loop_t *l, uint8_t **rbuf, size_t *rcap,
-                  size_t rlen, uv_buf_t *buf);
-int ab__ly_ingest(ab__layers_t *ly, uint8_t **rbuf, size_t *rcap, size_t *rlen,
-                  const uv_buf_t *buf, ssize_t n);
-
-/* coro_echo.c: execution = coroutine */
-void ab__co_client_start(ab__client_t *c);
-void ab__co_client_wake(ab__client_t *c);
-void ab__co_server_accept(ab__sconn_t *s);
-void ab__co_job_done(ab__sconn_t *s);
-
-/* udp.c */
-int ab__udp_server_open(ab__loop_t *l);
-void ab__udp_client_open(ab__client_t *c, const struct sockaddr *addr);
-void ab__udp_pump(ab__client_t *c);
-void ab__udp_free(ab__loop_t *l);
 
 /* pool.c: shared:N hand-off of per-message server work */
 int ab__pool_start(ab__engine_t *eng, uint32_t workers);

@@ -29,6 +29,7 @@
 #include <lauxlib.h>
 
 #include "base/ab_error.h"
+#include "drivers/registry.h"
 #include "engine/engine.h"
 #include "lua/lua_core.h"
 #include "lua/lua_exec.h"
@@ -266,7 +267,9 @@ static int l_run_case(lua_State *L) {
   ab_lua_exec_t *lx = NULL;
   if (cfg.execution == AB_EXEC_HOOKS) {
     if (ab_lua_exec_new(L, 1, &lx, err, sizeof(err)) != 0) return config_error(L, err);
-    cfg.hooks = ab_lua_exec_hooks(lx);
+    cfg.driver = ab_lua_exec_driver(lx);
+  } else {
+    cfg.driver = ab_driver_for(cfg.protocol, cfg.execution);
   }
   if (ab_case_check(&cfg, err, sizeof(err)) != 0) {
     ab_lua_exec_free(lx);

@@ -174,8 +174,7 @@ static void free_loop(ab__lx_loop_t *lx) {
   free(lx);
 }
 
-static void *lx_loop_open(void *arg, ab__loop_t *l, char *err, size_t errlen) {
-  ab_lua_exec_t *x = arg;
+static void *lx_loop_open(ab_lua_exec_t *x, ab__loop_t *l, char *err, size_t errlen) {
   /* which protocols it drives is the capability table's row
    * (proto/caps.h), checked by ab_case_check() before any loop opens */
   ab__lx_loop_t *lx = calloc(1, sizeof(*lx));
@@ -226,9 +225,7 @@ static void *lx_loop_open(void *arg, ab__loop_t *l, char *err, size_t errlen) {
   return lx;
 }
 
-static void lx_loop_close(void *arg, void *state) {
-  ab_lua_exec_t *x = arg;
-  ab__lx_loop_t *lx = state;
+static void lx_loop_close(ab_lua_exec_t *x, ab__lx_loop_t *lx) {
   if (!uv_is_closing((uv_handle_t *)&lx->abort_async)) {
     uv_close((uv_handle_t *)&lx->abort_async, ab__lx_close_noop);
     uv_run(&lx->l->loop, UV_RUN_NOWAIT);
@@ -237,6 +234,21 @@ static void lx_loop_close(void *arg, void *state) {
   for (uint32_t i = 0; i < x->nloops; i++)
     if (x->loops[i] == lx) x->loops[i] = x->loops[--x->nloops];
   free_loop(lx);
+}
+
+/* The driver's loop halves: the coroutine row's (scheduler, listener),
+ * then this loop's Lua state; closed in the opposite order. */
+static int drv_loop_open(ab__loop_t *l, char *err, size_t errlen) {
+  int r = ab__driver_coroutine.loop_open(l, err, errlen);
+  if (r < 0) return r;
+  l->drv_state = lx_loop_open(l->eng->drv->arg, l, err, errlen);
+  return l->drv_state ? 0 : AB_ECONFIG;
+}
+
+static void drv_loop_close(ab__loop_t *l) {
+  if (l->drv_state) lx_loop_close(l->eng->drv->arg, l->drv_state);
+  l->drv_state = NULL;
+  ab__driver_coroutine.loop_close(l);
 }
 
 /* ---- public ----------------------------------------------------------- */
@@ -293,12 +305,16 @@ int ab_lua_exec_new(lua_State *L, int idx, ab_lua_exec_t **out, char *err, size_
   lua_getglobal(L, "ARKBENCH_ROOT");
   if (lua_type(L, -1) == LUA_TSTRING) x->root = strdup(lua_tostring(L, -1));
   lua_pop(L, 1);
-  x->hooks.arg = x;
-  x->hooks.loop_open = lx_loop_open;
-  x->hooks.loop_close = lx_loop_close;
-  x->hooks.client_start = ab__lx_client_start;
-  x->hooks.client_wake = ab__lx_client_wake;
-  x->hooks.server_accept = ab__lx_server_accept;
+  /* the coroutine row (its scheduler, listener, tick and pool returns),
+   * with the scenario's Lua driving each connection */
+  x->driver = ab__driver_coroutine;
+  x->driver.name = "lua";
+  x->driver.arg = x;
+  x->driver.loop_open = drv_loop_open;
+  x->driver.loop_close = drv_loop_close;
+  x->driver.client_start = ab__lx_client_start;
+  x->driver.wake = ab__lx_client_wake;
+  x->driver.accept = ab__lx_server_accept;
   *out = x;
   return 0;
 nomem:
@@ -307,7 +323,7 @@ nomem:
   return AB_ENOMEM;
 }
 
-const ab_exec_hooks_t *ab_lua_exec_hooks(const ab_lua_exec_t *x) { return &x->hooks; }
+const ab_driver_t *ab_lua_exec_driver(const ab_lua_exec_t *x) { return &x->driver; }
 
 int ab_lua_exec_script_errors(const ab_lua_exec_t *x, const char **first) {
   *first = x->errmsg[0] ? x->errmsg : NULL;

@@ -2,13 +2,13 @@
  * Lua code (the user reference is docs/lua-api.md).
  *
  * The engine (engine.h) keeps topology, phases, timing and accounting and
- * calls the hooks this module provides (ab_exec_hooks_t).  Each loop gets
+ * calls the driver this module provides (ab_driver_t, engine/driver.h).  Each loop gets
  * its own lua_State (Lua states are not shared between threads), made on
  * the coordinator thread in loop_open, used only on that loop's thread
  * while the loop runs, and closed in loop_close after the loop ended.
  *
  * Lifetime: ab_lua_exec_new() before ab_run_case(), ab_lua_exec_free()
- * after it returned (the hooks point into the object).
+ * after it returned (the driver points into the object).
  *
  * Errors: functions return 0 or a negative ab_error.h code with a sentence
  * in err[0..errlen).  A Lua error inside a hook never escapes: it is
@@ -36,8 +36,8 @@ typedef struct ab_lua_exec_s ab_lua_exec_t;
  * 0, AB_ECONFIG or AB_ENOMEM (err says why). */
 int ab_lua_exec_new(lua_State *L, int idx, ab_lua_exec_t **out, char *err, size_t errlen);
 
-/* The hooks to put in ab_case_cfg_t.hooks (valid until ab_lua_exec_free). */
-const ab_exec_hooks_t *ab_lua_exec_hooks(const ab_lua_exec_t *x);
+/* The driver to put in ab_case_cfg_t.driver (valid until ab_lua_exec_free). */
+const ab_driver_t *ab_lua_exec_driver(const ab_lua_exec_t *x);
 
 /* After the run: the number of script errors, and in *first the full
  * message of the first one (file:line, message, traceback), or NULL. */

@@ -30,7 +30,7 @@
 #include <lua.h>
 #include <uv.h>
 
-#include "engine/engine_int.h"
+#include "drivers/drivers_int.h"
 #include "engine/window.h"
 #include "lua/lua_exec.h"
 #include "base/outbuf.h"
@@ -93,7 +93,7 @@ typedef struct ab__lx_conn_s {
 } ab__lx_conn_t;
 
 struct ab_lua_exec_s {
-  ab_exec_hooks_t hooks;
+  ab_driver_t driver;               /* the coroutine row, Lua-driven */
   char *scenario_path;
   char **sets;
   int nsets;
@@ -175,8 +175,8 @@ void ab__lx_light_parse(ab__lx_conn_t *k);
 
 /* ---- lua_exec_tcp.c: the engine hooks for connections ----------------- */
 
-void ab__lx_client_start(void *state, ab__client_t *c);
-void ab__lx_client_wake(void *state, ab__client_t *c);
-void ab__lx_server_accept(void *state, ab__sconn_t *s);
+void ab__lx_client_start(ab__client_t *c);
+void ab__lx_client_wake(ab__client_t *c);
+void ab__lx_server_accept(ab__sconn_t *s);
 
 #endif

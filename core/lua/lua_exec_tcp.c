@@ -1,6 +1,6 @@
 /* lua_exec_tcp.c -- execution = "lua": the plain tcp connections the Lua
- * code drives -- the engine hooks client_start, client_wake and
- * server_accept, and the libuv connect, read and write callbacks.  A
+ * code drives -- the Lua driver rows client_start, wake and
+ * accept, and the libuv connect, read and write callbacks.  A
  * client connects as in tcp_client.c, then starts its task (full form) or
  * fills its window (light form); an accepted connection runs the server
  * function as a task, or the built-in echo when there is none.  Bytes
@@ -26,19 +26,18 @@ static void report_connected(ab__client_t *c) {
   ab__loop_t *l = c->loop;
   if (c->ly.reported) return;
   c->ly.reported = 1;
-  if (--l->connects_pending == 0) ab__loop_reached(l, AB__ST_CONNECTED);
-  else ab__clients_connect_more(l);
+  ab__loop_connect_done(l);
 }
 
 static void c_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
   ab__client_t *c = h->data;
   (void)hint;
-  ab__lx_buf_alloc(ab__lx_conn_of(c->loop->exec_state, c), buf);
+  ab__lx_buf_alloc(ab__lx_conn_of(c->loop->drv_state, c), buf);
 }
 
 static void c_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
   ab__client_t *c = st->data;
-  ab__lx_loop_t *lx = c->loop->exec_state;
+  ab__lx_loop_t *lx = c->loop->drv_state;
   ab__lx_conn_t *k = ab__lx_conn_of(lx, c);
   (void)buf;
   if (nread == 0) return;
@@ -55,7 +54,7 @@ static void c_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
 
 static void on_cwrite_error(ab_outbuf_t *ob, int err) {
   ab__client_t *c = CONTAINER_OF(ob, ab__client_t, out);
-  ab__lx_conn_failed(ab__lx_conn_of(c->loop->exec_state, c), err, "write");
+  ab__lx_conn_failed(ab__lx_conn_of(c->loop->drv_state, c), err, "write");
 }
 
 static void c_exit(ab_task_t *t, void *arg) {
@@ -79,7 +78,7 @@ static void start_client(ab__lx_conn_t *k) {
 static void on_connect(uv_connect_t *req, int status) {
   ab__client_t *c = req->data;
   ab__loop_t *l = c->loop;
-  ab__lx_loop_t *lx = l->exec_state;
+  ab__lx_loop_t *lx = l->drv_state;
   ab__lx_conn_t *k = ab__lx_conn_of(lx, c);
   if (status != UV_ECANCELED) ab_hist_record(&l->connect, ab_now_ns() - c->connect_start_ns);
   if (status < 0 || lx->stopping || c->closing) {
@@ -105,8 +104,8 @@ static void on_connect(uv_connect_t *req, int status) {
   else ab__lx_light_pump(k);
 }
 
-void ab__lx_client_start(void *state, ab__client_t *c) {
-  ab__lx_loop_t *lx = state;
+void ab__lx_client_start(ab__client_t *c) {
+  ab__lx_loop_t *lx = c->loop->drv_state;
   ab__loop_t *l = c->loop;
   ab__lx_conn_t *k = ab__lx_conn_of(lx, c);
   k->magic = AB__LX_MAGIC;
@@ -150,14 +149,14 @@ void ab__lx_client_start(void *state, ab__client_t *c) {
     ab__loop_error(l, r, msg);
     if (c->tcp.data) ab__client_close(c);
   }
-  /* not connecting: counted as done without starting more from here (the
-   * caller, ab__clients_connect_more, goes on with the next ones) */
+  /* not connecting: counted as done (the engine's connect pacing goes on
+   * with the next ones) */
   c->ly.reported = 1;
-  if (--l->connects_pending == 0) ab__loop_reached(l, AB__ST_CONNECTED);
+  ab__loop_connect_done(l);
 }
 
-void ab__lx_client_wake(void *state, ab__client_t *c) {
-  ab__lx_loop_t *lx = state;
+void ab__lx_client_wake(ab__client_t *c) {
+  ab__lx_loop_t *lx = c->loop->drv_state;
   ab__lx_conn_t *k = ab__lx_conn_of(lx, c);
   if (k->magic != AB__LX_MAGIC || lx->stopping || !c->alive) return;
   if (lx->mode == AB__LX_MODE_LIGHT) ab__lx_light_pump(k);
@@ -210,8 +209,8 @@ static void s_exit(ab_task_t *t, void *arg) {
   if (!k->s->closing) ab__sconn_close(k->s);
 }
 
-void ab__lx_server_accept(void *state, ab__sconn_t *s) {
-  ab__lx_loop_t *lx = state;
+void ab__lx_server_accept(ab__sconn_t *s) {
+  ab__lx_loop_t *lx = s->loop->drv_state;
   ab__loop_t *l = lx->l;
   if (lx->ref_server == LUA_NOREF) { /* no server function: the built-in echo */
     ab__co_server_accept(s);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/ab_error.h"
+#include "drivers/registry.h"
 #include "engine/engine.h"
 #include "test/ab_test.h"
 
@@ -23,12 +24,15 @@ static ab_case_cfg_t base(void) {
   c.warmup_s = 0.02;
   c.duration_s = 0.1;
   c.timeout_s = 2;
+  c.driver = ab_driver_for(c.protocol, c.execution);
   return c;
 }
 
 static ab_result_t r;
 
 static void run_ok(ab_case_cfg_t c) {
+  c.driver = ab_driver_for(c.protocol, c.execution);
+  CHECK(c.driver != NULL);
   CHECK(ab_run_case(&c, &r) == 0);
   CHECK(r.ok);
   if (!r.ok) fprintf(stderr, "  error: %s\n", r.error);
@@ -163,6 +167,13 @@ int main(void) {
   c = base();
   c.duration_s = 0;
   CHECK(ab_case_check(&c, err, sizeof(err)) == AB_ECONFIG);
+  /* no driver for the pair: refused before anything runs */
+  CHECK(ab_driver_for(AB_PROTO_UDP, AB_EXEC_COROUTINE) == NULL);
+  CHECK(ab_driver_for(AB_PROTO_TCP, AB_EXEC_HOOKS) == NULL);
+  c = base();
+  c.driver = NULL;
+  CHECK(ab_case_check(&c, err, sizeof(err)) == AB_ECONFIG);
+  CHECK(strstr(err, "no driver") != NULL);
   c = base();
   c.threads = 0;
   CHECK(ab_run_case(&c, &r) == AB_ECONFIG);

@@ -1,0 +1,81 @@
+/* drivers_int.h -- what the driver files (core/drivers/) share with each
+ * other: the callback tcp client and server, the layered stream path
+ * (tls/ws/http), udp, the coroutine echo, and the per-case transport setup.
+ * The engine never includes this header: it reaches a driver only through
+ * its ab_driver_t (engine/driver.h; rows in registry.c).  The Lua driver
+ * (core/lua) builds on the coroutine rows and uses these too.
+ */
+#ifndef AB_DRIVERS_INT_H
+#define AB_DRIVERS_INT_H
+
+#include "engine/engine_int.h"
+
+/* transport.c: per-case setup shared by every stream and datagram row:
+ * codec choice and the TLS contexts (made and warmed before anything is
+ * timed); case_close copies the session parameters into the result. */
+int ab__transport_open(ab__engine_t *eng, char *err, size_t errlen);
+void ab__transport_close(ab__engine_t *eng, ab_result_t *out);
+
+/* A whole reply payload: checks every byte and completes it (stream.c). */
+int ab__client_reply(ab__client_t *c, const ab_msgview_t *msg, uint64_t now);
+
+/* tcp_client.c: callback tcp client */
+void ab__client_connect(ab__client_t *c, const struct sockaddr *addr);
+void ab__client_pump(ab__client_t *c);
+void ab__client_fail(ab__client_t *c, int code, const char *what);
+void ab__client_close(ab__client_t *c);
+void ab__client_on_closed(uv_handle_t *h);
+
+/* A server connection's read failed: an orderly EOF or, in server role, a
+ * client's reset (not ours to count as a failure: counted apart) closes it
+ * quietly; anything else is an error. */
+void ab__sconn_read_failed(ab__sconn_t *s, ssize_t nread);
+/* Server side: the first completed TLS handshake's parameters. */
+void ab__record_tls(ab__engine_t *eng, ab_tls_conn_t *tls);
+
+/* tcp_server.c */
+int ab__server_listen(ab__loop_t *l);
+void ab__sconn_close(ab__sconn_t *s);
+void ab__sconn_error(ab__sconn_t *s, int code, const char *what);
+void ab__server_work_returned(ab__sconn_t *s, uint64_t n);
+/* The callback tcp row's accept: plain frames on sockio. */
+void ab__server_accept_plain(ab__sconn_t *s);
+void ab__server_close_all(ab__loop_t *l);
+
+/* stream.c: layered protocols */
+void ab__sclient_connect(ab__client_t *c, const struct sockaddr *addr);
+void ab__sclient_pump(ab__client_t *c);
+void ab__sserver_accept(ab__sconn_t *s);
+void ab__sserver_release(ab__sconn_t *s, uint64_t n);
+void ab__layers_free(ab__layers_t *ly);
+/* pieces shared with coro_echo.c */
+/* Plaintext that arrived with the end of a TLS handshake, appended. */
+void ab__ly_drain_tls(ab__layers_t *ly, uint8_t **rbuf, size_t *rcap, size_t *rlen);
+/* Drops buf[0..used) and moves the rest to the front. */
+void ab__consume(uint8_t *buf, size_t *len, size_t used);
+/* A client's connect (and handshakes) finished, well or not: reports it to
+ * the engine once (ab__loop_connect_done). */
+void ab__client_reported(ab__client_t *c);
+void ab__ly_alloc(ab__layers_t *ly, ab__loop_t *l, uint8_t **rbuf, size_t *rcap,
+                  size_t rlen, uv_buf_t *buf);
+int ab__ly_ingest(ab__layers_t *ly, uint8_t **rbuf, size_t *rcap, size_t *rlen,
+                  const uv_buf_t *buf, ssize_t n);
+
+/* coro_echo.c: execution = coroutine */
+void ab__co_client_start(ab__client_t *c);
+void ab__co_client_wake(ab__client_t *c);
+void ab__co_server_accept(ab__sconn_t *s);
+void ab__co_job_done(ab__sconn_t *s);
+
+/* udp.c */
+int ab__udp_server_open(ab__loop_t *l);
+void ab__udp_client_open(ab__client_t *c, const struct sockaddr *addr);
+void ab__udp_pump(ab__client_t *c);
+void ab__udp_free(ab__loop_t *l);
+
+
+/* registry.c: the driver rows */
+extern const ab_driver_t ab__driver_tcp_callback, ab__driver_stream_callback,
+    ab__driver_udp_callback, ab__driver_coroutine;
+
+#endif

@@ -1,0 +1,192 @@
+/* registry.c -- the built-in driver rows (engine/driver.h) and their loop
+ * halves.
+ *
+ *   callback tcp     tcp_client.c + tcp_server.c (sockio, shared buffers)
+ *   callback stream  stream.c: tls, ws, wss, http, https
+ *   callback udp     udp.c
+ *   coroutine        coro_echo.c, every stream protocol
+ * The stream rows share one listener (tcp_server.c) whose accept calls the
+ * row's `accept`; a pool job coming back calls the row's `work_done`.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "base/ab_error.h"
+#include "drivers/drivers_int.h"
+#include "drivers/registry.h"
+
+/* tls ciphertext is read into one per-loop buffer of this size */
+#define CIPHER_RX 65536
+
+static void close_noop(uv_handle_t *h) { (void)h; }
+
+/* ---- stream rows: the listener and the TLS read buffer ------------------ */
+
+static int stream_loop_open(ab__loop_t *l, char *err, size_t errlen) {
+  (void)err;
+  (void)errlen;
+  int r;
+  if (l->eng->cfg->role != AB_ROLE_CLIENT && (r = ab__server_listen(l)) < 0) return r;
+  if (l->eng->use_tls && (l->cipher_rx = malloc(CIPHER_RX)) == NULL) return AB_ENOMEM;
+  return 0;
+}
+
+static void stream_loop_close(ab__loop_t *l) {
+  free(l->cipher_rx);
+  l->cipher_rx = NULL;
+}
+
+static void stream_stop(ab__loop_t *l) {
+  for (uint32_t i = 0; i < l->nclients; i++) ab__client_close(&l->clients[i]);
+  ab__server_close_all(l);
+  if (l->listening) uv_close((uv_handle_t *)&l->listener, close_noop);
+}
+
+static void stream_start(ab__client_t *c) {
+  ab__sclient_connect(c, (const struct sockaddr *)&c->loop->connect_addr);
+}
+
+static void stream_work_done(ab__sconn_t *s) { ab__sserver_release(s, 1); }
+
+/* ---- callback tcp: the loop's shared receive and send buffers ------------ */
+
+static int tcp_loop_open(ab__loop_t *l, char *err, size_t errlen) {
+  int r = stream_loop_open(l, err, errlen);
+  if (r < 0) return r;
+  if ((l->io_rx = malloc(AB__IO_RX)) == NULL) return AB_ENOMEM;
+  if (l->eng->cfg->role != AB_ROLE_SERVER && (l->io_tx = malloc(AB__IO_TX)) == NULL)
+    return AB_ENOMEM;
+  return 0;
+}
+
+static void tcp_loop_close(ab__loop_t *l) {
+  free(l->io_rx);
+  free(l->io_tx);
+  l->io_rx = l->io_tx = NULL;
+  stream_loop_close(l);
+}
+
+static void tcp_start(ab__client_t *c) {
+  ab__client_connect(c, (const struct sockaddr *)&c->loop->connect_addr);
+}
+
+static void tcp_work_done(ab__sconn_t *s) { ab__server_work_returned(s, 1); }
+
+/* ---- coroutine: the loop's scheduler ---------------------------------- */
+
+static int co_loop_open(ab__loop_t *l, char *err, size_t errlen) {
+  int r = stream_loop_open(l, err, errlen);
+  if (r < 0) return r;
+  return ab_sched_new(&l->sched, &l->loop) < 0 ? AB_ENOMEM : 0;
+}
+
+static void co_loop_close(ab__loop_t *l) {
+  if (l->sched && ab_sched_free(l->sched) != 0)
+    fprintf(stderr, "arkbench: loop %u: coroutine tasks still alive at the end\n", l->index);
+  l->sched = NULL;
+  stream_loop_close(l);
+}
+
+static void co_stop(ab__loop_t *l) {
+  if (l->sched) ab_sched_cancel_all(l->sched);
+  stream_stop(l);
+}
+
+/* ---- callback udp ------------------------------------------------------- */
+
+static int udp_loop_open(ab__loop_t *l, char *err, size_t errlen) {
+  (void)err;
+  (void)errlen;
+  int r;
+  if (l->eng->cfg->role != AB_ROLE_CLIENT && (r = ab__udp_server_open(l)) < 0) return r;
+  if (l->udp_rx == NULL && (l->udp_rx = malloc(65536)) == NULL) return AB_ENOMEM;
+  return 0;
+}
+
+static void udp_loop_close(ab__loop_t *l) {
+  for (uint32_t i = 0; i < l->nclients; i++) {
+    free(l->clients[i].dgram);
+    l->clients[i].dgram = NULL;
+  }
+  ab__udp_free(l);
+}
+
+/* a datagram socket is ready as soon as it is open */
+static void udp_start(ab__client_t *c) {
+  ab__udp_client_open(c, (const struct sockaddr *)&c->loop->connect_addr);
+  ab__loop_connect_done(c->loop);
+}
+
+static void udp_stop(ab__loop_t *l) {
+  for (uint32_t i = 0; i < l->nclients; i++) ab__client_close(&l->clients[i]);
+  if (l->listening) uv_close((uv_handle_t *)&l->userver, close_noop);
+}
+
+/* ---- the rows ----------------------------------------------------------- */
+
+const ab_driver_t ab__driver_tcp_callback = {
+    .name = "callback tcp",
+    .case_open = ab__transport_open,
+    .case_close = ab__transport_close,
+    .loop_open = tcp_loop_open,
+    .loop_close = tcp_loop_close,
+    .client_start = tcp_start,
+    .wake = ab__client_pump,
+    .accept = ab__server_accept_plain,
+    .client_fail = ab__client_fail,
+    .work_done = tcp_work_done,
+    .stop = stream_stop,
+};
+
+const ab_driver_t ab__driver_stream_callback = {
+    .name = "callback stream",
+    .case_open = ab__transport_open,
+    .case_close = ab__transport_close,
+    .loop_open = stream_loop_open,
+    .loop_close = stream_loop_close,
+    .client_start = stream_start,
+    .wake = ab__sclient_pump,
+    .accept = ab__sserver_accept,
+    .client_fail = ab__client_fail,
+    .work_done = stream_work_done,
+    .stop = stream_stop,
+};
+
+const ab_driver_t ab__driver_udp_callback = {
+    .name = "callback udp",
+    .loss_is_measured = 1,
+    .case_open = ab__transport_open,
+    .case_close = ab__transport_close,
+    .loop_open = udp_loop_open,
+    .loop_close = udp_loop_close,
+    .client_start = udp_start,
+    .wake = ab__udp_pump,
+    .client_fail = ab__client_fail,
+    .stop = udp_stop,
+};
+
+const ab_driver_t ab__driver_coroutine = {
+    .name = "coroutine",
+    .case_open = ab__transport_open,
+    .case_close = ab__transport_close,
+    .loop_open = co_loop_open,
+    .loop_close = co_loop_close,
+    .client_start = ab__co_client_start,
+    .wake = ab__co_client_wake,
+    .accept = ab__co_server_accept,
+    .client_fail = ab__client_fail,
+    .work_done = ab__co_job_done,
+    .stop = co_stop,
+};
+
+const ab_driver_t *ab_driver_for(int protocol, int execution) {
+  if (execution == AB_EXEC_COROUTINE) return protocol == AB_PROTO_UDP ? NULL : &ab__driver_coroutine;
+  if (execution != AB_EXEC_CALLBACK) return NULL;
+  switch (protocol) {
+  case AB_PROTO_TCP: return &ab__driver_tcp_callback;
+  case AB_PROTO_UDP: return &ab__driver_udp_callback;
+  case AB_PROTO_TLS: case AB_PROTO_WS: case AB_PROTO_WSS: case AB_PROTO_HTTP:
+  case AB_PROTO_HTTPS: return &ab__driver_stream_callback;
+  default: return NULL;
+  }
+}

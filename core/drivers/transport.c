@@ -1,0 +1,104 @@
+/* transport.c -- per-case transport setup every driver row shares
+ * (ab_driver_t case_open / case_close; see drivers_int.h): the codec for
+ * the protocol, the TLS contexts, and the session parameters and socket
+ * buffers copied into the result at the end.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/ab_error.h"
+#include "drivers/drivers_int.h"
+#include "proto/codecs.h"
+
+/* One handshake in memory before anything is timed: OpenSSL initialises
+ * lazily (several ms on first use), which would otherwise land in the
+ * first connection's handshake_us. */
+static void warm_tls(ab__engine_t *eng) {
+  ab_tls_conn_t *cl = NULL, *sv = NULL;
+  uint8_t buf[16384];
+  if (ab_tls_conn_new(eng->tls_client, 1, eng->verify_host, &cl) == 0 &&
+      ab_tls_conn_new(eng->tls_server, 0, NULL, &sv) == 0) {
+    for (int i = 0; i < 10; i++) {
+      int a = ab_tls_handshake(cl), b = ab_tls_handshake(sv);
+      size_t n;
+      while ((n = ab_tls_take_out(cl, buf, sizeof(buf))) > 0) ab_tls_feed(sv, buf, n);
+      while ((n = ab_tls_take_out(sv, buf, sizeof(buf))) > 0) ab_tls_feed(cl, buf, n);
+      if ((a == 1 && b == 1) || a < 0 || b < 0) break;
+    }
+  }
+  ab_tls_conn_free(cl);
+  ab_tls_conn_free(sv);
+}
+
+/* Chooses the codec for the protocol and makes the TLS
+ * contexts (the server's generates its EC P-256 certificate now, before
+ * anything is timed). */
+int ab__transport_open(ab__engine_t *eng, char *err, size_t errlen) {
+  const ab_case_cfg_t *cfg = eng->cfg;
+  int p = cfg->protocol;
+  eng->use_tls = p == AB_PROTO_TLS || p == AB_PROTO_WSS || p == AB_PROTO_HTTPS;
+  eng->use_ws = p == AB_PROTO_WS || p == AB_PROTO_WSS;
+  eng->codec_vt = eng->use_ws ? &ab_codec_ws
+                  : (p == AB_PROTO_HTTP || p == AB_PROTO_HTTPS) ? &ab_codec_http
+                  : cfg->framing == AB_FRAMING_RAW ? &ab_codec_raw : &ab_codec_length;
+  eng->host = cfg->host ? cfg->host : "127.0.0.1";
+  eng->verify_host = eng->host;
+  if (!eng->use_tls) return 0;
+  ab_tls_opts_t o;
+  memset(&o, 0, sizeof(o));
+  o.version = cfg->tls_version;
+  o.ciphers = cfg->tls_ciphers;
+  o.sni = cfg->tls_sni;
+  o.alpn = cfg->tls_alpn;
+  o.resume = cfg->tls_resume;
+  int r = 0;
+  if (cfg->role != AB_ROLE_CLIENT) r = ab_tls_server_ctx_new(&o, &eng->tls_server);
+  if (r == 0 && cfg->role != AB_ROLE_SERVER) {
+    /* against our own server: trust its certificate; against a target:
+     * trust the PEM given (tls_cert_out doubles as the CA file path) */
+    const char *ca = eng->tls_server ? ab_tls_ctx_cert_pem(eng->tls_server) : NULL;
+    char *file_pem = NULL;
+    if (ca == NULL && cfg->tls_cert_out) {
+      FILE *f = fopen(cfg->tls_cert_out, "rb");
+      if (f) {
+        file_pem = calloc(1, 65536);
+        if (file_pem) fread(file_pem, 1, 65535, f);
+        fclose(f);
+      }
+      ca = file_pem;
+    }
+    r = ab_tls_client_ctx_new(&o, ca, &eng->tls_client);
+    free(file_pem);
+  }
+  if (r == 0 && eng->tls_server && eng->tls_client) warm_tls(eng);
+  if (r == 0 && cfg->role == AB_ROLE_SERVER && cfg->tls_cert_out) {
+    FILE *f = fopen(cfg->tls_cert_out, "wb");
+    if (f == NULL) r = AB_EINVAL;
+    else {
+      fputs(ab_tls_ctx_cert_pem(eng->tls_server), f);
+      fclose(f);
+    }
+  }
+  if (r < 0) {
+    snprintf(err, errlen, "TLS setup: %s", ab_tls_last_error());
+    ab_tls_ctx_free(eng->tls_server);
+    ab_tls_ctx_free(eng->tls_client);
+    eng->tls_server = eng->tls_client = NULL;
+    return AB_ECONFIG;
+  }
+  return 0;
+}
+
+void ab__transport_close(ab__engine_t *eng, ab_result_t *out) {
+  snprintf(out->tls_version, sizeof(out->tls_version), "%s", eng->tls_version);
+  snprintf(out->tls_cipher, sizeof(out->tls_cipher), "%s", eng->tls_cipher);
+  snprintf(out->tls_alpn, sizeof(out->tls_alpn), "%s", eng->tls_alpn);
+  snprintf(out->tls_sni, sizeof(out->tls_sni), "%s", eng->tls_sni);
+  out->tls_resumed = eng->tls_resumed;
+  ab_tls_ctx_free(eng->tls_server);
+  ab_tls_ctx_free(eng->tls_client);
+  eng->tls_server = eng->tls_client = NULL;
+  out->udp_client_buffers = eng->udp_client_buffers;
+  out->udp_server_buffers = eng->udp_server_buffers;
+}
