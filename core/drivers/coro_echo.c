@@ -439,8 +439,8 @@ static void s_main(void *arg) {
         s_flush(s); /* a close frame, or the reply before Connection: close */
         goto done;
       }
-      l->srv_messages++;
-      l->srv_bytes += msg.len;
+      l->server_messages++;
+      l->server_bytes += msg.len;
       if (direct && msg.data >= s->rbuf + before && msg.data + msg.len <= s->rbuf + off) {
         if (eng->cfg->work) l->work_sink ^= ab_work(eng->cfg->work, l->work_sink + 1);
         if (run_hi != before) run_lo = before; /* (always contiguous in practice) */

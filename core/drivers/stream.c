@@ -526,8 +526,8 @@ static void ss_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
       ss_close_after_flush(s);
       return;
     }
-    l->srv_messages++;
-    l->srv_bytes += msg.len;
+    l->server_messages++;
+    l->server_bytes += msg.len;
     if (eng->pool) {
       if (hold(s, &msg) != 0) {
         ab__sconn_error(s, AB_ENOMEM, "held requests");

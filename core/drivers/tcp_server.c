@@ -66,7 +66,7 @@ static void peer_failed(ab__sconn_t *s, int code, const char *what) {
     ab__sconn_close(s);
   } else if (l->eng->cfg->role == AB_ROLE_SERVER &&
              (code == UV_ECONNRESET || code == UV_EPIPE)) {
-    l->srv_resets++;
+    l->server_resets++;
     ab__sconn_close(s);
   } else {
     ab__sconn_error(s, code, what);
@@ -131,8 +131,8 @@ static ssize_t serve_frames(ab__sconn_t *s, const uint8_t *p, size_t len) {
     payload_bytes += pl;
   }
   if (frames == 0) return 0;
-  l->srv_messages += frames;
-  l->srv_bytes += payload_bytes;
+  l->server_messages += frames;
+  l->server_bytes += payload_bytes;
   if (eng->pool) {
     if (s->hcap - s->hlen < off) {
       size_t want = s->hcap ? s->hcap * 2 : 65536;
@@ -257,7 +257,7 @@ static void on_connection(uv_stream_t *server, int status) {
   }
   s->loop = l;
   s->job.done = job_done;
-  l->srv_connections++;
+  l->server_connections++;
   uv_tcp_init(&l->loop, &s->tcp);
   s->tcp.data = s;
   s->next = l->sconns;

@@ -87,8 +87,8 @@ static void on_srecv(uv_udp_t *u, ssize_t n, const uv_buf_t *buf,
     return;
   }
   if (eng->pool) {
-    l->srv_messages++;
-    l->srv_bytes += (uint64_t)n;
+    l->server_messages++;
+    l->server_bytes += (uint64_t)n;
     udp_job_t *j = l->udp_free;
     if (j) l->udp_free = j->next;
     else j = malloc(sizeof(*j) + UDP_RX); /* grows to the peak in flight */
@@ -105,8 +105,8 @@ static void on_srecv(uv_udp_t *u, ssize_t n, const uv_buf_t *buf,
     ab__pool_submit(eng->pool, &j->job);
     return;
   }
-  l->srv_messages++;
-  l->srv_bytes += (uint64_t)n;
+  l->server_messages++;
+  l->server_bytes += (uint64_t)n;
   if (eng->cfg->work) l->work_sink ^= ab_work(eng->cfg->work, l->work_sink + 1);
   reply(l, (const uint8_t *)buf->base, (size_t)n, from);
 }

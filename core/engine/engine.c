@@ -401,47 +401,28 @@ static void free_clients(ab__loop_t *l) {
   }
 }
 
-int ab_run_case(const ab_case_cfg_t *cfg, ab_result_t *out) {
-  memset(out, 0, sizeof(*out));
-  ab_hist_init(&out->rtt);
-  ab_hist_init(&out->connect);
-  ab_hist_init(&out->handshake);
-  int r = ab_case_check(cfg, out->error, sizeof(out->error));
-  if (r < 0) return r;
+/* A setup step failed with r: the sentence for out->error. */
+static int setup_error(ab_result_t *out, int r) {
+  if (r == AB_ENOMEM)
+    snprintf(out->error, sizeof(out->error), "out of memory setting up the case");
+  else
+    snprintf(out->error, sizeof(out->error), "setting up loop: %s (%s)", ab_strerror(r),
+             ab_err_name(r));
+  return r;
+}
 
-  ab__engine_t eng;
-  uint32_t started = 0; /* loops whose uv_loop is initialised */
-  memset(&eng, 0, sizeof(eng));
-  eng.cfg = cfg;
-  eng.max_frame = AB_MSG_MAX_PAYLOAD;
-  eng.nloops = cfg->model == AB_MODEL_SHARDED ? cfg->threads : 1;
-  uint32_t workers = cfg->model == AB_MODEL_SHARED && cfg->threads > 1 ? cfg->threads : 0;
-  pthread_condattr_t ca;
-  pthread_condattr_init(&ca);
-  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-  pthread_cond_init(&eng.cv, &ca);
-  pthread_condattr_destroy(&ca);
-  pthread_mutex_init(&eng.mu, NULL);
-
-  eng.drv = cfg->driver;
-  r = eng.drv->case_open(&eng, out->error, sizeof(out->error));
-  if (r < 0) {
-    pthread_mutex_destroy(&eng.mu);
-    pthread_cond_destroy(&eng.cv);
-    return r;
-  }
-
-  eng.loops = calloc(eng.nloops, sizeof(ab__loop_t));
-  out->conns_per_loop = calloc(eng.nloops, sizeof(uint32_t));
-  if (eng.loops == NULL || out->conns_per_loop == NULL) goto nomem;
-  out->loops = eng.nloops;
-  out->workers = workers;
-
-  /* connection i lives on loop i mod N (client and server ends) */
-  for (uint32_t i = 0; i < cfg->clients; i++) out->conns_per_loop[i % eng.nloops]++;
-  for (uint32_t li = 0; li < eng.nloops; li++) {
-    ab__loop_t *l = &eng.loops[li];
-    l->eng = &eng;
+/* The loops and their clients; connection i lives on loop i mod N (client
+ * and server ends). */
+static int alloc_loops(ab__engine_t *eng, ab_result_t *out) {
+  const ab_case_cfg_t *cfg = eng->cfg;
+  eng->loops = calloc(eng->nloops, sizeof(ab__loop_t));
+  out->conns_per_loop = calloc(eng->nloops, sizeof(uint32_t));
+  if (eng->loops == NULL || out->conns_per_loop == NULL) return AB_ENOMEM;
+  out->loops = eng->nloops;
+  for (uint32_t i = 0; i < cfg->clients; i++) out->conns_per_loop[i % eng->nloops]++;
+  for (uint32_t li = 0; li < eng->nloops; li++) {
+    ab__loop_t *l = &eng->loops[li];
+    l->eng = eng;
     l->index = li;
     ab_hist_init(&l->rtt);
     ab_hist_init(&l->connect);
@@ -457,18 +438,26 @@ int ab_run_case(const ab_case_cfg_t *cfg, ab_result_t *out) {
     int win_kind = ab_caps_protocol(cfg->protocol)->transport == AB_TRANSPORT_DATAGRAM
                        ? AB__WIN_DATAGRAM : AB__WIN_ORDERED;
     l->clients = calloc(l->nclients ? l->nclients : 1, sizeof(ab__client_t));
-    if (l->clients == NULL) goto nomem;
+    if (l->clients == NULL) return AB_ENOMEM;
     for (uint32_t k = 0; k < l->nclients; k++) {
       ab__client_t *c = &l->clients[k];
       c->loop = l;
-      c->id = li + k * eng.nloops;
-      if (ab__win_init(&c->win, cfg->window, win_kind) < 0) goto nomem;
+      c->id = li + k * eng->nloops;
+      if (ab__win_init(&c->win, cfg->window, win_kind) < 0) return AB_ENOMEM;
     }
   }
-  for (uint32_t li = 0; li < eng.nloops; li++) {
-    ab__loop_t *l = &eng.loops[li];
-    if ((r = uv_loop_init(&l->loop)) < 0) goto uverr;
-    started++;
+  return 0;
+}
+
+/* Each loop's libuv loop and engine handles, then the driver's side of it
+ * (coordinator thread, before the loop threads start).  *started counts
+ * the loops whose uv_loop is initialised (they need closing on failure). */
+static int open_loops(ab__engine_t *eng, uint32_t workers, uint32_t *started, ab_result_t *out) {
+  for (uint32_t li = 0; li < eng->nloops; li++) {
+    ab__loop_t *l = &eng->loops[li];
+    int r = uv_loop_init(&l->loop);
+    if (r < 0) return setup_error(out, r);
+    (*started)++;
     uv_async_init(&l->loop, &l->ctl, ctl_cb);
     l->ctl.data = l;
     uv_timer_init(&l->loop, &l->phase_timer);
@@ -479,91 +468,122 @@ int ab_run_case(const ab_case_cfg_t *cfg, ab_result_t *out) {
       uv_async_init(&l->loop, &l->pool_done, pool_done_cb);
       l->pool_done.data = l;
     }
-    if ((r = eng.drv->loop_open(l, out->error, sizeof(out->error))) < 0) {
-      if (out->error[0]) goto fail;
-      if (r == AB_ENOMEM) goto nomem;
-      goto uverr;
-    }
+    if ((r = eng->drv->loop_open(l, out->error, sizeof(out->error))) < 0)
+      return out->error[0] ? r : setup_error(out, r);
   }
-  if (workers && (r = ab__pool_start(&eng, workers)) < 0) goto nomem;
-  for (uint32_t li = 0; li < eng.nloops; li++)
-    uv_thread_create(&eng.loops[li].thread, loop_main, &eng.loops[li]);
+  return 0;
+}
 
-  if (cfg->role == AB_ROLE_SERVER) {
-    /* serve until told to stop; no clients, no phases */
-    if (cfg->on_listening) cfg->on_listening(eng.loops[0].port, cfg->on_listening_arg);
-    ab_cpu_sample_t s0;
-    ab_cpu_sample(&s0);
-    uint64_t t0 = ab_now_ns();
-    while (!(cfg->stop && *cfg->stop)) ab_sleep_until_ns(ab_now_ns() + 20000000u);
-    ab_cpu_sample_t s1;
-    ab_cpu_sample(&s1);
-    out->cpu_wall_s = (double)(ab_now_ns() - t0) / 1e9;
-    out->measured_s = out->cpu_wall_s;
-    out->cpu_user_s = s1.user_s - s0.user_s;
-    out->cpu_sys_s = s1.sys_s - s0.sys_s;
-    goto stop;
-  }
+/* Server role: serve until *cfg->stop; no clients, no phases. */
+static void serve_until_stopped(ab__engine_t *eng, ab_result_t *out) {
+  const ab_case_cfg_t *cfg = eng->cfg;
+  if (cfg->on_listening) cfg->on_listening(eng->loops[0].port, cfg->on_listening_arg);
+  ab_cpu_sample_t s0, s1;
+  ab_cpu_sample(&s0);
+  uint64_t t0 = ab_now_ns();
+  while (!(cfg->stop && *cfg->stop)) ab_sleep_until_ns(ab_now_ns() + 20000000u);
+  ab_cpu_sample(&s1);
+  out->cpu_wall_s = (double)(ab_now_ns() - t0) / 1e9;
+  out->measured_s = out->cpu_wall_s;
+  out->cpu_user_s = s1.user_s - s0.user_s;
+  out->cpu_sys_s = s1.sys_s - s0.sys_s;
+}
+
+/* Facts about the topology the reader should know. */
+static void topology_notes(const ab__engine_t *eng, uint32_t workers, ab_result_t *out) {
   int ncpu = ab_logical_cpus();
   uint32_t idle = 0;
-  for (uint32_t li = 0; li < eng.nloops; li++) idle += out->conns_per_loop[li] == 0;
-  if (idle) note(out, "%u of %u loops have no connection (fewer clients than loops)", idle, eng.nloops);
-  if (eng.nloops + workers > (uint32_t)ncpu)
-    note(out, "%u busy threads on %u logical CPUs: oversubscribed", eng.nloops + workers, (uint32_t)ncpu);
+  for (uint32_t li = 0; li < eng->nloops; li++) idle += out->conns_per_loop[li] == 0;
+  if (idle) note(out, "%u of %u loops have no connection (fewer clients than loops)", idle, eng->nloops);
+  if (eng->nloops + workers > (uint32_t)ncpu)
+    note(out, "%u busy threads on %u logical CPUs: oversubscribed", eng->nloops + workers, (uint32_t)ncpu);
+}
 
-  /* connect */
-  send_cmd(&eng, AB__CMD_CONNECT, 0, 0);
-  if (!wait_stage(&eng, AB__ST_CONNECTED, cfg->timeout_s + 10)) {
-    if (!eng.aborted)
+static void connect_clients(ab__engine_t *eng, ab_result_t *out) {
+  send_cmd(eng, AB__CMD_CONNECT, 0, 0);
+  if (!wait_stage(eng, AB__ST_CONNECTED, eng->cfg->timeout_s + 10)) {
+    if (!eng->aborted)
       snprintf(out->error, sizeof(out->error), "connecting did not finish in time");
-  } else {
-    /* nobody to measure with: end now, with the first error as the cause
-     * (a refused ALPN fails fast, it does not sit out the duration) */
-    uint32_t ready = 0;
-    pthread_mutex_lock(&eng.mu);
-    for (uint32_t li = 0; li < eng.nloops; li++) ready += eng.loops[li].ready_clients;
-    const char *why = "";
-    for (uint32_t li = 0; li < eng.nloops && !why[0]; li++) why = eng.loops[li].first_error;
-    if (ready == 0)
-      snprintf(out->error, sizeof(out->error), "no connection could be set up: %s", why);
-    pthread_mutex_unlock(&eng.mu);
+    return;
   }
+  /* nobody to measure with: end now, with the first error as the cause
+   * (a refused ALPN fails fast, it does not sit out the duration) */
+  uint32_t ready = 0;
+  pthread_mutex_lock(&eng->mu);
+  for (uint32_t li = 0; li < eng->nloops; li++) ready += eng->loops[li].ready_clients;
+  const char *why = "";
+  for (uint32_t li = 0; li < eng->nloops && !why[0]; li++) why = eng->loops[li].first_error;
+  if (ready == 0)
+    snprintf(out->error, sizeof(out->error), "no connection could be set up: %s", why);
+  pthread_mutex_unlock(&eng->mu);
+}
 
-  /* warm-up */
-  if (cfg->warmup_s > 0 && out->error[0] == '\0' && !eng.aborted) {
-    uint64_t t = ab_now_ns();
-    send_cmd(&eng, AB__CMD_WARMUP, t + (uint64_t)(cfg->warmup_s * 1e9), 0);
-    if (!wait_stage(&eng, AB__ST_WARM_DONE, cfg->warmup_s + cfg->timeout_s + 5) && !eng.aborted)
-      snprintf(out->error, sizeof(out->error), "warm-up did not drain in time");
-  }
+static void warm_up(ab__engine_t *eng, ab_result_t *out) {
+  const ab_case_cfg_t *cfg = eng->cfg;
+  if (!(cfg->warmup_s > 0) || out->error[0] != '\0' || eng->aborted) return;
+  uint64_t t = ab_now_ns();
+  send_cmd(eng, AB__CMD_WARMUP, t + (uint64_t)(cfg->warmup_s * 1e9), 0);
+  if (!wait_stage(eng, AB__ST_WARM_DONE, cfg->warmup_s + cfg->timeout_s + 5) && !eng->aborted)
+    snprintf(out->error, sizeof(out->error), "warm-up did not drain in time");
+}
 
-  /* measure */
+/* The measured interval [start, deadline] (or to an abort), CPU sampled at
+ * both ends, then the drain. */
+static void measure(ab__engine_t *eng, ab_result_t *out) {
+  const ab_case_cfg_t *cfg = eng->cfg;
   ab_cpu_sample_t c0, c1;
   ab_cpu_sample(&c0);
   uint64_t t_start = ab_now_ns();
   uint64_t dur_ns = (uint64_t)(cfg->duration_s * 1e9);
   uint64_t deadline = t_start + dur_ns;
-  if (out->error[0] == '\0' && !eng.aborted) {
-    send_cmd(&eng, AB__CMD_MEASURE, t_start, deadline);
-    if (sleep_or_abort(&eng, deadline)) dur_ns = ab_now_ns() - t_start;
+  if (out->error[0] == '\0' && !eng->aborted) {
+    send_cmd(eng, AB__CMD_MEASURE, t_start, deadline);
+    if (sleep_or_abort(eng, deadline)) dur_ns = ab_now_ns() - t_start;
   }
   ab_cpu_sample(&c1);
   uint64_t t_cpu1 = ab_now_ns();
-  if (out->error[0] == '\0' && !eng.aborted &&
-      !wait_stage(&eng, AB__ST_MEASURE_DONE, cfg->timeout_s + 5) && !eng.aborted)
+  if (out->error[0] == '\0' && !eng->aborted &&
+      !wait_stage(eng, AB__ST_MEASURE_DONE, cfg->timeout_s + 5) && !eng->aborted)
     snprintf(out->error, sizeof(out->error), "the drain did not finish in time");
-  /* the measured interval: [start, deadline], or to the abort */
   out->measured_s = (double)dur_ns / 1e9;
   out->cpu_wall_s = (double)(t_cpu1 - t_start) / 1e9;
   out->cpu_user_s = c1.user_s - c0.user_s;
   out->cpu_sys_s = c1.sys_s - c0.sys_s;
+}
 
-stop:
-  ab__pool_stop(eng.pool);
-  send_cmd(&eng, AB__CMD_STOP, 0, 0);
-  for (uint32_t li = 0; li < eng.nloops; li++) uv_thread_join(&eng.loops[li].thread);
-  out->work_sink = ab__pool_free(eng.pool);
-  eng.pool = NULL;
+/* Folds one loop's measurements into the result (engine/counters.h). */
+static void merge_loop(ab_result_t *out, const ab__loop_t *l) {
+#define MERGE_COUNTER(name, merge, group, doc)                                              \
+  out->name = (merge) == AB_MERGE_MAX ? (out->name > l->name ? out->name : l->name)         \
+                                      : out->name + l->name;
+  AB_COUNTERS(MERGE_COUNTER)
+#undef MERGE_COUNTER
+  out->unfinished += l->meas_inflight; /* stuck at stop */
+  ab_hist_merge(&out->rtt, &l->rtt);
+  ab_hist_merge(&out->connect, &l->connect);
+  ab_hist_merge(&out->handshake, &l->handshake);
+  if (l->http_non2xx) {
+    /* an echo that answers 500 is not a round trip that worked */
+    ab__errors_add(out->errors, &out->nerrors, AB_EHTTPSTATUS, l->http_non2xx);
+    if (out->error[0] == '\0')
+      snprintf(out->error, sizeof(out->error), "%llu responses had a status outside 2xx",
+               (unsigned long long)l->http_non2xx);
+  }
+  out->work_sink ^= l->work_sink;
+  for (int k = 0; k < l->nerrors; k++)
+    ab__errors_add(out->errors, &out->nerrors, l->errors[k].code, l->errors[k].count);
+  if (out->error[0] == '\0' && l->first_error[0] != '\0')
+    snprintf(out->error, sizeof(out->error), "%s", l->first_error);
+}
+
+/* STOP: the pool is joined, every loop closes its handles and its thread
+ * ends; then the loops are merged and freed. */
+static void stop_and_merge(ab__engine_t *eng, ab_result_t *out) {
+  ab__pool_stop(eng->pool);
+  send_cmd(eng, AB__CMD_STOP, 0, 0);
+  for (uint32_t li = 0; li < eng->nloops; li++) uv_thread_join(&eng->loops[li].thread);
+  out->work_sink = ab__pool_free(eng->pool);
+  eng->pool = NULL;
 
   ab_cpu_sample_t cend;
   ab_cpu_sample(&cend);
@@ -572,47 +592,21 @@ stop:
    * a peak below what is resident now */
   out->rss_peak_bytes = cend.maxrss_bytes > out->rss_end_bytes ? cend.maxrss_bytes
                                                                : out->rss_end_bytes;
-
-  for (uint32_t li = 0; li < eng.nloops; li++) {
-    ab__loop_t *l = &eng.loops[li];
-    ab_hist_merge(&out->rtt, &l->rtt);
-    ab_hist_merge(&out->connect, &l->connect);
-    ab_hist_merge(&out->handshake, &l->handshake);
-    out->sent += l->sent;
-    out->completed += l->completed;
-    out->drained += l->drained;
-    out->timed_out += l->timed_out;
-    out->message_errors += l->message_errors;
-    out->unfinished += l->unfinished + l->meas_inflight; /* stuck at stop */
-    out->warmup_completed += l->warmup_completed;
-    out->late += l->late;
-    out->reordered += l->reordered;
-    out->duplicated += l->duplicated;
-    out->server_drops += l->server_drops;
-    out->server_connections += l->srv_connections;
-    out->server_messages += l->srv_messages;
-    out->server_bytes += l->srv_bytes;
-    out->server_resets += l->srv_resets;
-    if (l->http_non2xx) {
-      /* an echo that answers 500 is not a round trip that worked */
-      ab__errors_add(out->errors, &out->nerrors, AB_EHTTPSTATUS, l->http_non2xx);
-      if (out->error[0] == '\0')
-        snprintf(out->error, sizeof(out->error), "%llu responses had a status outside 2xx",
-                 (unsigned long long)l->http_non2xx);
-    }
-    out->work_sink ^= l->work_sink;
-    for (int k = 0; k < l->nerrors; k++)
-      ab__errors_add(out->errors, &out->nerrors, l->errors[k].code, l->errors[k].count);
-    if (out->error[0] == '\0' && l->first_error[0] != '\0')
-      snprintf(out->error, sizeof(out->error), "%s", l->first_error);
-    eng.drv->loop_close(l);
+  for (uint32_t li = 0; li < eng->nloops; li++) {
+    ab__loop_t *l = &eng->loops[li];
+    merge_loop(out, l);
+    eng->drv->loop_close(l);
     uv_loop_close(&l->loop);
     free_clients(l);
   }
-  eng.drv->case_close(&eng, out);
-  if (cfg->role == AB_ROLE_SERVER) {
+  eng->drv->case_close(eng, out);
+}
+
+/* out->ok and, when not ok and nothing said why, the reason. */
+static void judge(const ab__engine_t *eng, ab_result_t *out) {
+  if (eng->cfg->role == AB_ROLE_SERVER) {
     out->ok = out->error[0] == '\0';
-  } else if (eng.drv->loss_is_measured) {
+  } else if (eng->drv->loss_is_measured) {
     /* loss is what a datagram transport measures, not a failure; errors
      * still are */
     out->ok = out->error[0] == '\0' && out->message_errors == 0 && out->completed > 0;
@@ -622,34 +616,92 @@ stop:
   }
   if (!out->ok && out->error[0] == '\0')
     snprintf(out->error, sizeof(out->error), "no round trip completed in the measured interval");
-  free(eng.loops);
-  pthread_mutex_destroy(&eng.mu);
-  pthread_cond_destroy(&eng.cv);
-  return 0;
+}
 
-uverr:
-  snprintf(out->error, sizeof(out->error), "setting up loop: %s (%s)", ab_strerror(r), ab_err_name(r));
-  goto fail;
-nomem:
-  r = AB_ENOMEM;
-  snprintf(out->error, sizeof(out->error), "out of memory setting up the case");
-fail:
-  /* loops [0, started) have live handles: close them without threads */
+/* Setup failed part way: loops [0, started) have live handles; close them
+ * without threads, then free everything. */
+static void abandon(ab__engine_t *eng, uint32_t started) {
   for (uint32_t li = 0; li < started; li++) {
-    ab__loop_t *l = &eng.loops[li];
+    ab__loop_t *l = &eng->loops[li];
     l->phase = AB__PH_STOPPING;
     uv_walk(&l->loop, close_walk_cb, NULL);
     uv_run(&l->loop, UV_RUN_DEFAULT);
-    eng.drv->loop_close(l);
+    eng->drv->loop_close(l);
     uv_loop_close(&l->loop);
   }
-  if (eng.loops)
-    for (uint32_t li = 0; li < eng.nloops; li++)
-      if (eng.loops[li].clients) free_clients(&eng.loops[li]);
-  free(eng.loops);
-  if (eng.pool) { ab__pool_stop(eng.pool); ab__pool_free(eng.pool); }
-  eng.drv->case_close(&eng, out);
-  return r < 0 ? r : AB_ENOMEM;
+  if (eng->loops)
+    for (uint32_t li = 0; li < eng->nloops; li++)
+      if (eng->loops[li].clients) free_clients(&eng->loops[li]);
+  free(eng->loops);
+  eng->loops = NULL;
+  if (eng->pool) {
+    ab__pool_stop(eng->pool);
+    ab__pool_free(eng->pool);
+    eng->pool = NULL;
+  }
+}
+
+static void engine_init(ab__engine_t *eng, const ab_case_cfg_t *cfg) {
+  memset(eng, 0, sizeof(*eng));
+  eng->cfg = cfg;
+  eng->drv = cfg->driver;
+  eng->max_frame = AB_MSG_MAX_PAYLOAD;
+  eng->nloops = cfg->model == AB_MODEL_SHARDED ? cfg->threads : 1;
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&eng->cv, &ca);
+  pthread_condattr_destroy(&ca);
+  pthread_mutex_init(&eng->mu, NULL);
+}
+
+static void engine_destroy(ab__engine_t *eng) {
+  free(eng->loops);
+  eng->loops = NULL;
+  pthread_mutex_destroy(&eng->mu);
+  pthread_cond_destroy(&eng->cv);
+}
+
+int ab_run_case(const ab_case_cfg_t *cfg, ab_result_t *out) {
+  memset(out, 0, sizeof(*out));
+  ab_hist_init(&out->rtt);
+  ab_hist_init(&out->connect);
+  ab_hist_init(&out->handshake);
+  int r = ab_case_check(cfg, out->error, sizeof(out->error));
+  if (r < 0) return r;
+
+  ab__engine_t eng;
+  engine_init(&eng, cfg);
+  uint32_t workers = cfg->model == AB_MODEL_SHARED && cfg->threads > 1 ? cfg->threads : 0;
+  uint32_t started = 0; /* loops whose uv_loop is initialised */
+  if ((r = eng.drv->case_open(&eng, out->error, sizeof(out->error))) < 0) {
+    engine_destroy(&eng);
+    return r;
+  }
+  out->workers = workers;
+  if ((r = alloc_loops(&eng, out)) < 0 || (r = open_loops(&eng, workers, &started, out)) < 0 ||
+      (workers && (r = ab__pool_start(&eng, workers)) < 0)) {
+    if (out->error[0] == '\0') setup_error(out, r);
+    abandon(&eng, started);
+    eng.drv->case_close(&eng, out);
+    engine_destroy(&eng);
+    return r;
+  }
+  for (uint32_t li = 0; li < eng.nloops; li++)
+    uv_thread_create(&eng.loops[li].thread, loop_main, &eng.loops[li]);
+
+  if (cfg->role == AB_ROLE_SERVER) {
+    serve_until_stopped(&eng, out);
+  } else {
+    topology_notes(&eng, workers, out);
+    connect_clients(&eng, out);
+    warm_up(&eng, out);
+    measure(&eng, out);
+  }
+  stop_and_merge(&eng, out);
+  judge(&eng, out);
+  engine_destroy(&eng);
+  return 0;
 }
 
 void ab_result_free(ab_result_t *r) {

@@ -21,6 +21,7 @@
 
 #include "base/histogram.h"
 #include "proto/caps.h" /* AB_PROTO_*, AB_EXEC_*, AB_FRAMING_*, AB_MODEL_* */
+#include "engine/counters.h"
 #include "engine/driver.h"
 
 
@@ -81,8 +82,7 @@ typedef struct {
 struct ab_result_s {
   int ok;                 /* 1: measured as asked, no errors */
   char error[512];        /* first error, with context; "" when none */
-  uint64_t sent, completed, drained, timed_out, message_errors, unfinished;
-  uint64_t warmup_completed;
+  AB_COUNTER_FIELDS      /* sent, completed, ... (engine/counters.h) */
   double measured_s;      /* the measured interval (deadline - start) */
   double cpu_wall_s;      /* wall time between the two CPU samples */
   double cpu_user_s, cpu_sys_s;
@@ -97,14 +97,10 @@ struct ab_result_s {
   int nnotes;
   uint64_t work_sink;     /* folded result of the server work */
   /* udp: lost = timed_out; late replies never count as completions */
-  uint64_t late, reordered, duplicated, server_drops;
   ab_udp_buffers_t udp_client_buffers, udp_server_buffers;
   ab_hist_t handshake;     /* TLS handshake + WebSocket upgrade, ns */
   char tls_version[16], tls_cipher[64], tls_alpn[64], tls_sni[128];
   int tls_resumed;
-  /* server side (every role that runs one) */
-  uint64_t server_connections, server_messages, server_bytes;
-  uint64_t server_resets;  /* server role: clients that reset (not errors) */
 };
 
 /* Checks cfg; returns 0 or AB_ECONFIG with a sentence in err[0..errlen). */

@@ -193,10 +193,7 @@ struct ab__loop_s {
 
   /* per-loop results, merged by the coordinator */
   ab_hist_t rtt, connect, handshake;
-  uint64_t sent, completed, drained, timed_out, message_errors, unfinished;
-  uint64_t warmup_completed;
-  uint64_t late, reordered, duplicated, server_drops;
-  uint64_t srv_connections, srv_messages, srv_bytes, srv_resets;
+  AB_COUNTER_FIELDS             /* sent, completed, ... (engine/counters.h) */
   uint64_t http_non2xx;          /* final responses outside 2xx (client) */
   ab_error_count_t errors[AB_MAX_ERROR_CLASSES];
   int nerrors;

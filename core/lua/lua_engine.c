@@ -135,10 +135,17 @@ static void print_listening(int port, void *arg) {
 
 #define SETNUM(name, v) (lua_pushnumber(L, (double)(v)), lua_setfield(L, -2, name))
 
-static int l_run_case(lua_State *L) {
-  luaL_checktype(L, 1, LUA_TTABLE);
-  ab_case_cfg_t cfg;
-  memset(&cfg, 0, sizeof(cfg));
+/* Strings the case config points into while the run goes: kept here, on
+ * the C stack of l_run_case (Lua strings stay referenced by argument 1). */
+typedef struct {
+  char alpn[512];
+  char listen_host[256];
+  char target_host[256];
+} case_strings_t;
+
+/* protocol, framing, execution, topology, sizes and phases; returns NULL
+ * or the sentence saying what is wrong. */
+static const char *read_shape(lua_State *L, ab_case_cfg_t *cfg) {
   const char *proto = opt_string(L, "protocol", "tcp");
   const char *framing = opt_string(L, "framing", "length");
   const char *exec = opt_string(L, "execution", "callback");
@@ -149,39 +156,42 @@ static int l_run_case(lua_State *L) {
   const ab_cap_name_t *framings = ab_caps_framings(&nframing);
   const ab_cap_name_t *models = ab_caps_models(&nmodel);
   const ab_proto_cap_t *pcap = ab_caps_protocol_named(proto);
-  if (pcap == NULL) return config_error(L, lua_pushfstring(L, "protocol '%s' is not built into the engine yet", proto));
-  cfg.protocol = pcap->id;
-  cfg.framing = ab_caps_id(framings, nframing, framing);
-  cfg.execution = ab_caps_id(execs, nexec, exec);
-  if (cfg.execution == 0) return config_error(L, lua_pushfstring(L, "execution '%s' is not built into the engine yet", exec));
+  if (pcap == NULL) return lua_pushfstring(L, "protocol '%s' is not built into the engine yet", proto);
+  cfg->protocol = pcap->id;
+  cfg->framing = ab_caps_id(framings, nframing, framing);
+  cfg->execution = ab_caps_id(execs, nexec, exec);
+  if (cfg->execution == 0) return lua_pushfstring(L, "execution '%s' is not built into the engine yet", exec);
   unsigned n = 0;
   char model[16] = "";
-  if (sscanf(topo, "%15[a-z]:%u", model, &n) != 2)
-    return config_error(L, "topology must be sharded:N or shared:N");
-  cfg.model = ab_caps_id(models, nmodel, model);
-  cfg.threads = n;
+  if (sscanf(topo, "%15[a-z]:%u", model, &n) != 2) return "topology must be sharded:N or shared:N";
+  cfg->model = ab_caps_id(models, nmodel, model);
+  cfg->threads = n;
   if (opt_number(L, "rate", 0) > 0 && !ab_caps_limits()->open_loop)
-    return config_error(L, "open-loop rate (docs/scenarios.md) is not built into the engine yet; "
-                           "remove rate to run closed loop");
-  cfg.payload = (uint32_t)opt_number(L, "payload", 1024);
-  cfg.clients = (uint32_t)opt_number(L, "clients", 1);
-  cfg.window = (uint32_t)opt_number(L, "window", 1);
-  cfg.work = (uint64_t)opt_number(L, "work", 0);
-  cfg.warmup_s = opt_number(L, "warmup", 0.25);
-  cfg.duration_s = opt_number(L, "duration", 1);
-  cfg.timeout_s = opt_number(L, "timeout", 2);
-  /* tls = { version=, ciphers=, sni=, alpn= (string or list), resume= } */
-  char alpn[512] = "";
+    return "open-loop rate (docs/scenarios.md) is not built into the engine yet; "
+           "remove rate to run closed loop";
+  cfg->payload = (uint32_t)opt_number(L, "payload", 1024);
+  cfg->clients = (uint32_t)opt_number(L, "clients", 1);
+  cfg->window = (uint32_t)opt_number(L, "window", 1);
+  cfg->work = (uint64_t)opt_number(L, "work", 0);
+  cfg->warmup_s = opt_number(L, "warmup", 0.25);
+  cfg->duration_s = opt_number(L, "duration", 1);
+  cfg->timeout_s = opt_number(L, "timeout", 2);
+  return NULL;
+}
+
+/* tls = { version=, ciphers=, sni=, alpn= (string or list), resume=,
+ * cert= (serve: where to write the PEM) | ca= (client: the PEM to trust) } */
+static void read_tls(lua_State *L, ab_case_cfg_t *cfg, case_strings_t *keep) {
   lua_getfield(L, 1, "tls");
   if (lua_istable(L, -1)) {
     lua_getfield(L, -1, "version");
-    cfg.tls_version = lua_tostring(L, -1);
+    cfg->tls_version = lua_tostring(L, -1);
     lua_getfield(L, -2, "ciphers");
-    cfg.tls_ciphers = lua_tostring(L, -1);
+    cfg->tls_ciphers = lua_tostring(L, -1);
     lua_getfield(L, -3, "sni");
-    cfg.tls_sni = lua_tostring(L, -1);
+    cfg->tls_sni = lua_tostring(L, -1);
     lua_getfield(L, -4, "resume");
-    cfg.tls_resume = lua_toboolean(L, -1);
+    cfg->tls_resume = lua_toboolean(L, -1);
     lua_getfield(L, -5, "alpn");
     if (lua_istable(L, -1)) {
       int n = (int)lua_objlen(L, -1);
@@ -189,72 +199,81 @@ static int l_run_case(lua_State *L) {
         lua_rawgeti(L, -1, i);
         const char *a = lua_tostring(L, -1);
         if (a) {
-          if (alpn[0]) strncat(alpn, ",", sizeof(alpn) - strlen(alpn) - 1);
-          strncat(alpn, a, sizeof(alpn) - strlen(alpn) - 1);
+          if (keep->alpn[0]) strncat(keep->alpn, ",", sizeof(keep->alpn) - strlen(keep->alpn) - 1);
+          strncat(keep->alpn, a, sizeof(keep->alpn) - strlen(keep->alpn) - 1);
         }
         lua_pop(L, 1);
       }
-      cfg.tls_alpn = alpn;
+      cfg->tls_alpn = keep->alpn;
     } else if (lua_isstring(L, -1)) {
-      snprintf(alpn, sizeof(alpn), "%s", lua_tostring(L, -1));
-      cfg.tls_alpn = alpn;
+      snprintf(keep->alpn, sizeof(keep->alpn), "%s", lua_tostring(L, -1));
+      cfg->tls_alpn = keep->alpn;
     }
-    lua_getfield(L, -6, "cert"); /* serve: where to write the PEM */
+    lua_getfield(L, -6, "cert");
     if (lua_isnil(L, -1)) {
       lua_pop(L, 1);
-      lua_getfield(L, -6, "ca"); /* client with target: the PEM to trust */
+      lua_getfield(L, -6, "ca");
     }
-    cfg.tls_cert_out = lua_tostring(L, -1);
+    cfg->tls_cert_out = lua_tostring(L, -1);
     /* the strings stay referenced by the tls table (argument 1) */
     lua_pop(L, 6);
   }
   lua_pop(L, 1);
+}
+
+static void read_udp(lua_State *L, ab_case_cfg_t *cfg) {
   lua_getfield(L, 1, "udp");
   if (lua_istable(L, -1)) {
     lua_getfield(L, -1, "send_buffer");
-    cfg.udp_send_buffer = (uint32_t)lua_tonumber(L, -1);
+    cfg->udp_send_buffer = (uint32_t)lua_tonumber(L, -1);
     lua_getfield(L, -2, "recv_buffer");
-    cfg.udp_recv_buffer = (uint32_t)lua_tonumber(L, -1);
+    cfg->udp_recv_buffer = (uint32_t)lua_tonumber(L, -1);
     lua_getfield(L, -3, "server_recv_buffer");
-    cfg.udp_server_recv_buffer = (uint32_t)lua_tonumber(L, -1);
+    cfg->udp_server_recv_buffer = (uint32_t)lua_tonumber(L, -1);
     lua_pop(L, 3);
   }
   lua_pop(L, 1);
-  char err[256];
+}
+
+/* Copies the host part of "host:port"; with unbracket, "[v6]:port" gives
+ * the bare v6 address. */
+static void host_of(const char *where, int unbracket, char *out, size_t outlen) {
+  const char *colon = strrchr(where, ':');
+  size_t hl = (size_t)(colon - where);
+  if (unbracket && where[0] == '[' && hl >= 2) {
+    where++;
+    hl -= 2;
+  }
+  if (hl >= outlen) hl = outlen - 1;
+  memcpy(out, where, hl);
+  out[hl] = '\0';
+}
+
+/* role = "both" | "client" (target = "host:port") | "server" (listen =);
+ * returns NULL or what is wrong. */
+static const char *read_role(lua_State *L, ab_case_cfg_t *cfg, case_strings_t *keep,
+                             char *err, size_t errlen) {
   const char *role = opt_string(L, "role", "both");
   const char *where = NULL;
-  char listen_host[256] = "127.0.0.1";
+  snprintf(keep->listen_host, sizeof(keep->listen_host), "127.0.0.1");
   if (strcmp(role, "client") == 0) {
-    cfg.role = AB_ROLE_CLIENT;
+    cfg->role = AB_ROLE_CLIENT;
     where = opt_string(L, "target", NULL);
-    if (where == NULL) return config_error(L, "role client needs target = \"host:port\"");
+    if (where == NULL) return "role client needs target = \"host:port\"";
   } else if (strcmp(role, "server") == 0) {
-    cfg.role = AB_ROLE_SERVER;
+    cfg->role = AB_ROLE_SERVER;
     where = opt_string(L, "listen", "127.0.0.1:0");
   }
-  if (where && parse_hostport(where, &cfg.addr, err, sizeof(err)) != 0) return config_error(L, err);
-  char target_host[256] = "";
-  if (cfg.role == AB_ROLE_CLIENT) {
-    const char *colon = strrchr(where, ':');
-    size_t hl = (size_t)(colon - where);
-    if (where[0] == '[' && hl >= 2) {
-      where++;
-      hl -= 2;
-    }
-    if (hl >= sizeof(target_host)) hl = sizeof(target_host) - 1;
-    memcpy(target_host, where, hl);
-    target_host[hl] = '\0';
-    cfg.host = target_host;
+  if (where && parse_hostport(where, &cfg->addr, err, errlen) != 0) return err;
+  if (cfg->role == AB_ROLE_CLIENT) {
+    host_of(where, 1, keep->target_host, sizeof(keep->target_host));
+    cfg->host = keep->target_host;
   }
-  if (cfg.role == AB_ROLE_SERVER) {
-    const char *colon = strrchr(where, ':');
-    size_t hl = (size_t)(colon - where);
-    if (hl >= sizeof(listen_host)) hl = sizeof(listen_host) - 1;
-    memcpy(listen_host, where, hl);
-    listen_host[hl] = '\0';
-    cfg.on_listening = print_listening;
-    cfg.on_listening_arg = listen_host;
-    cfg.stop = &serve_stop;
+  if (cfg->role == AB_ROLE_SERVER) {
+    host_of(where, 0, keep->listen_host, sizeof(keep->listen_host));
+    cfg->on_listening = print_listening;
+    cfg->on_listening_arg = keep->listen_host;
+    cfg->stop = &serve_stop;
     serve_stop = 0;
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));
@@ -262,56 +281,20 @@ static int l_run_case(lua_State *L) {
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
   }
-  /* execution = "lua": the scenario's Lua code drives the connections
-   * (lua_exec.c); the run table says which scenario, sets and case */
-  ab_lua_exec_t *lx = NULL;
-  if (cfg.execution == AB_EXEC_HOOKS) {
-    if (ab_lua_exec_new(L, 1, &lx, err, sizeof(err)) != 0) return config_error(L, err);
-    cfg.driver = ab_lua_exec_driver(lx);
-  } else {
-    cfg.driver = ab_driver_for(cfg.protocol, cfg.execution);
-  }
-  if (ab_case_check(&cfg, err, sizeof(err)) != 0) {
-    ab_lua_exec_free(lx);
-    return config_error(L, err);
-  }
+  return NULL;
+}
 
-  ab_result_t *r = malloc(sizeof(*r));
-  if (r == NULL) {
-    ab_lua_exec_free(lx);
-    return ab_lua_fail(L, AB_ENOMEM);
-  }
-  int rc = ab_run_case(&cfg, r);
-  const char *script_msg = NULL;
-  int script_errors = lx ? ab_lua_exec_script_errors(lx, &script_msg) : 0;
-  if (rc < 0) {
-    lua_pushnil(L);
-    lua_pushfstring(L, "%s: %s", ab_err_name(rc), r->error);
-    lua_pushstring(L, ab_err_name(rc));
-    ab_result_free(r);
-    free(r);
-    ab_lua_exec_free(lx);
-    return 3;
-  }
-  int ncpu = ab_logical_cpus();
-  lua_newtable(L);
-  lua_pushboolean(L, r->ok);
-  lua_setfield(L, -2, "ok");
-  if (r->error[0]) {
-    lua_pushstring(L, r->error);
-    lua_setfield(L, -2, "error");
-  }
-  SETNUM("sent", r->sent);
-  SETNUM("completed", r->completed);
-  SETNUM("drained", r->drained);
-  SETNUM("timed_out", r->timed_out);
-  SETNUM("message_errors", r->message_errors);
-  SETNUM("unfinished", r->unfinished);
-  SETNUM("warmup_completed", r->warmup_completed);
-  SETNUM("measured_s", r->measured_s);
-  SETNUM("round_trips_per_s", (double)r->completed / r->measured_s);
-  SETNUM("payload_mib_per_s",
-         (double)r->completed * cfg.payload / r->measured_s / 1048576.0);
+/* Sets the counters of one group (engine/counters.h) in the table on top
+ * of the stack: AB_GROUP_RUN into the result, AB_GROUP_DATAGRAM into its
+ * `udp` table. */
+static void push_counters(lua_State *L, const ab_result_t *r, int group) {
+#define PUSH_COUNTER(name, merge, grp, doc) \
+  if ((grp) == group) SETNUM(#name, r->name);
+  AB_COUNTERS(PUSH_COUNTER)
+#undef PUSH_COUNTER
+}
+
+static void push_hists(lua_State *L, const ab_result_t *r) {
   push_stats(L, &r->rtt);
   lua_setfield(L, -2, "rtt_us");
   push_encoded(L, &r->rtt);
@@ -324,23 +307,48 @@ static int l_run_case(lua_State *L) {
     push_encoded(L, &r->handshake);
     lua_setfield(L, -2, "handshake_histogram");
   }
-  if (cfg.protocol == AB_PROTO_TLS || cfg.protocol == AB_PROTO_WSS ||
-      cfg.protocol == AB_PROTO_HTTPS) {
-    lua_newtable(L);
-    lua_pushstring(L, r->tls_version);
-    lua_setfield(L, -2, "version");
-    lua_pushstring(L, r->tls_cipher);
-    lua_setfield(L, -2, "cipher");
-    lua_pushstring(L, r->tls_alpn);
-    lua_setfield(L, -2, "alpn");
-    lua_pushstring(L, r->tls_sni);
-    lua_setfield(L, -2, "sni_received");
-    lua_pushboolean(L, r->tls_resumed);
-    lua_setfield(L, -2, "resumed");
-    lua_setfield(L, -2, "tls");
-  }
   push_encoded(L, &r->connect);
   lua_setfield(L, -2, "connect_histogram");
+}
+
+static void push_tls(lua_State *L, const ab_result_t *r) {
+  lua_newtable(L);
+  lua_pushstring(L, r->tls_version);
+  lua_setfield(L, -2, "version");
+  lua_pushstring(L, r->tls_cipher);
+  lua_setfield(L, -2, "cipher");
+  lua_pushstring(L, r->tls_alpn);
+  lua_setfield(L, -2, "alpn");
+  lua_pushstring(L, r->tls_sni);
+  lua_setfield(L, -2, "sni_received");
+  lua_pushboolean(L, r->tls_resumed);
+  lua_setfield(L, -2, "resumed");
+  lua_setfield(L, -2, "tls");
+}
+
+static void push_udp(lua_State *L, const ab_result_t *r) {
+  lua_newtable(L);
+  SETNUM("lost", r->timed_out);
+  push_counters(L, r, AB_GROUP_DATAGRAM);
+  SETNUM("loss_percent", r->sent ? (double)r->timed_out / (double)r->sent * 100.0 : 0.0);
+  lua_newtable(L);
+  const ab_udp_buffers_t *bs[2] = {&r->udp_client_buffers, &r->udp_server_buffers};
+  const char *names[2] = {"client", "server"};
+  for (int i = 0; i < 2; i++) {
+    lua_newtable(L);
+    SETNUM("send_requested", bs[i]->send_requested);
+    SETNUM("send_granted", bs[i]->send_granted);
+    SETNUM("recv_requested", bs[i]->recv_requested);
+    SETNUM("recv_granted", bs[i]->recv_granted);
+    lua_setfield(L, -2, names[i]);
+  }
+  lua_setfield(L, -2, "buffers");
+  lua_setfield(L, -2, "udp");
+}
+
+/* CPU, memory, errors, topology and notes. */
+static void push_host(lua_State *L, const ab_case_cfg_t *cfg, const ab_result_t *r) {
+  int ncpu = ab_logical_cpus();
   double cpu = r->cpu_wall_s > 0 ? (r->cpu_user_s + r->cpu_sys_s) / r->cpu_wall_s * 100.0 : 0;
   SETNUM("cpu_percent", cpu);
   SETNUM("cpu_user_s", r->cpu_user_s);
@@ -349,13 +357,11 @@ static int l_run_case(lua_State *L) {
   SETNUM("rss_peak_bytes", r->rss_peak_bytes);
   SETNUM("rss_end_bytes", r->rss_end_bytes);
   lua_newtable(L);
-  for (int i = 0; i < r->nerrors; i++) {
-    SETNUM(ab_err_name(r->errors[i].code), r->errors[i].count);
-  }
+  for (int i = 0; i < r->nerrors; i++) SETNUM(ab_err_name(r->errors[i].code), r->errors[i].count);
   lua_setfield(L, -2, "errors");
   SETNUM("loops", r->loops);
   SETNUM("workers", r->workers);
-  lua_pushstring(L, cfg.model == AB_MODEL_SHARDED ? "sharded" : "shared");
+  lua_pushstring(L, cfg->model == AB_MODEL_SHARDED ? "sharded" : "shared");
   lua_setfield(L, -2, "model");
   lua_createtable(L, (int)r->loops, 0);
   for (uint32_t i = 0; i < r->loops; i++) {
@@ -370,57 +376,121 @@ static int l_run_case(lua_State *L) {
   }
   lua_setfield(L, -2, "notes");
   SETNUM("logical_cpus", ncpu);
-  SETNUM("server_connections", r->server_connections);
-  SETNUM("server_messages", r->server_messages);
-  SETNUM("server_bytes", r->server_bytes);
-  SETNUM("server_resets", r->server_resets);
+}
+
+/* The result table of a run that happened (docs/run-object.md). */
+static void push_result(lua_State *L, const ab_case_cfg_t *cfg, const ab_result_t *r) {
+  lua_newtable(L);
+  lua_pushboolean(L, r->ok);
+  lua_setfield(L, -2, "ok");
+  if (r->error[0]) {
+    lua_pushstring(L, r->error);
+    lua_setfield(L, -2, "error");
+  }
+  push_counters(L, r, AB_GROUP_RUN);
+  SETNUM("measured_s", r->measured_s);
+  SETNUM("round_trips_per_s", (double)r->completed / r->measured_s);
+  SETNUM("payload_mib_per_s", (double)r->completed * cfg->payload / r->measured_s / 1048576.0);
+  push_hists(L, r);
+  if (cfg->protocol == AB_PROTO_TLS || cfg->protocol == AB_PROTO_WSS ||
+      cfg->protocol == AB_PROTO_HTTPS)
+    push_tls(L, r);
+  push_host(L, cfg, r);
   lua_pushliteral(L, "closed");
   lua_setfield(L, -2, "load_model");
-  if (cfg.protocol == AB_PROTO_UDP) {
-    lua_newtable(L);
-    SETNUM("lost", r->timed_out);
-    SETNUM("late", r->late);
-    SETNUM("reordered", r->reordered);
-    SETNUM("duplicated", r->duplicated);
-    SETNUM("server_drops", r->server_drops);
-    SETNUM("loss_percent", r->sent ? (double)r->timed_out / (double)r->sent * 100.0 : 0.0);
-    lua_newtable(L);
-    const ab_udp_buffers_t *bs[2] = {&r->udp_client_buffers, &r->udp_server_buffers};
-    const char *names[2] = {"client", "server"};
-    for (int i = 0; i < 2; i++) {
-      lua_newtable(L);
-      SETNUM("send_requested", bs[i]->send_requested);
-      SETNUM("send_granted", bs[i]->send_granted);
-      SETNUM("recv_requested", bs[i]->recv_requested);
-      SETNUM("recv_granted", bs[i]->recv_granted);
-      lua_setfield(L, -2, names[i]);
-    }
-    lua_setfield(L, -2, "buffers");
-    lua_setfield(L, -2, "udp");
+  if (cfg->protocol == AB_PROTO_UDP) push_udp(L, r);
+}
+
+/* execution = "lua": a script error makes status script_error with the
+ * whole message (file:line, traceback); payload MiB/s counts the reply
+ * bytes actually read. */
+static void push_script_outcome(lua_State *L, const ab_lua_exec_t *lx, const ab_result_t *r) {
+  const char *script_msg = NULL;
+  int script_errors = ab_lua_exec_script_errors(lx, &script_msg);
+  if (script_errors > 0) {
+    lua_pushboolean(L, 0);
+    lua_setfield(L, -2, "ok");
+    lua_pushboolean(L, 1);
+    lua_setfield(L, -2, "script_error");
+    lua_pushstring(L, script_msg ? script_msg : "script error");
+    lua_setfield(L, -2, "error");
+    lua_getfield(L, -1, "errors");
+    SETNUM("ESCRIPT", script_errors);
+    lua_pop(L, 1);
   }
-  if (lx) {
-    /* a script error: status script_error with the whole message (file:line,
-     * traceback); payload MiB/s from the reply bytes actually read */
-    if (script_errors > 0) {
-      lua_pushboolean(L, 0);
-      lua_setfield(L, -2, "ok");
-      lua_pushboolean(L, 1);
-      lua_setfield(L, -2, "script_error");
-      lua_pushstring(L, script_msg ? script_msg : "script error");
-      lua_setfield(L, -2, "error");
-      lua_getfield(L, -1, "errors");
-      SETNUM("ESCRIPT", script_errors);
-      lua_pop(L, 1);
-    }
-    SETNUM("payload_mib_per_s", (double)ab_lua_exec_reply_bytes(lx) / r->measured_s / 1048576.0);
+  SETNUM("payload_mib_per_s", (double)ab_lua_exec_reply_bytes(lx) / r->measured_s / 1048576.0);
+}
+
+static int l_run_case(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  ab_case_cfg_t cfg;
+  case_strings_t keep;
+  char err[256];
+  memset(&cfg, 0, sizeof(cfg));
+  memset(&keep, 0, sizeof(keep));
+  const char *bad = read_shape(L, &cfg);
+  if (bad) return config_error(L, bad);
+  read_tls(L, &cfg, &keep);
+  read_udp(L, &cfg);
+  if ((bad = read_role(L, &cfg, &keep, err, sizeof(err))) != NULL) return config_error(L, bad);
+  /* execution = "lua": the scenario's Lua code drives the connections
+   * (lua_exec.c); the run table says which scenario, sets and case */
+  ab_lua_exec_t *lx = NULL;
+  if (cfg.execution == AB_EXEC_HOOKS) {
+    if (ab_lua_exec_new(L, 1, &lx, err, sizeof(err)) != 0) return config_error(L, err);
+    cfg.driver = ab_lua_exec_driver(lx);
+  } else {
+    cfg.driver = ab_driver_for(cfg.protocol, cfg.execution);
+  }
+  if (ab_case_check(&cfg, err, sizeof(err)) != 0) {
     ab_lua_exec_free(lx);
+    return config_error(L, err);
+  }
+  ab_result_t *r = malloc(sizeof(*r));
+  if (r == NULL) {
+    ab_lua_exec_free(lx);
+    return ab_lua_fail(L, AB_ENOMEM);
+  }
+  int rc = ab_run_case(&cfg, r);
+  if (rc < 0) {
+    lua_pushnil(L);
+    lua_pushfstring(L, "%s: %s", ab_err_name(rc), r->error);
+    lua_pushstring(L, ab_err_name(rc));
+  } else {
+    push_result(L, &cfg, r);
+    if (lx) push_script_outcome(L, lx, r);
   }
   ab_result_free(r);
   free(r);
+  ab_lua_exec_free(lx);
+  return rc < 0 ? 3 : 1;
+}
+
+/* core.counters() -> { {name=, merge="sum"|"max", group="run"|"datagram",
+ * doc=}, ... } in table order: the one declaration of engine/counters.h,
+ * for the docs spec and anyone listing the run object's counts. */
+static int l_counters(lua_State *L) {
+  lua_newtable(L);
+  int i = 0;
+#define PUSH_ROW(name, merge, grp, doc)                                              \
+  lua_newtable(L);                                                                   \
+  lua_pushliteral(L, #name);                                                         \
+  lua_setfield(L, -2, "name");                                                       \
+  lua_pushstring(L, (merge) == AB_MERGE_MAX ? "max" : "sum");                        \
+  lua_setfield(L, -2, "merge");                                                      \
+  lua_pushstring(L, (grp) == AB_GROUP_DATAGRAM ? "datagram" : "run");                \
+  lua_setfield(L, -2, "group");                                                      \
+  lua_pushliteral(L, doc);                                                           \
+  lua_setfield(L, -2, "doc");                                                        \
+  lua_rawseti(L, -2, ++i);
+  AB_COUNTERS(PUSH_ROW)
+#undef PUSH_ROW
   return 1;
 }
 
 void ab_lua_register_engine(lua_State *L) {
   lua_pushcfunction(L, l_run_case);
   lua_setfield(L, -2, "run_case");
+  lua_pushcfunction(L, l_counters);
+  lua_setfield(L, -2, "counters");
 }

@@ -118,7 +118,7 @@ static int f_send(lua_State *L) {
     }
   }
   if (r < 0 || conn_dead(k)) return ab_lua_fail(L, k->err ? k->err : r < 0 ? r : AB_ECLOSED);
-  if (!k->is_client) k->lx->l->srv_messages++;
+  if (!k->is_client) k->lx->l->server_messages++;
   lua_pushboolean(L, 1);
   return 1;
 }

@@ -193,7 +193,7 @@ static void s_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
   }
   k->now = ab_now_ns();
   *k->rlen += (size_t)nread;
-  s->loop->srv_bytes += (uint64_t)nread;
+  s->loop->server_bytes += (uint64_t)nread;
   if (k->waiting && ab__lx_want_met(k)) ab__lx_wake(k);
 }
 

@@ -1,0 +1,61 @@
+/* counters.h -- every counter of a run, declared once.
+ *
+ * AB_COUNTERS(X) calls X(name, merge, group, doc) once per counter:
+ *   name   the field of the loop (ab__loop_t, written by its own thread
+ *          only) and of the result (ab_result_t), and the run object's key;
+ *   merge  how ab_run_case folds the loops' values: AB_MERGE_SUM or
+ *          AB_MERGE_MAX;
+ *   group  where the run object carries it: AB_GROUP_RUN (top level) or
+ *          AB_GROUP_DATAGRAM (inside the run object's `udp` table, present
+ *          for datagram protocols only);
+ *   doc    the one-line meaning docs/run-object.md shows (a spec compares
+ *          the doc's counter rows with this table through core.counters()).
+ * The loop and result structs expand the table inline (uint64_t fields of
+ * those names), the merge and the Lua export loop over it: a new counter is
+ * one line here plus whatever increments it.  All counts are messages,
+ * connections or bytes as the doc says, never negative.
+ *
+ * Identity on every run: sent = completed + drained + timed_out +
+ * message_errors + unfinished (the merge adds what is still in flight at
+ * stop to unfinished).
+ */
+#ifndef AB_COUNTERS_H
+#define AB_COUNTERS_H
+
+#include <stdint.h>
+
+enum { AB_MERGE_SUM = 1, AB_MERGE_MAX = 2 };
+enum { AB_GROUP_RUN = 1, AB_GROUP_DATAGRAM = 2 };
+
+#define AB_COUNTERS(X)                                                                      \
+  X(sent, AB_MERGE_SUM, AB_GROUP_RUN, "measure-phase messages handed to the socket")        \
+  X(completed, AB_MERGE_SUM, AB_GROUP_RUN, "replies received inside [start, deadline]")     \
+  X(drained, AB_MERGE_SUM, AB_GROUP_RUN,                                                    \
+    "replies to measure-phase messages received after the deadline")                        \
+  X(timed_out, AB_MERGE_SUM, AB_GROUP_RUN,                                                  \
+    "messages whose reply did not come within `timeout` (checked when a reply arrives, so "  \
+    "a reply later than `timeout` is never `completed` or `drained`; on a stream it fails "  \
+    "its connection)")                                                                      \
+  X(message_errors, AB_MERGE_SUM, AB_GROUP_RUN,                                             \
+    "messages lost to a connection error or a bad reply")                                   \
+  X(unfinished, AB_MERGE_SUM, AB_GROUP_RUN, "messages still in flight when the run ended")  \
+  X(warmup_completed, AB_MERGE_SUM, AB_GROUP_RUN,                                           \
+    "warm-up replies received (their samples are dropped)")                                 \
+  X(server_connections, AB_MERGE_SUM, AB_GROUP_RUN, "connections the server side accepted") \
+  X(server_messages, AB_MERGE_SUM, AB_GROUP_RUN, "messages the server side answered")       \
+  X(server_bytes, AB_MERGE_SUM, AB_GROUP_RUN, "message bytes the server side received")     \
+  X(server_resets, AB_MERGE_SUM, AB_GROUP_RUN,                                              \
+    "server role: clients that reset their connection (not errors)")                        \
+  X(late, AB_MERGE_SUM, AB_GROUP_DATAGRAM,                                                  \
+    "replies that came after their message timed out (never completions)")                  \
+  X(reordered, AB_MERGE_SUM, AB_GROUP_DATAGRAM,                                             \
+    "replies below the highest sequence already answered (still complete)")                 \
+  X(duplicated, AB_MERGE_SUM, AB_GROUP_DATAGRAM, "second replies to a completed message")   \
+  X(server_drops, AB_MERGE_SUM, AB_GROUP_DATAGRAM,                                          \
+    "datagrams the server dropped (truncated, out of memory, send failed)")
+
+/* The struct fields: `uint64_t name;` for every counter. */
+#define AB__COUNTER_FIELD(name, merge, group, doc) uint64_t name;
+#define AB_COUNTER_FIELDS AB_COUNTERS(AB__COUNTER_FIELD)
+
+#endif
