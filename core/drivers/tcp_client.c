@@ -27,7 +27,8 @@ void ab__client_on_closed(uv_handle_t *h) {
   if (c->ly.codec && c->ly.codec->vt == &ab_codec_http) {
     uint64_t n = 0;
     ab_http_stats(c->ly.codec, &n);
-    c->loop->http_non2xx += n;
+    c->loop->status_failures += n;
+    c->loop->status_failure_code = AB_EHTTPSTATUS;
   }
   ab__layers_free(&c->ly);
   ab_sockio_free(&c->io);

@@ -6,12 +6,12 @@
  *   merge  how ab_run_case folds the loops' values: AB_MERGE_SUM or
  *          AB_MERGE_MAX;
  *   group  where the run object carries it: AB_GROUP_RUN (top level) or
- *          AB_GROUP_DATAGRAM (inside the run object's `udp` table, present
- *          for datagram protocols only);
+ *          AB_GROUP_DATAGRAM (inside the run object's datagram table,
+ *          present for datagram protocols only; docs/run-object.md);
  *   doc    the one-line meaning docs/run-object.md shows (a spec compares
  *          the doc's counter rows with this table through core.counters()).
  * The loop and result structs expand the table inline (uint64_t fields of
- * those names), the merge and the Lua export loop over it: a new counter is
+ * those names), the merge and the script export (core.counters) loop over it: a new counter is
  * one line here plus whatever increments it.  All counts are messages,
  * connections or bytes as the doc says, never negative.
  *

@@ -3,9 +3,18 @@
  * The engine (engine.c) owns the topology: loops and their threads, the
  * phases and their deadlines, the coordinator, the work pool, the counters
  * and the merge.  Everything that touches a socket belongs to a driver: one
- * row per execution x transport (core/drivers/registry.c picks it; the Lua
- * driver is built by core/lua/lua_exec.c).  The engine never asks which
- * driver it runs: it calls these entries and nothing else of the drivers.
+ * row per execution x transport (core/drivers/registry.c picks it; the
+ * scripted driver is built by the host layer on a registry row).  The engine
+ * never asks which driver it runs: it calls these entries and nothing else
+ * of the drivers.
+ *
+ * State: per case, drivers keep theirs in the engine object today (the
+ * transport contexts); per loop in l->drv_state and the loop's buffer
+ * fields; per connection in the client and server-connection structs of
+ * engine_int.h.  Moving those driver parts out of engine_int.h (a
+ * driver-given client size, the engine seeing only the window and
+ * identity header) is the next step once the window and the connection
+ * object have settled there.
  *
  * Threads and order, for one case:
  *   case_open    coordinator, before any loop exists: per-case state
@@ -40,7 +49,7 @@
  * sentence (else the engine writes a generic one).
  *
  * The table is read-only while a case runs and is shared by its loops; `arg`
- * is the driver's own (the Lua driver's shared state).  Calls are per loop,
+ * is the driver's own (the scripted driver's shared state).  Calls are per loop,
  * per connection or per phase, never per message.
  */
 #ifndef AB_DRIVER_H
@@ -56,7 +65,7 @@ struct ab__sconn_s;
 typedef struct ab_result_s ab_result_t;
 
 typedef struct ab_driver_s {
-  const char *name;             /* for messages: "callback stream", ... */
+  const char *name;             /* for messages */
   void *arg;
   /* a lost message is a measured outcome, not a failure of the run
    * (datagram transports): out->ok ignores timed_out and unfinished */

@@ -562,12 +562,12 @@ static void merge_loop(ab_result_t *out, const ab__loop_t *l) {
   ab_hist_merge(&out->rtt, &l->rtt);
   ab_hist_merge(&out->connect, &l->connect);
   ab_hist_merge(&out->handshake, &l->handshake);
-  if (l->http_non2xx) {
+  if (l->status_failures) {
     /* an echo that answers 500 is not a round trip that worked */
-    ab__errors_add(out->errors, &out->nerrors, AB_EHTTPSTATUS, l->http_non2xx);
+    ab__errors_add(out->errors, &out->nerrors, l->status_failure_code, l->status_failures);
     if (out->error[0] == '\0')
       snprintf(out->error, sizeof(out->error), "%llu responses had a status outside 2xx",
-               (unsigned long long)l->http_non2xx);
+               (unsigned long long)l->status_failures);
   }
   out->work_sink ^= l->work_sink;
   for (int k = 0; k < l->nerrors; k++)

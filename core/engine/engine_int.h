@@ -194,7 +194,10 @@ struct ab__loop_s {
   /* per-loop results, merged by the coordinator */
   ab_hist_t rtt, connect, handshake;
   AB_COUNTER_FIELDS             /* sent, completed, ... (engine/counters.h) */
-  uint64_t http_non2xx;          /* final responses outside 2xx (client) */
+  /* client: whole replies whose status says the request failed (a driver
+   * sets the count and the error class it is reported as) */
+  uint64_t status_failures;
+  int status_failure_code;
   ab_error_count_t errors[AB_MAX_ERROR_CLASSES];
   int nerrors;
   char first_error[256];

@@ -1,12 +1,13 @@
 /* pool.c -- shared:N's work pool: N threads that run the per-message server
  * work for the one IO loop (README.md "Topologies"; libuv's model for handler work).
  *
- * The loop submits one job per received frame (an ab__job_t: a TCP
- * connection's embedded job, or one datagram) into a mutex-guarded ring; a worker runs ab_work() and pushes
- * the pointer onto the return list, then wakes the loop with uv_async_send.
- * The loop's async callback collects returned jobs and releases the held
- * frames in order.  This hand-off is the cost the shared model carries; it
- * is the one lock on the per-message path.
+ * The loop submits one job per received frame (an ab__job_t: a stream
+ * connection's embedded job, or one datagram) into a mutex-guarded ring; a
+ * worker runs ab_work() and pushes the pointer onto the return list, then
+ * wakes the loop with uv_async_send.  The loop's async handler collects
+ * returned jobs and releases the held frames in order.  This hand-off is
+ * the cost the shared model carries; it is the one lock on the per-message
+ * path.
  */
 #include <stdlib.h>
 #include <string.h>

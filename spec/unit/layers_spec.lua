@@ -74,6 +74,18 @@ describe("the layer checker", function()
     end)
 end)
 
+-- Engine files that still name protocols or executions: the structs and
+-- case options of engine.h/engine_int.h hold the drivers' per-connection
+-- and per-case parts until they move behind the driver (engine/driver.h),
+-- and ab_case_check holds protocol rules until the capability table takes
+-- them.  A ratchet: a file listed here that becomes clean fails the spec
+-- until it is taken off the list; every other engine file must be clean.
+local ENGINE_NAMES_PENDING = {
+    ["core/engine/engine.c"] = true,
+    ["core/engine/engine.h"] = true,
+    ["core/engine/engine_int.h"] = true,
+}
+
 describe("the real core/ tree", function()
     local problems = layers.check(layers.scan(ROOT))
     for _, kind in ipairs({ "upward", "cycle", "lua_in_pure", "unknown" }) do
@@ -82,4 +94,16 @@ describe("the real core/ tree", function()
             assert.are.equal("", lines(bad))
         end)
     end
+
+    it("names no protocol or execution in the engine layer (but the pending files)", function()
+        local bad, still = {}, {}
+        for _, p in ipairs(layers.only(problems, "engine_names")) do
+            if ENGINE_NAMES_PENDING[p.file] then still[p.file] = true
+            else bad[#bad + 1] = p end
+        end
+        assert.are.equal("", lines(bad))
+        for file in pairs(ENGINE_NAMES_PENDING) do
+            assert.is_true(still[file] == true, file .. " is clean now: take it off ENGINE_NAMES_PENDING")
+        end
+    end)
 end)
