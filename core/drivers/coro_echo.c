@@ -145,7 +145,7 @@ static void c_setup_fail(ab__client_t *c, int code, const char *what, const char
 static int c_send(ab__client_t *c) {
   ab__loop_t *l = c->loop;
   const ab_case_cfg_t *cfg = l->eng->cfg;
-  const ab_codec_vt_t *vt = l->eng->codec_vt;
+  const ab_codec_vt_t *vt = l->eng->dc->codec_vt;
   ab__win_grant_t g;
   /* the clock of the last read is recent enough for the phase gate */
   if (ab__win_grant(c, c->co_now, &g) == 0) return 0;
@@ -170,7 +170,7 @@ static void c_main(void *arg) {
   ab__client_t *c = arg;
   ab__loop_t *l = c->loop;
   ab__engine_t *eng = l->eng;
-  const ab_codec_vt_t *vt = eng->codec_vt;
+  const ab_codec_vt_t *vt = eng->dc->codec_vt;
   int r;
 
   /* connect and handshakes: before warm-up, timed apart */
@@ -183,9 +183,9 @@ static void c_main(void *arg) {
   }
   c->ly.t_connected = now;
   ab_outbuf_init(&c->ly.plain, NULL, NULL);
-  if (eng->use_tls) r = ab_tls_conn_new(eng->tls_client, 1, eng->verify_host, &c->ly.tls);
+  if (eng->dc->use_tls) r = ab_tls_conn_new(eng->dc->tls_client, 1, eng->dc->verify_host, &c->ly.tls);
   if (r == 0) r = ab_codec_create(vt, &c->ly.plain, eng->cfg->payload, 1, &c->ly.codec);
-  if (r == 0 && vt == &ab_codec_http) ab_http_set_host(c->ly.codec, eng->host);
+  if (r == 0 && vt == &ab_codec_http) ab_http_set_host(c->ly.codec, eng->dc->host);
   if (r == 0)
     r = eng->cfg->protocol == AB_PROTO_TCP
             ? ab_sockio_start(&c->io, &l->loop, &c->tcp, 0, c_io_readable, c_io_error)
@@ -216,12 +216,12 @@ static void c_main(void *arg) {
     c->ly.state = AB__LY_READY;
     ab__ly_drain_tls(&c->ly, &c->rbuf, &c->rcap, &c->rlen);
   }
-  if (eng->use_ws) {
+  if (eng->dc->use_ws) {
     char key[AB_WS_KEY_LEN + 1], req[1024];
     ab_ws_hs_t hs;
     int n = ab_ws_new_key(key) < 0 || ab_ws_hs_init(&hs, 1, key) < 0
                 ? AB_EINVAL
-                : ab_ws_request(req, sizeof(req), eng->host, "/echo", key);
+                : ab_ws_request(req, sizeof(req), eng->dc->host, "/echo", key);
     if (n < 0 ||
         (r = co_write((uv_stream_t *)&c->tcp, &c->io, &c->ly, &c->cbuf, &c->ccap,
                       (const uint8_t *)req, (size_t)n)) < 0) {
@@ -246,7 +246,7 @@ static void c_main(void *arg) {
   c->ly.state = AB__LY_READY;
   c->alive = 1;
   c->loop->ready_clients++;
-  if (eng->use_tls || eng->use_ws) ab_hist_record(&l->handshake, ab_now_ns() - c->ly.t_connected);
+  if (eng->dc->use_tls || eng->dc->use_ws) ab_hist_record(&l->handshake, ab_now_ns() - c->ly.t_connected);
   ab__client_reported(c);
 
   /* the echo loop */
@@ -314,7 +314,7 @@ void ab__co_client_start(ab__client_t *c) {
     c->tcp.data = c;
     uv_tcp_nodelay(&c->tcp, 1);
     c->connect_start_ns = ab_now_ns();
-    r = ab_task_c_new(l->sched, &c->task, STACK_SIZE, c_main, c);
+    r = ab_task_c_new(l->d->sched, &c->task, STACK_SIZE, c_main, c);
   }
   if (r < 0) {
     c->task = NULL;
@@ -378,7 +378,7 @@ static void s_main(void *arg) {
   ab__sconn_t *s = arg;
   ab__loop_t *l = s->loop;
   ab__engine_t *eng = l->eng;
-  const ab_codec_vt_t *vt = eng->codec_vt;
+  const ab_codec_vt_t *vt = eng->dc->codec_vt;
   int r = eng->cfg->protocol == AB_PROTO_TCP
               ? ab_sockio_start(&s->io, &l->loop, &s->tcp, 1, s_io_readable, s_io_error)
               : uv_read_start((uv_stream_t *)&s->tcp, s_alloc, s_read);
@@ -396,7 +396,7 @@ static void s_main(void *arg) {
     ab__record_tls(eng, s->ly.tls);
     ab__ly_drain_tls(&s->ly, &s->rbuf, &s->rcap, &s->rlen);
   }
-  if (eng->use_ws) {
+  if (eng->dc->use_ws) {
     ab_ws_hs_t hs;
     ab_ws_hs_init(&hs, 0, NULL);
     for (;;) {
@@ -517,18 +517,18 @@ void ab__co_server_accept(ab__sconn_t *s) {
   ab__engine_t *eng = l->eng;
   ab_outbuf_init(&s->ly.plain, NULL, NULL);
   int r = 0;
-  if (eng->use_tls) r = ab_tls_conn_new(eng->tls_server, 0, NULL, &s->ly.tls);
+  if (eng->dc->use_tls) r = ab_tls_conn_new(eng->dc->tls_server, 0, NULL, &s->ly.tls);
   if (r == 0)
-    r = ab_codec_create(eng->codec_vt, &s->ly.plain,
-                        eng->codec_vt == &ab_codec_raw ? eng->cfg->payload : eng->max_frame, 0,
+    r = ab_codec_create(eng->dc->codec_vt, &s->ly.plain,
+                        eng->dc->codec_vt == &ab_codec_raw ? eng->cfg->payload : eng->max_frame, 0,
                         &s->ly.codec);
-  if (r == 0) r = ab_task_c_new(l->sched, &s->task, STACK_SIZE, s_main, s);
+  if (r == 0) r = ab_task_c_new(l->d->sched, &s->task, STACK_SIZE, s_main, s);
   if (r < 0) {
     s->task = NULL;
     ab__sconn_error(s, r, "accept setup");
     return;
   }
-  s->ly.state = eng->use_tls ? AB__LY_HS_TLS : AB__LY_READY;
+  s->ly.state = eng->dc->use_tls ? AB__LY_HS_TLS : AB__LY_READY;
   ab_task_on_exit(s->task, s_exit, s);
   ab_task_start(s->task);
 }

@@ -10,6 +10,61 @@
 
 #include "engine/engine_int.h"
 
+/* A server connection (accepted by tcp_server.c, served by the row's
+ * accept entry). */
+struct ab__sconn_s {
+  uv_tcp_t tcp;
+  ab__loop_t *loop;
+  int closing;
+  int eof;                      /* the client half-closed: close once every
+                                   reply has gone out */
+  uint8_t *rbuf;
+  size_t rcap, rlen;
+  ab_sockio_t io;               /* plain tcp, callback: the socket's IO */
+  ab__job_t job;                /* pool completions for this connection */
+  struct ab__sconn_s *next, *prev; /* loop's list of server connections */
+  ab_outbuf_t out;
+  /* shared:N only: frames waiting for their work to come back */
+  uint8_t *held;
+  size_t hcap, hlen, hoff;
+  ab__layers_t ly;              /* layered protocols only */
+  ab_task_t *task;              /* execution = coroutine */
+  int co_waiting, co_err;
+  uint8_t *cbuf;
+  size_t ccap;
+  uint64_t jobs_out;            /* jobs submitted, not yet returned */
+  uint64_t jobs_back;           /* returned jobs not yet released */
+};
+
+/* The drivers' part of a loop (ab__loop_t.d): sockets and buffers of the
+ * row that runs it; made in loop_open, freed in loop_close. */
+struct ab__dloop_s {
+  uv_tcp_t listener;            /* stream rows, when the role serves */
+  int listening;
+  uv_udp_t userver;             /* udp: the one server socket of this loop */
+  uint8_t *udp_rx;              /* udp: receive buffer (64 KiB) */
+  uint8_t *cipher_rx;           /* tls: ciphertext read buffer (64 KiB) */
+  uint8_t *io_rx;               /* plain tcp, callback: receive buffer
+                                   shared by the loop's connections */
+  uint8_t *io_tx;               /* and the client batch being built */
+  ab_sched_t *sched;            /* coroutine and scripted rows */
+  struct ab__udp_job_s *udp_free; /* udp + pool: recycled datagram jobs */
+  ab__sconn_t *sconns;          /* list of server connections */
+};
+
+/* The drivers' part of a case (ab__engine_t.dc): what transport.c sets up
+ * once per case; session facts are copied into the result at case_close. */
+struct ab__dcase_s {
+  const char *host;             /* Host header / WebSocket host */
+  const char *verify_host;      /* name the server certificate must match */
+  int use_tls, use_ws;
+  const ab_codec_vt_t *codec_vt;
+  ab_tls_ctx_t *tls_server, *tls_client;
+  char tls_version[16], tls_cipher[64], tls_alpn[64], tls_sni[128];
+  int tls_resumed;
+  ab_udp_buffers_t udp_client_buffers, udp_server_buffers;
+};
+
 /* transport.c: per-case setup shared by every stream and datagram row:
  * codec choice and the TLS contexts (made and warmed before anything is
  * timed); case_close copies the session parameters into the result. */

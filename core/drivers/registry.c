@@ -20,26 +20,47 @@
 
 static void close_noop(uv_handle_t *h) { (void)h; }
 
+/* ---- every row: the driver's part of the loop ---------------------------- */
+
+static int dloop_new(ab__loop_t *l) {
+  l->d = calloc(1, sizeof(*l->d));
+  return l->d ? 0 : AB_ENOMEM;
+}
+
+/* After the loop ended: its server connections are closed, free them. */
+static void dloop_free(ab__loop_t *l) {
+  if (l->d == NULL) return;
+  ab__sconn_t *s = l->d->sconns;
+  while (s) {
+    ab__sconn_t *n = s->next;
+    free(s);
+    s = n;
+  }
+  free(l->d);
+  l->d = NULL;
+}
+
 /* ---- stream rows: the listener and the TLS read buffer ------------------ */
 
 static int stream_loop_open(ab__loop_t *l, char *err, size_t errlen) {
   (void)err;
   (void)errlen;
   int r;
+  if (l->d == NULL && (r = dloop_new(l)) < 0) return r;
   if (l->eng->cfg->role != AB_ROLE_CLIENT && (r = ab__server_listen(l)) < 0) return r;
-  if (l->eng->use_tls && (l->cipher_rx = malloc(CIPHER_RX)) == NULL) return AB_ENOMEM;
+  if (l->eng->dc->use_tls && (l->d->cipher_rx = malloc(CIPHER_RX)) == NULL) return AB_ENOMEM;
   return 0;
 }
 
 static void stream_loop_close(ab__loop_t *l) {
-  free(l->cipher_rx);
-  l->cipher_rx = NULL;
+  if (l->d) free(l->d->cipher_rx);
+  dloop_free(l);
 }
 
 static void stream_stop(ab__loop_t *l) {
   for (uint32_t i = 0; i < l->nclients; i++) ab__client_close(&l->clients[i]);
   ab__server_close_all(l);
-  if (l->listening) uv_close((uv_handle_t *)&l->listener, close_noop);
+  if (l->d->listening) uv_close((uv_handle_t *)&l->d->listener, close_noop);
 }
 
 static void stream_start(ab__client_t *c) {
@@ -53,16 +74,17 @@ static void stream_work_done(ab__sconn_t *s) { ab__sserver_release(s, 1); }
 static int tcp_loop_open(ab__loop_t *l, char *err, size_t errlen) {
   int r = stream_loop_open(l, err, errlen);
   if (r < 0) return r;
-  if ((l->io_rx = malloc(AB__IO_RX)) == NULL) return AB_ENOMEM;
-  if (l->eng->cfg->role != AB_ROLE_SERVER && (l->io_tx = malloc(AB__IO_TX)) == NULL)
+  if ((l->d->io_rx = malloc(AB__IO_RX)) == NULL) return AB_ENOMEM;
+  if (l->eng->cfg->role != AB_ROLE_SERVER && (l->d->io_tx = malloc(AB__IO_TX)) == NULL)
     return AB_ENOMEM;
   return 0;
 }
 
 static void tcp_loop_close(ab__loop_t *l) {
-  free(l->io_rx);
-  free(l->io_tx);
-  l->io_rx = l->io_tx = NULL;
+  if (l->d) {
+    free(l->d->io_rx);
+    free(l->d->io_tx);
+  }
   stream_loop_close(l);
 }
 
@@ -77,18 +99,17 @@ static void tcp_work_done(ab__sconn_t *s) { ab__server_work_returned(s, 1); }
 static int co_loop_open(ab__loop_t *l, char *err, size_t errlen) {
   int r = stream_loop_open(l, err, errlen);
   if (r < 0) return r;
-  return ab_sched_new(&l->sched, &l->loop) < 0 ? AB_ENOMEM : 0;
+  return ab_sched_new(&l->d->sched, &l->loop) < 0 ? AB_ENOMEM : 0;
 }
 
 static void co_loop_close(ab__loop_t *l) {
-  if (l->sched && ab_sched_free(l->sched) != 0)
+  if (l->d && l->d->sched && ab_sched_free(l->d->sched) != 0)
     fprintf(stderr, "arkbench: loop %u: coroutine tasks still alive at the end\n", l->index);
-  l->sched = NULL;
   stream_loop_close(l);
 }
 
 static void co_stop(ab__loop_t *l) {
-  if (l->sched) ab_sched_cancel_all(l->sched);
+  if (l->d && l->d->sched) ab_sched_cancel_all(l->d->sched);
   stream_stop(l);
 }
 
@@ -98,8 +119,9 @@ static int udp_loop_open(ab__loop_t *l, char *err, size_t errlen) {
   (void)err;
   (void)errlen;
   int r;
+  if ((r = dloop_new(l)) < 0) return r;
   if (l->eng->cfg->role != AB_ROLE_CLIENT && (r = ab__udp_server_open(l)) < 0) return r;
-  if (l->udp_rx == NULL && (l->udp_rx = malloc(65536)) == NULL) return AB_ENOMEM;
+  if (l->d->udp_rx == NULL && (l->d->udp_rx = malloc(65536)) == NULL) return AB_ENOMEM;
   return 0;
 }
 
@@ -108,7 +130,8 @@ static void udp_loop_close(ab__loop_t *l) {
     free(l->clients[i].dgram);
     l->clients[i].dgram = NULL;
   }
-  ab__udp_free(l);
+  if (l->d) ab__udp_free(l);
+  dloop_free(l);
 }
 
 /* a datagram socket is ready as soon as it is open */
@@ -119,7 +142,7 @@ static void udp_start(ab__client_t *c) {
 
 static void udp_stop(ab__loop_t *l) {
   for (uint32_t i = 0; i < l->nclients; i++) ab__client_close(&l->clients[i]);
-  if (l->listening) uv_close((uv_handle_t *)&l->userver, close_noop);
+  if (l->d->listening) uv_close((uv_handle_t *)&l->d->userver, close_noop);
 }
 
 /* ---- the rows ----------------------------------------------------------- */

@@ -73,7 +73,7 @@ static int ly_flush(ab__layers_t *ly, ab_outbuf_t *sock) {
 void ab__ly_alloc(ab__layers_t *ly, ab__loop_t *l, uint8_t **rbuf, size_t *rcap,
                      size_t rlen, uv_buf_t *buf) {
   if (ly->tls) {
-    *buf = uv_buf_init((char *)l->cipher_rx, READ_CHUNK);
+    *buf = uv_buf_init((char *)l->d->cipher_rx, READ_CHUNK);
     return;
   }
   if (ab_buf_grow(rbuf, rcap, rlen, READ_CHUNK) != 0) {
@@ -127,13 +127,13 @@ void ab__record_tls(ab__engine_t *eng, ab_tls_conn_t *tls) {
   /* once per run: the first handshake a server completes (engine lock:
    * once per connection, never per message) */
   pthread_mutex_lock(&eng->mu);
-  if (eng->tls_sni[0] == '\0' && info.sni && info.sni[0])
-    snprintf(eng->tls_sni, sizeof(eng->tls_sni), "%s", info.sni);
-  if (eng->cfg->role == AB_ROLE_SERVER && eng->tls_version[0] == '\0') {
-    snprintf(eng->tls_version, sizeof(eng->tls_version), "%s", info.version ? info.version : "");
-    snprintf(eng->tls_cipher, sizeof(eng->tls_cipher), "%s", info.cipher ? info.cipher : "");
-    snprintf(eng->tls_alpn, sizeof(eng->tls_alpn), "%.63s", info.alpn);
-    eng->tls_resumed = info.resumed;
+  if (eng->dc->tls_sni[0] == '\0' && info.sni && info.sni[0])
+    snprintf(eng->dc->tls_sni, sizeof(eng->dc->tls_sni), "%s", info.sni);
+  if (eng->cfg->role == AB_ROLE_SERVER && eng->dc->tls_version[0] == '\0') {
+    snprintf(eng->dc->tls_version, sizeof(eng->dc->tls_version), "%s", info.version ? info.version : "");
+    snprintf(eng->dc->tls_cipher, sizeof(eng->dc->tls_cipher), "%s", info.cipher ? info.cipher : "");
+    snprintf(eng->dc->tls_alpn, sizeof(eng->dc->tls_alpn), "%.63s", info.alpn);
+    eng->dc->tls_resumed = info.resumed;
   }
   pthread_mutex_unlock(&eng->mu);
 }
@@ -164,12 +164,12 @@ static void client_ready(ab__client_t *c) {
   c->ly.state = AB__LY_READY;
   c->alive = 1;
   c->loop->ready_clients++;
-  if (l->eng->use_tls || l->eng->use_ws)
+  if (l->eng->dc->use_tls || l->eng->dc->use_ws)
     ab_hist_record(&l->handshake, ab_now_ns() - c->ly.t_connected);
   if (c->ly.tls && c->id == 0) {
     ab_tls_info_t info;
     if (ab_tls_info(c->ly.tls, &info) == 0) {
-      ab__engine_t *e = l->eng;
+      ab__dcase_t *e = l->eng->dc;
       snprintf(e->tls_version, sizeof(e->tls_version), "%s", info.version ? info.version : "");
       snprintf(e->tls_cipher, sizeof(e->tls_cipher), "%s", info.cipher ? info.cipher : "");
       snprintf(e->tls_alpn, sizeof(e->tls_alpn), "%.63s", info.alpn);
@@ -188,7 +188,7 @@ static void send_upgrade(ab__client_t *c) {
     hs_fail(c, AB_ENOMEM, "websocket upgrade", NULL);
     return;
   }
-  int n = ab_ws_request(req, sizeof(req), c->loop->eng->host, "/echo", key);
+  int n = ab_ws_request(req, sizeof(req), c->loop->eng->dc->host, "/echo", key);
   if (n < 0 || ab_outbuf_append(ly_out(&c->ly, &c->out), req, (size_t)n) < 0) {
     hs_fail(c, AB_EINVAL, "websocket upgrade request", NULL);
     return;
@@ -206,7 +206,7 @@ static void sc_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
 static void sc_pump(ab__client_t *c, uint64_t now) {
   ab__loop_t *l = c->loop;
   const ab_case_cfg_t *cfg = l->eng->cfg;
-  const ab_codec_vt_t *vt = l->eng->codec_vt;
+  const ab_codec_vt_t *vt = l->eng->dc->codec_vt;
   ab__win_grant_t g;
   if (!c->alive || c->ly.state != AB__LY_READY || ab__win_grant(c, now, &g) == 0) return;
   uint32_t n = g.n;
@@ -252,7 +252,7 @@ static void sc_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
   ab__client_t *c = st->data;
   ab__loop_t *l = c->loop;
   ab__engine_t *eng = l->eng;
-  const ab_codec_vt_t *vt = eng->codec_vt;
+  const ab_codec_vt_t *vt = eng->dc->codec_vt;
   if (nread == 0 || c->closing) return;
   if (nread < 0) {
     int code = nread == UV_EOF ? AB_ECLOSED : (int)nread;
@@ -287,7 +287,7 @@ static void sc_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
     /* records that came with the end of the handshake */
     c->ly.state = AB__LY_READY; /* lets ly_ingest read plaintext */
     ab__ly_drain_tls(&c->ly, &c->rbuf, &c->rcap, &c->rlen);
-    if (eng->use_ws) {
+    if (eng->dc->use_ws) {
       send_upgrade(c);
       if (c->closing) return;
     } else {
@@ -354,21 +354,21 @@ static void sc_connected(uv_connect_t *req, int status) {
   c->ly.t_connected = now;
   ab_outbuf_init(&c->ly.plain, NULL, NULL);
   int r = 0;
-  if (eng->use_tls) r = ab_tls_conn_new(eng->tls_client, 1, eng->verify_host, &c->ly.tls);
+  if (eng->dc->use_tls) r = ab_tls_conn_new(eng->dc->tls_client, 1, eng->dc->verify_host, &c->ly.tls);
   if (r == 0)
-    r = ab_codec_create(eng->codec_vt, ly_out(&c->ly, &c->out), eng->cfg->payload, 1,
+    r = ab_codec_create(eng->dc->codec_vt, ly_out(&c->ly, &c->out), eng->cfg->payload, 1,
                         &c->ly.codec);
   if (r < 0) {
     hs_fail(c, r, "connection setup", NULL);
     return;
   }
-  if (eng->codec_vt == &ab_codec_http) ab_http_set_host(c->ly.codec, eng->host);
+  if (eng->dc->codec_vt == &ab_codec_http) ab_http_set_host(c->ly.codec, eng->dc->host);
   r = uv_read_start((uv_stream_t *)&c->tcp, sc_alloc, sc_read);
   if (r < 0) {
     hs_fail(c, r, "read start", NULL);
     return;
   }
-  if (eng->use_tls) {
+  if (eng->dc->use_tls) {
     c->ly.state = AB__LY_HS_TLS;
     int h = ab_tls_handshake(c->ly.tls); /* writes the ClientHello */
     if (h < 0) {
@@ -376,7 +376,7 @@ static void sc_connected(uv_connect_t *req, int status) {
       return;
     }
     ly_flush(&c->ly, &c->out);
-  } else if (eng->use_ws) {
+  } else if (eng->dc->use_ws) {
     send_upgrade(c);
   } else {
     client_ready(c);
@@ -419,7 +419,7 @@ static void ss_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
 
 /* The reply to one request (work already done). */
 static int ss_reply(ab__sconn_t *s, const uint8_t *p, size_t n) {
-  return s->loop->eng->codec_vt->server_reply(s->ly.codec, p, n);
+  return s->loop->eng->dc->codec_vt->server_reply(s->ly.codec, p, n);
 }
 
 static void ss_close_after_flush(ab__sconn_t *s) {
@@ -485,7 +485,7 @@ static void ss_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
     }
     if (h == 0) return;
     ab__record_tls(eng, s->ly.tls);
-    s->ly.state = eng->use_ws ? AB__LY_HS_WS : AB__LY_READY;
+    s->ly.state = eng->dc->use_ws ? AB__LY_HS_WS : AB__LY_READY;
     ab__ly_drain_tls(&s->ly, &s->rbuf, &s->rcap, &s->rlen);
   }
   if (s->ly.state == AB__LY_HS_WS) {
@@ -509,7 +509,7 @@ static void ss_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
     s->ly.state = AB__LY_READY;
   }
   if (s->ly.state != AB__LY_READY) return;
-  const ab_codec_vt_t *vt = eng->codec_vt;
+  const ab_codec_vt_t *vt = eng->dc->codec_vt;
   size_t off = 0;
   for (;;) {
     size_t used = 0;
@@ -554,12 +554,12 @@ void ab__sserver_accept(ab__sconn_t *s) {
   ab__engine_t *eng = l->eng;
   ab_outbuf_init(&s->ly.plain, NULL, NULL);
   int r = 0;
-  if (eng->use_tls) r = ab_tls_conn_new(eng->tls_server, 0, NULL, &s->ly.tls);
+  if (eng->dc->use_tls) r = ab_tls_conn_new(eng->dc->tls_server, 0, NULL, &s->ly.tls);
   if (r == 0)
-    r = ab_codec_create(eng->codec_vt, ly_out(&s->ly, &s->out),
-                        eng->codec_vt == &ab_codec_raw ? eng->cfg->payload : eng->max_frame, 0,
+    r = ab_codec_create(eng->dc->codec_vt, ly_out(&s->ly, &s->out),
+                        eng->dc->codec_vt == &ab_codec_raw ? eng->cfg->payload : eng->max_frame, 0,
                         &s->ly.codec);
-  if (r == 0 && eng->use_ws) {
+  if (r == 0 && eng->dc->use_ws) {
     s->ly.ws_hs = calloc(1, sizeof(ab_ws_hs_t));
     r = s->ly.ws_hs ? ab_ws_hs_init(s->ly.ws_hs, 0, NULL) : AB_ENOMEM;
   }
@@ -567,7 +567,7 @@ void ab__sserver_accept(ab__sconn_t *s) {
     ab__sconn_error(s, r, "accept setup");
     return;
   }
-  s->ly.state = eng->use_tls ? AB__LY_HS_TLS : eng->use_ws ? AB__LY_HS_WS : AB__LY_READY;
+  s->ly.state = eng->dc->use_tls ? AB__LY_HS_TLS : eng->dc->use_ws ? AB__LY_HS_WS : AB__LY_READY;
   r = uv_read_start((uv_stream_t *)&s->tcp, ss_alloc, ss_read);
   if (r < 0) ab__sconn_error(s, r, "read start");
 }

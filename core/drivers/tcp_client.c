@@ -86,7 +86,7 @@ static void pump(ab__client_t *c, uint64_t now) {
   size_t pfx = l->pfx, fsz = l->fsz;
   size_t bytes = (size_t)n * fsz;
   int scratch = ab_sockio_idle(&c->io) && bytes <= AB__IO_TX;
-  uint8_t *dst = scratch ? l->io_tx : ab_sockio_reserve(&c->io, bytes);
+  uint8_t *dst = scratch ? l->d->io_tx : ab_sockio_reserve(&c->io, bytes);
   if (dst == NULL) {
     ab__client_fail(c, AB_ENOMEM, "send buffer");
     return;
@@ -150,7 +150,7 @@ static void on_readable(ab_sockio_t *io) {
   ab__client_t *c = (ab__client_t *)((char *)io - offsetof(ab__client_t, io));
   ab__loop_t *l = c->loop;
   ab_sockio_kept_t kept = {&c->rbuf, &c->rcap, &c->rlen};
-  uint8_t *shared = l->fsz <= AB__IO_SHARED_MAX ? l->io_rx : NULL;
+  uint8_t *shared = l->fsz <= AB__IO_SHARED_MAX ? l->d->io_rx : NULL;
   while (c->alive) {
     const uint8_t *data;
     size_t len, room;

@@ -183,7 +183,7 @@ static void on_sreadable(ab_sockio_t *io) {
   while (!s->closing && ab_sockio_may_read(io)) {
     const uint8_t *data;
     size_t len, room;
-    ssize_t n = ab_sockio_recv_frames(io, s->loop->io_rx, AB__IO_RX, kept, READ_CHUNK, &data,
+    ssize_t n = ab_sockio_recv_frames(io, s->loop->d->io_rx, AB__IO_RX, kept, READ_CHUNK, &data,
                                       &len, &room);
     if (n == 0) return;
     if (n == AB_ENOMEM) {
@@ -260,9 +260,9 @@ static void on_connection(uv_stream_t *server, int status) {
   l->server_connections++;
   uv_tcp_init(&l->loop, &s->tcp);
   s->tcp.data = s;
-  s->next = l->sconns;
-  if (l->sconns) l->sconns->prev = s;
-  l->sconns = s;
+  s->next = l->d->sconns;
+  if (l->d->sconns) l->d->sconns->prev = s;
+  l->d->sconns = s;
   if (uv_accept(server, (uv_stream_t *)&s->tcp) != 0) {
     ab__sconn_close(s);
     return;
@@ -279,27 +279,27 @@ void ab__server_accept_plain(ab__sconn_t *s) {
 }
 
 int ab__server_listen(ab__loop_t *l) {
-  int r = uv_tcp_init(&l->loop, &l->listener);
+  int r = uv_tcp_init(&l->loop, &l->d->listener);
   if (r < 0) return r;
-  l->listener.data = l;
-  l->listening = 1;
+  l->d->listener.data = l;
+  l->d->listening = 1;
   int fd = ab__server_socket(l, SOCK_STREAM);
   if (fd < 0) return fd;
-  r = uv_tcp_open(&l->listener, fd);
+  r = uv_tcp_open(&l->d->listener, fd);
   if (r < 0) {
     close(fd);
     return r;
   }
-  r = uv_listen((uv_stream_t *)&l->listener, 4096, on_connection);
+  r = uv_listen((uv_stream_t *)&l->d->listener, 4096, on_connection);
   if (r < 0) return r;
   struct sockaddr_storage ss;
   int len = sizeof(ss);
-  r = uv_tcp_getsockname(&l->listener, (struct sockaddr *)&ss, &len);
+  r = uv_tcp_getsockname(&l->d->listener, (struct sockaddr *)&ss, &len);
   if (r < 0) return r;
   l->port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
   return 0;
 }
 
 void ab__server_close_all(ab__loop_t *l) {
-  for (ab__sconn_t *s = l->sconns; s; s = s->next) ab__sconn_close(s);
+  for (ab__sconn_t *s = l->d->sconns; s; s = s->next) ab__sconn_close(s);
 }

@@ -17,8 +17,8 @@
 static void warm_tls(ab__engine_t *eng) {
   ab_tls_conn_t *cl = NULL, *sv = NULL;
   uint8_t buf[16384];
-  if (ab_tls_conn_new(eng->tls_client, 1, eng->verify_host, &cl) == 0 &&
-      ab_tls_conn_new(eng->tls_server, 0, NULL, &sv) == 0) {
+  if (ab_tls_conn_new(eng->dc->tls_client, 1, eng->dc->verify_host, &cl) == 0 &&
+      ab_tls_conn_new(eng->dc->tls_server, 0, NULL, &sv) == 0) {
     for (int i = 0; i < 10; i++) {
       int a = ab_tls_handshake(cl), b = ab_tls_handshake(sv);
       size_t n;
@@ -37,14 +37,18 @@ static void warm_tls(ab__engine_t *eng) {
 int ab__transport_open(ab__engine_t *eng, char *err, size_t errlen) {
   const ab_case_cfg_t *cfg = eng->cfg;
   int p = cfg->protocol;
-  eng->use_tls = p == AB_PROTO_TLS || p == AB_PROTO_WSS || p == AB_PROTO_HTTPS;
-  eng->use_ws = p == AB_PROTO_WS || p == AB_PROTO_WSS;
-  eng->codec_vt = eng->use_ws ? &ab_codec_ws
+  if ((eng->dc = calloc(1, sizeof(*eng->dc))) == NULL) {
+    snprintf(err, errlen, "out of memory setting up the case");
+    return AB_ENOMEM;
+  }
+  eng->dc->use_tls = p == AB_PROTO_TLS || p == AB_PROTO_WSS || p == AB_PROTO_HTTPS;
+  eng->dc->use_ws = p == AB_PROTO_WS || p == AB_PROTO_WSS;
+  eng->dc->codec_vt = eng->dc->use_ws ? &ab_codec_ws
                   : (p == AB_PROTO_HTTP || p == AB_PROTO_HTTPS) ? &ab_codec_http
                   : cfg->framing == AB_FRAMING_RAW ? &ab_codec_raw : &ab_codec_length;
-  eng->host = cfg->host ? cfg->host : "127.0.0.1";
-  eng->verify_host = eng->host;
-  if (!eng->use_tls) return 0;
+  eng->dc->host = cfg->host ? cfg->host : "127.0.0.1";
+  eng->dc->verify_host = eng->dc->host;
+  if (!eng->dc->use_tls) return 0;
   ab_tls_opts_t o;
   memset(&o, 0, sizeof(o));
   o.version = cfg->tls_version;
@@ -53,11 +57,11 @@ int ab__transport_open(ab__engine_t *eng, char *err, size_t errlen) {
   o.alpn = cfg->tls_alpn;
   o.resume = cfg->tls_resume;
   int r = 0;
-  if (cfg->role != AB_ROLE_CLIENT) r = ab_tls_server_ctx_new(&o, &eng->tls_server);
+  if (cfg->role != AB_ROLE_CLIENT) r = ab_tls_server_ctx_new(&o, &eng->dc->tls_server);
   if (r == 0 && cfg->role != AB_ROLE_SERVER) {
     /* against our own server: trust its certificate; against a target:
      * trust the PEM given (tls_cert_out doubles as the CA file path) */
-    const char *ca = eng->tls_server ? ab_tls_ctx_cert_pem(eng->tls_server) : NULL;
+    const char *ca = eng->dc->tls_server ? ab_tls_ctx_cert_pem(eng->dc->tls_server) : NULL;
     char *file_pem = NULL;
     if (ca == NULL && cfg->tls_cert_out) {
       FILE *f = fopen(cfg->tls_cert_out, "rb");
@@ -68,37 +72,41 @@ int ab__transport_open(ab__engine_t *eng, char *err, size_t errlen) {
       }
       ca = file_pem;
     }
-    r = ab_tls_client_ctx_new(&o, ca, &eng->tls_client);
+    r = ab_tls_client_ctx_new(&o, ca, &eng->dc->tls_client);
     free(file_pem);
   }
-  if (r == 0 && eng->tls_server && eng->tls_client) warm_tls(eng);
+  if (r == 0 && eng->dc->tls_server && eng->dc->tls_client) warm_tls(eng);
   if (r == 0 && cfg->role == AB_ROLE_SERVER && cfg->tls_cert_out) {
     FILE *f = fopen(cfg->tls_cert_out, "wb");
     if (f == NULL) r = AB_EINVAL;
     else {
-      fputs(ab_tls_ctx_cert_pem(eng->tls_server), f);
+      fputs(ab_tls_ctx_cert_pem(eng->dc->tls_server), f);
       fclose(f);
     }
   }
   if (r < 0) {
     snprintf(err, errlen, "TLS setup: %s", ab_tls_last_error());
-    ab_tls_ctx_free(eng->tls_server);
-    ab_tls_ctx_free(eng->tls_client);
-    eng->tls_server = eng->tls_client = NULL;
+    ab_tls_ctx_free(eng->dc->tls_server);
+    ab_tls_ctx_free(eng->dc->tls_client);
+    free(eng->dc);
+    eng->dc = NULL;
     return AB_ECONFIG;
   }
   return 0;
 }
 
 void ab__transport_close(ab__engine_t *eng, ab_result_t *out) {
-  snprintf(out->tls_version, sizeof(out->tls_version), "%s", eng->tls_version);
-  snprintf(out->tls_cipher, sizeof(out->tls_cipher), "%s", eng->tls_cipher);
-  snprintf(out->tls_alpn, sizeof(out->tls_alpn), "%s", eng->tls_alpn);
-  snprintf(out->tls_sni, sizeof(out->tls_sni), "%s", eng->tls_sni);
-  out->tls_resumed = eng->tls_resumed;
-  ab_tls_ctx_free(eng->tls_server);
-  ab_tls_ctx_free(eng->tls_client);
-  eng->tls_server = eng->tls_client = NULL;
-  out->udp_client_buffers = eng->udp_client_buffers;
-  out->udp_server_buffers = eng->udp_server_buffers;
+  if (eng->dc == NULL) return;
+  snprintf(out->tls_version, sizeof(out->tls_version), "%s", eng->dc->tls_version);
+  snprintf(out->tls_cipher, sizeof(out->tls_cipher), "%s", eng->dc->tls_cipher);
+  snprintf(out->tls_alpn, sizeof(out->tls_alpn), "%s", eng->dc->tls_alpn);
+  snprintf(out->tls_sni, sizeof(out->tls_sni), "%s", eng->dc->tls_sni);
+  out->tls_resumed = eng->dc->tls_resumed;
+  ab_tls_ctx_free(eng->dc->tls_server);
+  ab_tls_ctx_free(eng->dc->tls_client);
+  eng->dc->tls_server = eng->dc->tls_client = NULL;
+  out->udp_client_buffers = eng->dc->udp_client_buffers;
+  out->udp_server_buffers = eng->dc->udp_server_buffers;
+  free(eng->dc);
+  eng->dc = NULL;
 }

@@ -54,12 +54,12 @@ static void set_buffers(uv_udp_t *u, uint32_t snd, uint32_t rcv, ab_udp_buffers_
 static void on_salloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
   ab__loop_t *l = h->data;
   (void)hint;
-  *buf = uv_buf_init((char *)l->udp_rx, UDP_RX);
+  *buf = uv_buf_init((char *)l->d->udp_rx, UDP_RX);
 }
 
 static void reply(ab__loop_t *l, const uint8_t *p, size_t n, const struct sockaddr *to) {
   uv_buf_t b = uv_buf_init((char *)p, (unsigned)n);
-  int r = uv_udp_try_send(&l->userver, &b, 1, to);
+  int r = uv_udp_try_send(&l->d->userver, &b, 1, to);
   if (r < 0) l->server_drops++;
 }
 
@@ -68,8 +68,8 @@ static void job_done(ab__job_t *job) {
   ab__loop_t *l = j->loop;
   if (l->phase != AB__PH_STOPPING)
     reply(l, j->data, j->len, (const struct sockaddr *)&j->addr);
-  j->next = l->udp_free;
-  l->udp_free = j;
+  j->next = l->d->udp_free;
+  l->d->udp_free = j;
 }
 
 static void on_srecv(uv_udp_t *u, ssize_t n, const uv_buf_t *buf,
@@ -89,8 +89,8 @@ static void on_srecv(uv_udp_t *u, ssize_t n, const uv_buf_t *buf,
   if (eng->pool) {
     l->server_messages++;
     l->server_bytes += (uint64_t)n;
-    udp_job_t *j = l->udp_free;
-    if (j) l->udp_free = j->next;
+    udp_job_t *j = l->d->udp_free;
+    if (j) l->d->udp_free = j->next;
     else j = malloc(sizeof(*j) + UDP_RX); /* grows to the peak in flight */
     if (j == NULL) {
       l->server_drops++;
@@ -113,40 +113,40 @@ static void on_srecv(uv_udp_t *u, ssize_t n, const uv_buf_t *buf,
 
 int ab__udp_server_open(ab__loop_t *l) {
   ab__engine_t *eng = l->eng;
-  l->udp_rx = malloc(UDP_RX);
-  if (l->udp_rx == NULL) return AB_ENOMEM;
-  int r = uv_udp_init(&l->loop, &l->userver);
+  l->d->udp_rx = malloc(UDP_RX);
+  if (l->d->udp_rx == NULL) return AB_ENOMEM;
+  int r = uv_udp_init(&l->loop, &l->d->userver);
   if (r < 0) return r;
-  l->userver.data = l;
-  l->listening = 1;
+  l->d->userver.data = l;
+  l->d->listening = 1;
   int fd = ab__server_socket(l, SOCK_DGRAM);
   if (fd < 0) return fd;
-  r = uv_udp_open(&l->userver, fd);
+  r = uv_udp_open(&l->d->userver, fd);
   if (r < 0) {
     close(fd);
     return r;
   }
-  set_buffers(&l->userver, eng->cfg->udp_send_buffer,
+  set_buffers(&l->d->userver, eng->cfg->udp_send_buffer,
               eng->cfg->udp_server_recv_buffer ? eng->cfg->udp_server_recv_buffer
                                                : (eng->cfg->udp_recv_buffer ? eng->cfg->udp_recv_buffer
                                                                              : DEFAULT_RCVBUF),
-              &eng->udp_server_buffers);
+              &eng->dc->udp_server_buffers);
   struct sockaddr_storage ss;
   int len = sizeof(ss);
-  r = uv_udp_getsockname(&l->userver, (struct sockaddr *)&ss, &len);
+  r = uv_udp_getsockname(&l->d->userver, (struct sockaddr *)&ss, &len);
   if (r < 0) return r;
   l->port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
-  return uv_udp_recv_start(&l->userver, on_salloc, on_srecv);
+  return uv_udp_recv_start(&l->d->userver, on_salloc, on_srecv);
 }
 
 void ab__udp_free(ab__loop_t *l) {
-  while (l->udp_free) {
-    udp_job_t *j = l->udp_free;
-    l->udp_free = j->next;
+  while (l->d->udp_free) {
+    udp_job_t *j = l->d->udp_free;
+    l->d->udp_free = j->next;
     free(j);
   }
-  free(l->udp_rx);
-  l->udp_rx = NULL;
+  free(l->d->udp_rx);
+  l->d->udp_rx = NULL;
 }
 
 /* ---- client ------------------------------------------------------------ */
@@ -154,7 +154,7 @@ void ab__udp_free(ab__loop_t *l) {
 static void on_calloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
   ab__client_t *c = h->data;
   (void)hint;
-  *buf = uv_buf_init((char *)c->loop->udp_rx, UDP_RX);
+  *buf = uv_buf_init((char *)c->loop->d->udp_rx, UDP_RX);
 }
 
 static void on_crecv(uv_udp_t *u, ssize_t n, const uv_buf_t *buf,
@@ -229,7 +229,7 @@ void ab__udp_client_open(ab__client_t *c, const struct sockaddr *addr) {
     if (r == 0) {
       ab_udp_buffers_t rec;
       set_buffers(&c->udp, cfg->udp_send_buffer, cfg->udp_recv_buffer, &rec);
-      if (c->id == 0) l->eng->udp_client_buffers = rec;
+      if (c->id == 0) l->eng->dc->udp_client_buffers = rec;
       r = uv_udp_recv_start(&c->udp, on_calloc, on_crecv);
     }
   }

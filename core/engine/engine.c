@@ -393,12 +393,6 @@ static void free_clients(ab__loop_t *l) {
     ab__win_free(&l->clients[i].win);
   }
   free(l->clients);
-  ab__sconn_t *s = l->sconns;
-  while (s) {
-    ab__sconn_t *n = s->next;
-    free(s);
-    s = n;
-  }
 }
 
 /* A setup step failed with r: the sentence for out->error. */

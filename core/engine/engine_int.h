@@ -36,6 +36,14 @@
 typedef struct ab__engine_s ab__engine_t;
 typedef struct ab__loop_s ab__loop_t;
 typedef struct ab__pool_s ab__pool_t;
+/* A server connection: the drivers' own (drivers/drivers_int.h); the
+ * engine only hands it to the driver's accept and work_done entries. */
+typedef struct ab__sconn_s ab__sconn_t;
+/* The drivers' per-loop and per-case parts (drivers/drivers_int.h), made
+ * by the driver's loop_open / case_open and freed by loop_close /
+ * case_close; opaque to the engine. */
+typedef struct ab__dloop_s ab__dloop_t;
+typedef struct ab__dcase_s ab__dcase_t;
 
 /* Loop stages, in order; the coordinator waits for every loop to reach one. */
 enum {
@@ -123,29 +131,6 @@ typedef struct ab__client_s {
   uint8_t *dgram;               /* one datagram being built */
 } ab__client_t;
 
-typedef struct ab__sconn_s {
-  uv_tcp_t tcp;
-  ab__loop_t *loop;
-  int closing;
-  int eof;                      /* the client half-closed: close once every
-                                   reply has gone out */
-  uint8_t *rbuf;
-  size_t rcap, rlen;
-  ab_sockio_t io;               /* plain tcp, callback: the socket's IO */
-  ab__job_t job;                /* pool completions for this connection */
-  struct ab__sconn_s *next, *prev; /* loop's list of server connections */
-  ab_outbuf_t out;
-  /* shared:N only: frames waiting for their work to come back */
-  uint8_t *held;
-  size_t hcap, hlen, hoff;
-  ab__layers_t ly;              /* layered protocols only */
-  ab_task_t *task;              /* execution = coroutine */
-  int co_waiting, co_err;
-  uint8_t *cbuf;
-  size_t ccap;
-  uint64_t jobs_out;            /* jobs submitted, not yet returned */
-  uint64_t jobs_back;           /* returned jobs not yet released */
-} ab__sconn_t;
 
 struct ab__loop_s {
   ab__engine_t *eng;
@@ -156,12 +141,8 @@ struct ab__loop_s {
   uv_async_t pool_done;         /* shared:N: work pool returns */
   uv_timer_t phase_timer;       /* fires at the phase deadline */
   uv_timer_t tick;              /* per-message timeouts */
-  uv_tcp_t listener;
-  int port;
-  int listening;
-  uv_udp_t userver;             /* udp: the one server socket of this loop */
-  uint8_t *udp_rx;              /* udp: receive buffer (64 KiB) */
-  uint8_t *cipher_rx;           /* tls: ciphertext read buffer (64 KiB) */
+  int port;                     /* the loop's server port (role both/server) */
+  ab__dloop_t *d;               /* the driver's part of this loop */
   /* the case's shape, copied here for the per-message path */
   uint64_t payload;             /* cfg->payload */
   uint32_t window;              /* cfg->window */
@@ -169,13 +150,8 @@ struct ab__loop_s {
   size_t fsz;                   /* pfx + payload: one frame */
   int window_pow2;              /* window is a power of two */
   uint64_t timeout_ns;          /* cfg->timeout_s: a reply later is late */
-  uint8_t *io_rx;               /* plain tcp, callback: receive buffer
-                                   shared by the loop's connections */
-  uint8_t *io_tx;               /* and the client batch being built */
-  ab_sched_t *sched;            /* the driver's task scheduler, if any */
-  void *drv_state;              /* the driver's per-loop state, if any */
+  void *drv_state;              /* a scripted driver's per-loop state */
   int in_connect_more;          /* ab__loop_connect_more is on the stack */
-  struct ab__udp_job_s *udp_free; /* udp + pool: recycled datagram jobs */
 
   ab__client_t *clients;        /* this loop's clients */
   uint32_t nclients;
@@ -183,7 +159,6 @@ struct ab__loop_s {
   uint32_t ready_clients;       /* connected (and handshaken) clients */
   uint32_t connects_started;    /* clients[0..started) have been started */
   struct sockaddr_storage connect_addr; /* v4 or v6 */
-  ab__sconn_t *sconns;          /* list head */
 
   int phase;
   uint64_t warm_deadline_ns;
@@ -217,16 +192,9 @@ struct ab__engine_s {
   pthread_mutex_t mu;
   pthread_cond_t cv;
   uint32_t reached[AB__ST_COUNT];
-  ab_udp_buffers_t udp_client_buffers, udp_server_buffers;
   int aborted;                  /* ab__engine_abort: stop waiting now */
   const ab_driver_t *drv;       /* cfg->driver */
-  const char *host;             /* Host header / WebSocket host */
-  const char *verify_host;      /* name the server certificate must match */
-  int use_tls, use_ws;
-  const ab_codec_vt_t *codec_vt;
-  ab_tls_ctx_t *tls_server, *tls_client;
-  char tls_version[16], tls_cipher[64], tls_alpn[64], tls_sni[128];
-  int tls_resumed;
+  ab__dcase_t *dc;              /* the driver's part of this case */
 };
 
 /* engine.c */

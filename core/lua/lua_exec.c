@@ -55,7 +55,7 @@ static void stop_loop(ab__lx_loop_t *lx) {
   if (l->phase == AB__PH_STOPPING) return;
   /* a script error stopped the run: what is in flight will never complete */
   for (uint32_t i = 0; i < l->nclients; i++) ab__win_release(&l->clients[i], &l->unfinished);
-  ab_sched_cancel_all(l->sched);
+  ab_sched_cancel_all(l->d->sched);
   for (uint32_t i = 0; i < l->nclients; i++) ab__client_close(&l->clients[i]);
   ab__loop_check_progress(l);
 }

@@ -122,7 +122,7 @@ int ab__lx_task_new(ab__lx_loop_t *lx, ab__lx_conn_t *k, int fn_ref) {
   lua_setfield(co, -2, "_client");
   lua_rawgeti(co, LUA_REGISTRYINDEX, lx->ref_mt);
   lua_setmetatable(co, -2);
-  int r = ab_task_new(lx->l->sched, &k->task, &lua_kind, k);
+  int r = ab_task_new(lx->l->d->sched, &k->task, &lua_kind, k);
   if (r < 0) {
     luaL_unref(L, LUA_REGISTRYINDEX, k->co_ref);
     k->co_ref = LUA_NOREF;
