@@ -60,9 +60,7 @@ struct ab__dcase_s {
   int use_tls, use_ws;
   const ab_codec_vt_t *codec_vt;
   ab_tls_ctx_t *tls_server, *tls_client;
-  char tls_version[16], tls_cipher[64], tls_alpn[64], tls_sni[128];
-  int tls_resumed;
-  ab_udp_buffers_t udp_client_buffers, udp_server_buffers;
+  ab_session_info_t session;    /* copied into the result at case_close */
 };
 
 /* transport.c: per-case setup shared by every stream and datagram row:

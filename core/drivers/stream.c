@@ -127,13 +127,13 @@ void ab__record_tls(ab__engine_t *eng, ab_tls_conn_t *tls) {
   /* once per run: the first handshake a server completes (engine lock:
    * once per connection, never per message) */
   pthread_mutex_lock(&eng->mu);
-  if (eng->dc->tls_sni[0] == '\0' && info.sni && info.sni[0])
-    snprintf(eng->dc->tls_sni, sizeof(eng->dc->tls_sni), "%s", info.sni);
-  if (eng->cfg->role == AB_ROLE_SERVER && eng->dc->tls_version[0] == '\0') {
-    snprintf(eng->dc->tls_version, sizeof(eng->dc->tls_version), "%s", info.version ? info.version : "");
-    snprintf(eng->dc->tls_cipher, sizeof(eng->dc->tls_cipher), "%s", info.cipher ? info.cipher : "");
-    snprintf(eng->dc->tls_alpn, sizeof(eng->dc->tls_alpn), "%.63s", info.alpn);
-    eng->dc->tls_resumed = info.resumed;
+  if (eng->dc->session.tls_sni[0] == '\0' && info.sni && info.sni[0])
+    snprintf(eng->dc->session.tls_sni, sizeof(eng->dc->session.tls_sni), "%s", info.sni);
+  if (eng->cfg->role == AB_ROLE_SERVER && eng->dc->session.tls_version[0] == '\0') {
+    snprintf(eng->dc->session.tls_version, sizeof(eng->dc->session.tls_version), "%s", info.version ? info.version : "");
+    snprintf(eng->dc->session.tls_cipher, sizeof(eng->dc->session.tls_cipher), "%s", info.cipher ? info.cipher : "");
+    snprintf(eng->dc->session.tls_alpn, sizeof(eng->dc->session.tls_alpn), "%.63s", info.alpn);
+    eng->dc->session.tls_resumed = info.resumed;
   }
   pthread_mutex_unlock(&eng->mu);
 }
@@ -170,10 +170,10 @@ static void client_ready(ab__client_t *c) {
     ab_tls_info_t info;
     if (ab_tls_info(c->ly.tls, &info) == 0) {
       ab__dcase_t *e = l->eng->dc;
-      snprintf(e->tls_version, sizeof(e->tls_version), "%s", info.version ? info.version : "");
-      snprintf(e->tls_cipher, sizeof(e->tls_cipher), "%s", info.cipher ? info.cipher : "");
-      snprintf(e->tls_alpn, sizeof(e->tls_alpn), "%.63s", info.alpn);
-      e->tls_resumed = info.resumed;
+      snprintf(e->session.tls_version, sizeof(e->session.tls_version), "%s", info.version ? info.version : "");
+      snprintf(e->session.tls_cipher, sizeof(e->session.tls_cipher), "%s", info.cipher ? info.cipher : "");
+      snprintf(e->session.tls_alpn, sizeof(e->session.tls_alpn), "%.63s", info.alpn);
+      e->session.tls_resumed = info.resumed;
     }
   }
   ab__client_reported(c);

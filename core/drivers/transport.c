@@ -51,11 +51,11 @@ int ab__transport_open(ab__engine_t *eng, char *err, size_t errlen) {
   if (!eng->dc->use_tls) return 0;
   ab_tls_opts_t o;
   memset(&o, 0, sizeof(o));
-  o.version = cfg->tls_version;
-  o.ciphers = cfg->tls_ciphers;
-  o.sni = cfg->tls_sni;
-  o.alpn = cfg->tls_alpn;
-  o.resume = cfg->tls_resume;
+  o.version = cfg->transport.tls_version;
+  o.ciphers = cfg->transport.tls_ciphers;
+  o.sni = cfg->transport.tls_sni;
+  o.alpn = cfg->transport.tls_alpn;
+  o.resume = cfg->transport.tls_resume;
   int r = 0;
   if (cfg->role != AB_ROLE_CLIENT) r = ab_tls_server_ctx_new(&o, &eng->dc->tls_server);
   if (r == 0 && cfg->role != AB_ROLE_SERVER) {
@@ -63,8 +63,8 @@ int ab__transport_open(ab__engine_t *eng, char *err, size_t errlen) {
      * trust the PEM given (tls_cert_out doubles as the CA file path) */
     const char *ca = eng->dc->tls_server ? ab_tls_ctx_cert_pem(eng->dc->tls_server) : NULL;
     char *file_pem = NULL;
-    if (ca == NULL && cfg->tls_cert_out) {
-      FILE *f = fopen(cfg->tls_cert_out, "rb");
+    if (ca == NULL && cfg->transport.tls_cert_out) {
+      FILE *f = fopen(cfg->transport.tls_cert_out, "rb");
       if (f) {
         file_pem = calloc(1, 65536);
         if (file_pem) fread(file_pem, 1, 65535, f);
@@ -76,8 +76,8 @@ int ab__transport_open(ab__engine_t *eng, char *err, size_t errlen) {
     free(file_pem);
   }
   if (r == 0 && eng->dc->tls_server && eng->dc->tls_client) warm_tls(eng);
-  if (r == 0 && cfg->role == AB_ROLE_SERVER && cfg->tls_cert_out) {
-    FILE *f = fopen(cfg->tls_cert_out, "wb");
+  if (r == 0 && cfg->role == AB_ROLE_SERVER && cfg->transport.tls_cert_out) {
+    FILE *f = fopen(cfg->transport.tls_cert_out, "wb");
     if (f == NULL) r = AB_EINVAL;
     else {
       fputs(ab_tls_ctx_cert_pem(eng->dc->tls_server), f);
@@ -97,16 +97,9 @@ int ab__transport_open(ab__engine_t *eng, char *err, size_t errlen) {
 
 void ab__transport_close(ab__engine_t *eng, ab_result_t *out) {
   if (eng->dc == NULL) return;
-  snprintf(out->tls_version, sizeof(out->tls_version), "%s", eng->dc->tls_version);
-  snprintf(out->tls_cipher, sizeof(out->tls_cipher), "%s", eng->dc->tls_cipher);
-  snprintf(out->tls_alpn, sizeof(out->tls_alpn), "%s", eng->dc->tls_alpn);
-  snprintf(out->tls_sni, sizeof(out->tls_sni), "%s", eng->dc->tls_sni);
-  out->tls_resumed = eng->dc->tls_resumed;
+  out->session = eng->dc->session;
   ab_tls_ctx_free(eng->dc->tls_server);
   ab_tls_ctx_free(eng->dc->tls_client);
-  eng->dc->tls_server = eng->dc->tls_client = NULL;
-  out->udp_client_buffers = eng->dc->udp_client_buffers;
-  out->udp_server_buffers = eng->dc->udp_server_buffers;
   free(eng->dc);
   eng->dc = NULL;
 }

@@ -126,11 +126,11 @@ int ab__udp_server_open(ab__loop_t *l) {
     close(fd);
     return r;
   }
-  set_buffers(&l->d->userver, eng->cfg->udp_send_buffer,
-              eng->cfg->udp_server_recv_buffer ? eng->cfg->udp_server_recv_buffer
-                                               : (eng->cfg->udp_recv_buffer ? eng->cfg->udp_recv_buffer
+  set_buffers(&l->d->userver, eng->cfg->transport.udp_send_buffer,
+              eng->cfg->transport.udp_server_recv_buffer ? eng->cfg->transport.udp_server_recv_buffer
+                                               : (eng->cfg->transport.udp_recv_buffer ? eng->cfg->transport.udp_recv_buffer
                                                                              : DEFAULT_RCVBUF),
-              &eng->dc->udp_server_buffers);
+              &eng->dc->session.udp_server_buffers);
   struct sockaddr_storage ss;
   int len = sizeof(ss);
   r = uv_udp_getsockname(&l->d->userver, (struct sockaddr *)&ss, &len);
@@ -228,8 +228,8 @@ void ab__udp_client_open(ab__client_t *c, const struct sockaddr *addr) {
     r = uv_udp_connect(&c->udp, addr);
     if (r == 0) {
       ab_udp_buffers_t rec;
-      set_buffers(&c->udp, cfg->udp_send_buffer, cfg->udp_recv_buffer, &rec);
-      if (c->id == 0) l->eng->dc->udp_client_buffers = rec;
+      set_buffers(&c->udp, cfg->transport.udp_send_buffer, cfg->transport.udp_recv_buffer, &rec);
+      if (c->id == 0) l->eng->dc->session.udp_client_buffers = rec;
       r = uv_udp_recv_start(&c->udp, on_calloc, on_crecv);
     }
   }

@@ -23,6 +23,7 @@
 #include "proto/caps.h" /* AB_PROTO_*, AB_EXEC_*, AB_FRAMING_*, AB_MODEL_* */
 #include "engine/counters.h"
 #include "engine/driver.h"
+#include "proto/transport.h"
 
 
 typedef struct {
@@ -38,9 +39,6 @@ typedef struct {
   double warmup_s;   /* >= 0 */
   double duration_s; /* > 0 */
   double timeout_s;  /* per-message reply timeout, > 0 */
-  /* udp: socket buffers to request (bytes; 0 = the defaults 64 KiB send,
-   * 4 MiB receive); server_recv_buffer applies to the server socket */
-  uint32_t udp_send_buffer, udp_recv_buffer, udp_server_recv_buffer;
   /* role: AB_ROLE_BOTH runs both ends here over loopback; AB_ROLE_CLIENT
    * connects to `addr` (scenario key target); AB_ROLE_SERVER listens on
    * `addr` (port 0 = any; several loops share it with SO_REUSEPORT), calls
@@ -50,26 +48,16 @@ typedef struct {
   struct sockaddr_storage addr;
   const char *host;        /* Host / verify name for the client (default
                               "127.0.0.1"; the target's host) */
-  /* tls, wss, https: NULL = defaults (TLS 1.3, OpenSSL's suites, no SNI
-   * for IPs, no ALPN, no resumption); tls_cert_out: server role writes the
-   * generated certificate (PEM) there so other clients can verify it */
-  const char *tls_version, *tls_ciphers, *tls_sni, *tls_alpn, *tls_cert_out;
-  int tls_resume;
+  ab_transport_opts_t transport; /* the drivers' (proto/transport.h) */
   void (*on_listening)(int port, void *arg);
   void *on_listening_arg;
   volatile int *stop;
-  /* who drives the connections: a row of core/drivers/registry.c
-   * (ab_driver_for) or the Lua driver (core/lua/lua_exec.c); required */
+  /* who drives the connections: a row of the driver registry
+   * (ab_driver_for) or one the host layer builds; required */
   const ab_driver_t *driver;
 } ab_case_cfg_t;
 
 enum { AB_ROLE_BOTH = 0, AB_ROLE_CLIENT = 1, AB_ROLE_SERVER = 2 };
-
-/* What the kernel granted for a requested socket buffer (Linux reports
- * twice the usable size; we record what getsockopt says). */
-typedef struct {
-  int32_t send_requested, send_granted, recv_requested, recv_granted;
-} ab_udp_buffers_t;
 
 #define AB_MAX_ERROR_CLASSES 32
 #define AB_MAX_NOTES 8
@@ -96,11 +84,9 @@ struct ab_result_s {
   char notes[AB_MAX_NOTES][160];
   int nnotes;
   uint64_t work_sink;     /* folded result of the server work */
-  /* udp: lost = timed_out; late replies never count as completions */
-  ab_udp_buffers_t udp_client_buffers, udp_server_buffers;
-  ab_hist_t handshake;     /* TLS handshake + WebSocket upgrade, ns */
-  char tls_version[16], tls_cipher[64], tls_alpn[64], tls_sni[128];
-  int tls_resumed;
+  ab_hist_t handshake;     /* per-connection session setup after the
+                              connect (the driver's handshakes), ns */
+  ab_session_info_t session; /* the drivers' (proto/transport.h) */
 };
 
 /* Checks cfg; returns 0 or AB_ECONFIG with a sentence in err[0..errlen). */

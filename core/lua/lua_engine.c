@@ -185,13 +185,13 @@ static void read_tls(lua_State *L, ab_case_cfg_t *cfg, case_strings_t *keep) {
   lua_getfield(L, 1, "tls");
   if (lua_istable(L, -1)) {
     lua_getfield(L, -1, "version");
-    cfg->tls_version = lua_tostring(L, -1);
+    cfg->transport.tls_version = lua_tostring(L, -1);
     lua_getfield(L, -2, "ciphers");
-    cfg->tls_ciphers = lua_tostring(L, -1);
+    cfg->transport.tls_ciphers = lua_tostring(L, -1);
     lua_getfield(L, -3, "sni");
-    cfg->tls_sni = lua_tostring(L, -1);
+    cfg->transport.tls_sni = lua_tostring(L, -1);
     lua_getfield(L, -4, "resume");
-    cfg->tls_resume = lua_toboolean(L, -1);
+    cfg->transport.tls_resume = lua_toboolean(L, -1);
     lua_getfield(L, -5, "alpn");
     if (lua_istable(L, -1)) {
       int n = (int)lua_objlen(L, -1);
@@ -204,17 +204,17 @@ static void read_tls(lua_State *L, ab_case_cfg_t *cfg, case_strings_t *keep) {
         }
         lua_pop(L, 1);
       }
-      cfg->tls_alpn = keep->alpn;
+      cfg->transport.tls_alpn = keep->alpn;
     } else if (lua_isstring(L, -1)) {
       snprintf(keep->alpn, sizeof(keep->alpn), "%s", lua_tostring(L, -1));
-      cfg->tls_alpn = keep->alpn;
+      cfg->transport.tls_alpn = keep->alpn;
     }
     lua_getfield(L, -6, "cert");
     if (lua_isnil(L, -1)) {
       lua_pop(L, 1);
       lua_getfield(L, -6, "ca");
     }
-    cfg->tls_cert_out = lua_tostring(L, -1);
+    cfg->transport.tls_cert_out = lua_tostring(L, -1);
     /* the strings stay referenced by the tls table (argument 1) */
     lua_pop(L, 6);
   }
@@ -225,11 +225,11 @@ static void read_udp(lua_State *L, ab_case_cfg_t *cfg) {
   lua_getfield(L, 1, "udp");
   if (lua_istable(L, -1)) {
     lua_getfield(L, -1, "send_buffer");
-    cfg->udp_send_buffer = (uint32_t)lua_tonumber(L, -1);
+    cfg->transport.udp_send_buffer = (uint32_t)lua_tonumber(L, -1);
     lua_getfield(L, -2, "recv_buffer");
-    cfg->udp_recv_buffer = (uint32_t)lua_tonumber(L, -1);
+    cfg->transport.udp_recv_buffer = (uint32_t)lua_tonumber(L, -1);
     lua_getfield(L, -3, "server_recv_buffer");
-    cfg->udp_server_recv_buffer = (uint32_t)lua_tonumber(L, -1);
+    cfg->transport.udp_server_recv_buffer = (uint32_t)lua_tonumber(L, -1);
     lua_pop(L, 3);
   }
   lua_pop(L, 1);
@@ -313,15 +313,15 @@ static void push_hists(lua_State *L, const ab_result_t *r) {
 
 static void push_tls(lua_State *L, const ab_result_t *r) {
   lua_newtable(L);
-  lua_pushstring(L, r->tls_version);
+  lua_pushstring(L, r->session.tls_version);
   lua_setfield(L, -2, "version");
-  lua_pushstring(L, r->tls_cipher);
+  lua_pushstring(L, r->session.tls_cipher);
   lua_setfield(L, -2, "cipher");
-  lua_pushstring(L, r->tls_alpn);
+  lua_pushstring(L, r->session.tls_alpn);
   lua_setfield(L, -2, "alpn");
-  lua_pushstring(L, r->tls_sni);
+  lua_pushstring(L, r->session.tls_sni);
   lua_setfield(L, -2, "sni_received");
-  lua_pushboolean(L, r->tls_resumed);
+  lua_pushboolean(L, r->session.tls_resumed);
   lua_setfield(L, -2, "resumed");
   lua_setfield(L, -2, "tls");
 }
@@ -332,7 +332,7 @@ static void push_udp(lua_State *L, const ab_result_t *r) {
   push_counters(L, r, AB_GROUP_DATAGRAM);
   SETNUM("loss_percent", r->sent ? (double)r->timed_out / (double)r->sent * 100.0 : 0.0);
   lua_newtable(L);
-  const ab_udp_buffers_t *bs[2] = {&r->udp_client_buffers, &r->udp_server_buffers};
+  const ab_udp_buffers_t *bs[2] = {&r->session.udp_client_buffers, &r->session.udp_server_buffers};
   const char *names[2] = {"client", "server"};
   for (int i = 0; i < 2; i++) {
     lua_newtable(L);

@@ -136,7 +136,7 @@ int main(void) {
     c.duration_s = 0.3;
     run_ok(c);
     if (layered[i] == AB_PROTO_TLS || layered[i] == AB_PROTO_WSS) {
-      CHECK(strcmp(r.tls_version, "TLSv1.3") == 0);
+      CHECK(strcmp(r.session.tls_version, "TLSv1.3") == 0);
       CHECK_EQ_U64(r.handshake.count, 3);
     }
     ab_result_free(&r);

@@ -1,0 +1,41 @@
+/* transport.h -- what a case asks of its transport, and what the transport
+ * reports back: plain data the engine carries between the layer that
+ * builds the case (core/lua/lua_engine.c) and the drivers
+ * (core/drivers/transport.c, udp.c), without reading it.
+ *
+ * Strings are borrowed: they must outlive the run (ab_run_case).
+ */
+#ifndef AB_TRANSPORT_H
+#define AB_TRANSPORT_H
+
+#include <stdint.h>
+
+typedef struct {
+  /* tls, wss, https: NULL = defaults (TLS 1.3, OpenSSL's suites, no SNI
+   * for IPs, no ALPN, no resumption); alpn is a comma-separated list */
+  const char *tls_version, *tls_ciphers, *tls_sni, *tls_alpn;
+  /* server role: the generated certificate (PEM) is written there so other
+   * clients can verify it; client role with a target: the PEM to trust */
+  const char *tls_cert_out;
+  int tls_resume;
+  /* udp: socket buffers to request (bytes; 0 = the defaults 64 KiB send,
+   * 4 MiB receive); server_recv_buffer applies to the server socket */
+  uint32_t udp_send_buffer, udp_recv_buffer, udp_server_recv_buffer;
+} ab_transport_opts_t;
+
+/* What the kernel granted for a requested socket buffer (Linux reports
+ * twice the usable size; we record what getsockopt says). */
+typedef struct {
+  int32_t send_requested, send_granted, recv_requested, recv_granted;
+} ab_udp_buffers_t;
+
+typedef struct {
+  /* the first TLS session's parameters (client side, or the server's in
+   * server role); "" when the case has none */
+  char tls_version[16], tls_cipher[64], tls_alpn[64], tls_sni[128];
+  int tls_resumed;
+  /* udp: the buffers of the first client socket and the server socket */
+  ab_udp_buffers_t udp_client_buffers, udp_server_buffers;
+} ab_session_info_t;
+
+#endif
