@@ -353,7 +353,7 @@ static int sleep_or_abort(ab__engine_t *eng, uint64_t t_ns) {
 }
 
 /* Against the capability table (proto/caps.h): the scenario checks
- * (lua/arkbench/scenario/check.lua) refuse the same cases first, in the
+ * (the arkbench.scenario.check module) refuse the same cases first, in the
  * words users read; this is the safety net for any other caller. */
 int ab_case_check(const ab_case_cfg_t *cfg, char *err, size_t errlen) {
 #define BAD(...) do { snprintf(err, errlen, __VA_ARGS__); return AB_ECONFIG; } while (0)
