@@ -1,8 +1,9 @@
 /* lua_exec.c -- execution = "lua": the scenario's Lua code drives each
  * connection (user reference: docs/lua-api.md; the modes: docs/execution.md).  This file: the
- * engine hooks' per-loop state (a lua_State per loop, the scenario loaded
- * into it by boot()), stopping a loop after a script error, and the public
- * API (lua_exec.h).  The other parts are listed in lua_exec_int.h.
+ * Lua driver (an ab_driver_t built on the coroutine row of
+ * core/drivers/registry.c), its per-loop state (a lua_State per loop, the
+ * scenario loaded into it by boot()), stopping a loop after a script error,
+ * and the public API (lua_exec.h).  The other parts are listed in lua_exec_int.h.
  *
  * Two forms, chosen by the scenario part's hooks:
  *

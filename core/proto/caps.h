@@ -22,8 +22,8 @@
 enum { AB_PROTO_TCP = 1, AB_PROTO_UDP, AB_PROTO_TLS, AB_PROTO_WS, AB_PROTO_WSS,
        AB_PROTO_HTTP, AB_PROTO_HTTPS };
 /* Execution modes (ab_case_cfg_t.execution).  AB_EXEC_HOOKS is a driver
- * written outside the core (engine.h ab_exec_hooks_t); its scenario name
- * is "lua", the one such driver today (core/lua/lua_exec.c). */
+ * built outside the registry of core/drivers (an ab_driver_t, engine/driver.h);
+ * its scenario name is "lua", the one such driver today (core/lua/lua_exec.c). */
 enum { AB_EXEC_CALLBACK = 1, AB_EXEC_COROUTINE = 2, AB_EXEC_HOOKS = 3 };
 #define AB_EXEC_BIT(e) (1u << (e))
 /* framing = "length" | "raw" of the length-framed stream protocols */
