@@ -129,6 +129,7 @@ int ab_proc_exe_path(char *buf, size_t len) {
 void ab_proc_result_free(ab_proc_result_t *res) {
   free(res->out.data);
   free(res->err.data);
+  free(res->chan.data);
   memset(res, 0, sizeof(*res));
 }
 
@@ -171,13 +172,14 @@ static char **merged_env(const char *const *extra) {
 typedef struct run_s {
   uv_loop_t loop;
   uv_process_t proc;
-  uv_pipe_t pipe[2];    /* child's stdout, stderr */
+  uv_pipe_t pipe[3];    /* child's stdout, stderr, fd 3 (channel) */
   uv_timer_t deadline;  /* the hard timeout */
   uv_timer_t kill;      /* SIGTERM sent: SIGKILL when this fires */
   uv_timer_t eof;       /* child reaped: stop waiting for EOF */
   uv_poll_t intr;       /* readable when a SIGINT/SIGTERM was recorded */
   int have_intr;
-  int pipe_open[2];
+  int pipe_open[3];
+  int npipes;           /* 2, or 3 with the channel */
   int alive;            /* spawned, exit callback not yet run */
   int terminating;      /* SIGTERM sent */
   uint64_t start_ns;
@@ -186,7 +188,8 @@ typedef struct run_s {
 } run_t;
 
 static ab_proc_buf_t *buf_of(run_t *r, uv_handle_t *h) {
-  return h == (uv_handle_t *)&r->pipe[0] ? &r->res->out : &r->res->err;
+  if (h == (uv_handle_t *)&r->pipe[0]) return &r->res->out;
+  return h == (uv_handle_t *)&r->pipe[1] ? &r->res->err : &r->res->chan;
 }
 
 static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
@@ -220,7 +223,7 @@ static void close_pipe(run_t *r, int i) {
 
 static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
   run_t *r = s->data;
-  int i = s == (uv_stream_t *)&r->pipe[0] ? 0 : 1;
+  int i = s == (uv_stream_t *)&r->pipe[0] ? 0 : s == (uv_stream_t *)&r->pipe[1] ? 1 : 2;
   ab_proc_buf_t *b = buf_of(r, (uv_handle_t *)s);
   if (nread > 0) {
     if (buf->base == r->scratch) {
@@ -283,6 +286,7 @@ static void eof_cb(uv_timer_t *t) {
   run_t *r = t->data;
   close_pipe(r, 0);
   close_pipe(r, 1);
+  close_pipe(r, 2);
 }
 
 static void exit_cb(uv_process_t *p, int64_t status, int term_signal) {
@@ -298,7 +302,7 @@ static void exit_cb(uv_process_t *p, int64_t status, int term_signal) {
   uv_timer_stop(&r->deadline);
   uv_timer_stop(&r->kill);
   uv_close((uv_handle_t *)p, NULL);
-  if (r->pipe_open[0] || r->pipe_open[1])
+  if (r->pipe_open[0] || r->pipe_open[1] || r->pipe_open[2])
     uv_timer_start(&r->eof, eof_cb, AB_PROC_EOF_GRACE_MS, 0);
 }
 
@@ -332,7 +336,8 @@ int ab_proc_spawn_wait(const char *const *argv, const ab_proc_opts_t *opts,
     return err;
   }
   r->res = res;
-  for (int i = 0; i < 2; i++) {
+  r->npipes = opts != NULL && opts->channel ? 3 : 2;
+  for (int i = 0; i < r->npipes; i++) {
     uv_pipe_init(&r->loop, &r->pipe[i], 0);
     r->pipe[i].data = r;
   }
@@ -341,9 +346,9 @@ int ab_proc_spawn_wait(const char *const *argv, const ab_proc_opts_t *opts,
   uv_timer_init(&r->loop, &r->eof);
   r->deadline.data = r->kill.data = r->eof.data = r->proc.data = r;
 
-  uv_stdio_container_t stdio[3];
+  uv_stdio_container_t stdio[4];
   stdio[0].flags = UV_IGNORE; /* libuv opens /dev/null for fds 0..2 */
-  for (int i = 0; i < 2; i++) {
+  for (int i = 0; i < r->npipes; i++) {
     stdio[i + 1].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
     stdio[i + 1].data.stream = (uv_stream_t *)&r->pipe[i];
   }
@@ -352,7 +357,7 @@ int ab_proc_spawn_wait(const char *const *argv, const ab_proc_opts_t *opts,
   po.file = argv[0];
   po.args = (char **)argv;
   po.env = env;
-  po.stdio_count = 3;
+  po.stdio_count = r->npipes + 1;
   po.stdio = stdio;
   po.exit_cb = exit_cb;
 
@@ -362,7 +367,7 @@ int ab_proc_spawn_wait(const char *const *argv, const ab_proc_opts_t *opts,
   if (err == 0) {
     r->alive = 1;
     res->pid = r->proc.pid;
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < r->npipes; i++) {
       r->pipe_open[i] = 1;
       uv_read_start((uv_stream_t *)&r->pipe[i], alloc_cb, read_cb);
     }
@@ -381,7 +386,7 @@ int ab_proc_spawn_wait(const char *const *argv, const ab_proc_opts_t *opts,
       res->interrupted = 1;
       start_termination(r, AB_PROC_INTR_GRACE_MS);
     }
-    while (r->alive || r->pipe_open[0] || r->pipe_open[1]) {
+    while (r->alive || r->pipe_open[0] || r->pipe_open[1] || r->pipe_open[2]) {
       if (uv_run(&r->loop, UV_RUN_ONCE) == 0) break; /* cannot happen */
     }
     if (r->alive) { /* only if the loop broke down: never leave it running */
@@ -396,6 +401,7 @@ int ab_proc_spawn_wait(const char *const *argv, const ab_proc_opts_t *opts,
   close_if_open((uv_handle_t *)&r->proc);
   close_if_open((uv_handle_t *)&r->pipe[0]);
   close_if_open((uv_handle_t *)&r->pipe[1]);
+  if (r->npipes > 2) close_if_open((uv_handle_t *)&r->pipe[2]);
   close_if_open((uv_handle_t *)&r->deadline);
   close_if_open((uv_handle_t *)&r->kill);
   close_if_open((uv_handle_t *)&r->eof);

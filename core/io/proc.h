@@ -2,8 +2,8 @@
  * let SIGINT/SIGTERM of the orchestrator cut it short.
  *
  * ab_proc_spawn_wait() is what the orchestrator uses for every worker run:
- * the child gets stdin from /dev/null, its stdout and stderr are captured
- * completely (growable buffers, up to AB_PROC_OUTPUT_MAX bytes each), and
+ * the child gets stdin from /dev/null, its stdout and stderr (and, when
+ * asked, a result channel on fd 3) are captured completely (growable buffers, up to AB_PROC_OUTPUT_MAX bytes each), and
  * the call returns only when the child has been reaped and every libuv handle
  * it used is closed.  Each call creates and closes its own private uv_loop_t,
  * so it never touches uv_default_loop().  One thread at a time may call it
@@ -58,7 +58,14 @@ typedef struct ab_proc_opts_s {
   double timeout_s;            /* hard limit in seconds; <= 0: none */
   const char *const *env;      /* NULL, or NULL-terminated "K=V" strings added
                                   to (and overriding) the inherited environ */
+  int channel;                 /* nonzero: the child's fd 3 is the write end
+                                  of a pipe captured into res->chan, a result
+                                  channel apart from the stdout a worker's
+                                  user code shares (AB_PROC_CHANNEL_FD) */
 } ab_proc_opts_t;
+
+/* The child's descriptor of the result channel (opts.channel). */
+#define AB_PROC_CHANNEL_FD 3
 
 typedef struct ab_proc_buf_s {
   char *data; /* malloc'ed, NUL-terminated (data[len] == 0); NULL if empty */
@@ -70,6 +77,7 @@ typedef struct ab_proc_buf_s {
 typedef struct ab_proc_result_s {
   ab_proc_buf_t out;   /* the child's stdout */
   ab_proc_buf_t err;   /* the child's stderr */
+  ab_proc_buf_t chan;  /* the child's fd 3 (opts.channel), else empty */
   int pid;             /* 0 when nothing was spawned */
   int exited;          /* 1: exit_code is valid (the child called exit) */
   int exit_code;

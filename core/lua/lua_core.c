@@ -20,5 +20,7 @@ int ab_luaopen_core(lua_State *L) {
   ab_lua_register_proc(L);
   ab_lua_register_floor(L);
   ab_lua_register_caps(L);
+  ab_lua_register_fs(L);
+  ab_lua_register_tls(L);
   return 1;
 }

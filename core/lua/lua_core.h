@@ -19,6 +19,8 @@ void ab_lua_register_engine(lua_State *L); /* lua_engine.c */
 void ab_lua_register_proc(lua_State *L);   /* lua_proc.c   */
 void ab_lua_register_floor(lua_State *L);  /* lua_floor.c  */
 void ab_lua_register_caps(lua_State *L);   /* lua_caps.c   */
+void ab_lua_register_fs(lua_State *L);     /* lua_fs.c     */
+void ab_lua_register_tls(lua_State *L);    /* lua_tls.c    */
 
 /* Pushes nil, "ENAME: text", "ENAME" for err and returns 3. */
 int ab_lua_fail(lua_State *L, int err);

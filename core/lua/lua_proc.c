@@ -4,12 +4,15 @@
  *       argv  list of strings; argv[1] is the executable (PATH-searched when
  *             it has no slash)
  *       opts  optional { timeout_s = number (hard limit; absent or <= 0:
- *             none), env = optional list of "K=V" added to the environment }
+ *             none), env = optional list of "K=V" added to the environment,
+ *             channel = true: the child's fd 3 is a pipe captured into
+ *             res.channel (the worker's run object, apart from stdout) }
  *       res   { stdout = string, stderr = string, exit_code = integer | nil,
  *               term_signal = "SIGKILL" | nil, timed_out = bool,
  *               interrupted = bool, elapsed_s = number, pid = integer
  *               (0 if nothing was spawned), truncated = true when a stream
- *               passed AB_PROC_OUTPUT_MAX bytes (absent otherwise) }
+ *               passed AB_PROC_OUTPUT_MAX bytes (absent otherwise),
+ *               channel = string (with opts.channel) }
  *       Fails (nil, err, code) only when the child cannot be started
  *       (ENOENT, EACCES, ENOMEM).  A recorded interrupt returns at once with
  *       interrupted = true and nothing spawned.
@@ -65,6 +68,9 @@ static int l_spawn_wait(lua_State *L) {
       opts.timeout_s = lua_tonumber(L, -1);
     }
     lua_pop(L, 1);
+    lua_getfield(L, 2, "channel");
+    opts.channel = lua_toboolean(L, -1);
+    lua_pop(L, 1);
     lua_getfield(L, 2, "env"); /* stays on the stack: owns the strings */
     if (!lua_isnil(L, -1)) {
       if (!lua_istable(L, -1)) luaL_argerror(L, 2, "opts.env must be a list");
@@ -88,6 +94,10 @@ static int l_spawn_wait(lua_State *L) {
   lua_setfield(L, -2, "stdout");
   lua_pushlstring(L, res.err.data ? res.err.data : "", res.err.len);
   lua_setfield(L, -2, "stderr");
+  if (opts.channel) {
+    lua_pushlstring(L, res.chan.data ? res.chan.data : "", res.chan.len);
+    lua_setfield(L, -2, "channel");
+  }
   if (res.exited) {
     lua_pushinteger(L, res.exit_code);
     lua_setfield(L, -2, "exit_code");

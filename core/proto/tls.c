@@ -361,6 +361,17 @@ fail:
   return r;
 }
 
+int ab_tls_opts_check(const ab_tls_opts_t *o) {
+  ab_tls_ctx_t *ctx;
+  int r;
+  last_error[0] = '\0';
+  if (o == NULL) return 0;
+  if ((r = ctx_alloc(&ctx)) != 0) return r;
+  r = ctx_common(ctx, o, 1);
+  ab_tls_ctx_free(ctx);
+  return r;
+}
+
 int ab_tls_client_ctx_new(const ab_tls_opts_t *o, const char *ca_pem,
                           ab_tls_ctx_t **out) {
   static const ab_tls_opts_t defaults;

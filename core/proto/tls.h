@@ -92,6 +92,13 @@ int ab_tls_server_ctx_new(const ab_tls_opts_t *o, ab_tls_ctx_t **out);
 int ab_tls_client_ctx_new(const ab_tls_opts_t *o, const char *ca_pem,
                           ab_tls_ctx_t **out);
 
+/* Checks o as a client context would use it -- version, ciphers (with
+ * OpenSSL's own parser: SSL_CTX_set_ciphersuites for 1.3, _cipher_list for
+ * 1.2), the ALPN list -- without keeping anything, so that a scenario is
+ * refused at load rather than failing every run.  Returns 0, AB_ECONFIG
+ * (reason in ab_tls_last_error()) or AB_ENOMEM. */
+int ab_tls_opts_check(const ab_tls_opts_t *o);
+
 /* Frees a context (NULL is fine).  Every connection made from it must have
  * been freed first. */
 void ab_tls_ctx_free(ab_tls_ctx_t *ctx);

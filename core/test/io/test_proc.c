@@ -14,7 +14,7 @@ static ab_proc_result_t res;
 
 static int run_sh(const char *script, double timeout_s, const char *const *env) {
   const char *argv[] = {"/bin/sh", "-c", script, NULL};
-  ab_proc_opts_t opts = {timeout_s, env};
+  ab_proc_opts_t opts = {timeout_s, env, 0};
   return ab_proc_spawn_wait(argv, &opts, &res);
 }
 
@@ -45,7 +45,7 @@ static void test_stdin_is_dev_null(void) {
 
 static void test_timeout_sigterm(void) {
   const char *argv[] = {"sleep", "5", NULL}; /* PATH search */
-  ab_proc_opts_t opts = {0.3, NULL};
+  ab_proc_opts_t opts = {0.3, NULL, 0};
   uint64_t t0 = uv_hrtime();
   CHECK(ab_proc_spawn_wait(argv, &opts, &res) == 0);
   double took = (double)(uv_hrtime() - t0) / 1e9;
@@ -170,6 +170,28 @@ static void test_interrupt(void) {
   ab_proc_result_free(&res);
 }
 
+/* the result channel: fd 3 is captured apart from stdout, and a child
+ * that never writes to it leaves it empty */
+static void test_channel(void) {
+  const char *argv[] = {"/bin/sh", "-c", "echo user; echo result >&3; echo more", NULL};
+  ab_proc_opts_t opts = {10, NULL, 1};
+  CHECK(ab_proc_spawn_wait(argv, &opts, &res) == 0);
+  CHECK(streq(res.out.data, "user\nmore\n"));
+  CHECK(streq(res.chan.data, "result\n"));
+  CHECK(res.exit_code == 0);
+  ab_proc_result_free(&res);
+  const char *quiet[] = {"/bin/sh", "-c", "echo only-stdout", NULL};
+  CHECK(ab_proc_spawn_wait(quiet, &opts, &res) == 0);
+  CHECK(res.chan.len == 0 && streq(res.out.data, "only-stdout\n"));
+  ab_proc_result_free(&res);
+  /* without the option nothing is captured from fd 3 */
+  opts.channel = 0;
+  const char *none[] = {"/bin/sh", "-c", "echo x >&3 2>/dev/null; echo done", NULL};
+  CHECK(ab_proc_spawn_wait(none, &opts, &res) == 0);
+  CHECK(res.chan.data == NULL && streq(res.out.data, "done\n"));
+  ab_proc_result_free(&res);
+}
+
 static void test_exe_path(void) {
   char buf[4096];
   CHECK(ab_proc_exe_path(buf, sizeof(buf)) == 0);
@@ -189,6 +211,7 @@ int main(void) {
   test_env();
   test_spawn_failure();
   test_interrupt();
+  test_channel();
   test_exe_path();
   TEST_DONE();
 }
