@@ -23,7 +23,9 @@
  *       writes all of data to an inherited descriptor (the worker's result
  *       channel, see core/io/proc.h), retrying on EINTR and short writes.
  *   core.file_kind(path) -> "file" | "directory" | "other" | nil
+ *   core.dir_entries(path) -> { name, ... } (sorted, no "." / "..") | nil, err, code
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -168,12 +170,35 @@ static int l_file_kind(lua_State *L) {
   return 1;
 }
 
+static int l_dir_entries(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  DIR *d = opendir(path);
+  if (d == NULL) return ab_lua_fail(L, -errno);
+  lua_newtable(L);
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+    lua_pushstring(L, e->d_name);
+    lua_rawseti(L, -2, ++n);
+  }
+  closedir(d);
+  /* sorted, so that messages and specs do not depend on readdir order */
+  lua_getglobal(L, "table");
+  lua_getfield(L, -1, "sort");
+  lua_remove(L, -2);
+  lua_pushvalue(L, -2);
+  lua_call(L, 1, 0);
+  return 1;
+}
+
 void ab_lua_register_fs(lua_State *L) {
   static const luaL_Reg fns[] = {{"write_file", l_write_file},
                                  {"append_line", l_append_line},
                                  {"mkdir", l_mkdir},
                                  {"write_fd", l_write_fd},
                                  {"file_kind", l_file_kind},
+                                 {"dir_entries", l_dir_entries},
                                  {NULL, NULL}};
   for (const luaL_Reg *r = fns; r->name; r++) {
     lua_pushcfunction(L, r->func);

@@ -162,7 +162,7 @@ describe("runner.run", function()
         local r = read_runs(dir)[1]
         assert.are.equal("crashed", r.status)
         assert.truthy(r.error:find("exited with code 3", 1, true))
-        assert.truthy(r.error:find("printed nothing on stdout", 1, true))
+        assert.truthy(r.error:find("wrote nothing on its result channel (fd 3)", 1, true))
         assert.truthy(r.error:find("END-OF-STDERR", 1, true))
         assert.is_true(#r.error < 2300)
     end)

@@ -29,7 +29,9 @@ commands:
                       fresh process; results go to results/<name>/<UTC>/
       --set key=value     override a scenario key (repeatable; a,b,c = axis)
       --filter key=value  keep only matching cases (repeatable)
-      --out DIR           write results into DIR instead
+      --out DIR           write results into DIR instead (absent or empty)
+      --append            with --out: add runs to an earlier result there
+                          (same scenario file)
       --quick             warmup=0.05 duration=0.2 repetitions=1
       --list              print the cases and exit
   calibrate           raw epoll echo floor vs arkbench, same process
@@ -58,11 +60,11 @@ local function die(msg)
     return 2
 end
 
+-- Durable and checked (core.write_file: a temporary name, fsync, rename):
+-- nil, "<path>: ENOSPC: no space left on device" on failure.
 local function write_file(path, text)
-    local f, err = io.open(path, "w")
-    if not f then return nil, err end
-    f:write(text)
-    f:close()
+    local ok, err = core.write_file(path, text)
+    if not ok then return nil, path .. ": " .. tostring(err) end
     return true
 end
 
@@ -87,12 +89,18 @@ local function parse_run_args(args, first)
         elseif a:match("^%-%-filter=") then o.filters[#o.filters + 1] = a:sub(10); i = i + 1
         elseif a:match("^%-%-out=") then o.out = a:sub(7); i = i + 1
         elseif a == "--quick" then o.quick = true; i = i + 1
+        elseif a == "--append" then o.append = true; i = i + 1
         elseif a == "--list" then o.list = true; i = i + 1
         elseif a:sub(1, 1) == "-" then return nil, "unknown option '" .. a .. "' (see arkbench help)"
         elseif not o.path then o.path = a; i = i + 1
         else return nil, "unexpected argument '" .. a .. "'" end
     end
     if not o.path then return nil, "run needs a scenario file: arkbench run scenarios/tcp.lua" end
+    if o.append and not o.out then return nil, "--append needs --out DIR (the result to add to)" end
+    if o.out and o.out:sub(1, 1) == "-" then
+        return nil, "--out '" .. o.out .. "': looks like an option; write ./" .. o.out
+            .. " for a folder of that name"
+    end
     return o
 end
 
@@ -141,16 +149,16 @@ local function finish_results(dir, spec_name, runs, meta)
     local summary = stats.summarize(runs, meta)
     summary.scenario = summary.scenario or spec_name
     local ok, err = write_file(dir .. "/summary.json", json.encode(summary, { indent = 2 }) .. "\n")
-    if not ok then io_stderr:write("arkbench: cannot write summary.json: ", tostring(err), "\n") end
+    if not ok then io_stderr:write("arkbench: cannot write ", tostring(err), "\n") end
     local written, rerr = report.write_reports(dir, runs, summary)
-    if not written then io_stderr:write("arkbench: cannot write the reports: ", tostring(rerr), "\n") end
+    if not written then io_stderr:write("arkbench: cannot write ", tostring(rerr), "\n") end
     io_stdout:write(report.terminal_table(summary), "\n")
     -- execution as an axis: the reference's table, callback -> coroutine
     -- per case with the ratio, and the median of the per-case ratios
     local compare = require("arkbench.report.compare")
     local paired = compare.within({ dir = dir, summary = summary }, "execution")
     if paired then io_stdout:write("\n", compare.format(paired)) end
-    return summary, written ~= nil
+    return summary, written ~= nil and ok == true
 end
 
 function _M.run(args)
@@ -190,38 +198,56 @@ function _M.run(args)
     local json = require("arkbench.util.json")
     local runner = require("arkbench.run.runner")
     local started = core.wall_s()
-    local dir = o.out or ("results/" .. spec.name .. "/" .. env.utc_stamp(started))
-    local existing = io.open(dir .. "/runs.jsonl", "r")
-    if existing then
-        existing:close()
-        return die(dir .. " already holds a runs.jsonl; results are never mixed or"
-            .. " overwritten: choose another --out")
+    local folder = require("arkbench.run.folder")
+    local sha = core.sha256_file(o.path)
+    local dir, cerr
+    if o.out then
+        dir, cerr = folder.claim_out(o.out, { append = o.append, sha256 = sha })
+    else
+        dir, cerr = folder.claim_new("results/" .. folder.sanitize(spec.name), env.utc_stamp(started))
     end
+    if not dir then return die(cerr) end
     -- a busy machine makes every number wrong: say so before measuring
     local busy = env.busy_warning()
     if busy then io_stderr:write(busy, "\n") end
-    os.execute("mkdir -p '" .. dir:gsub("'", "'\\''") .. "'")
     local envinfo = env.collect({ scenario_path = o.path, started_utc = env.utc_iso(started),
                                   binary = core.exe_path and core.exe_path() or nil })
     local ok, werr = write_file(dir .. "/env.json", json.encode(envinfo, { indent = 2 }) .. "\n")
-    if not ok then return die("cannot write " .. dir .. "/env.json: " .. tostring(werr)) end
+    if not ok then
+        folder.release(dir)
+        io_stderr:write("arkbench: cannot write ", tostring(werr), "\n")
+        return 1
+    end
     io_stderr:write(str_format("arkbench: %s: %d cases, %d runs -> %s\n", spec.name, #cases, runs_total, dir))
 
     if core.signals_install then core.signals_install() end
-    local code, runs = runner.run({
+    local code, runs, rerr = runner.run({
         spec = spec, cases = cases, sets = o.sets, quick = o.quick, out_dir = dir,
         on_run = progress_printer(runs_total),
     })
     local ended = core.wall_s()
     envinfo.ended_utc = env.utc_iso(ended)
     envinfo.load_average_end = env.load_average() or json.null
-    write_file(dir .. "/env.json", json.encode(envinfo, { indent = 2 }) .. "\n")
-    finish_results(dir, spec.name, runs or {}, {
+    local eok, eerr = write_file(dir .. "/env.json", json.encode(envinfo, { indent = 2 }) .. "\n")
+    if not eok then io_stderr:write("arkbench: cannot write ", tostring(eerr), "\n") end
+    runs = runs or {}
+    if o.append then
+        -- the summary covers every run in the folder, earlier ones too
+        local all, aerr, warning = require("arkbench.report.stats").read_jsonl(dir .. "/runs.jsonl")
+        if warning then io_stderr:write("arkbench: warning: ", warning, "\n") end
+        if all then runs = all elseif aerr then io_stderr:write("arkbench: ", aerr, "\n") end
+    end
+    local _, wrote = finish_results(dir, spec.name, runs, {
         scenario = spec.name, started_utc = env.utc_iso(started), ended_utc = envinfo.ended_utc,
         interrupted = code == 130,
     })
+    folder.release(dir)
     io_stdout:flush()
     io_stderr:write("results: ", dir, "\n")
+    if rerr then
+        io_stderr:write("arkbench: stopped: cannot write ", rerr, "\n")
+    end
+    if (not wrote or not eok) and code == 0 then code = 1 end
     return code
 end
 
@@ -236,8 +262,9 @@ function _M.report(args)
     end
     if not dir then return die("report needs a result folder: arkbench report results/tcp/<UTC>") end
     local stats = require("arkbench.report.stats")
-    local runs, err = stats.read_jsonl(dir .. "/runs.jsonl")
+    local runs, err, warning = stats.read_jsonl(dir .. "/runs.jsonl")
     if not runs then return die(err) end
+    if warning then io_stderr:write("arkbench: warning: ", warning, "\n") end
     -- an interrupted run says so in its own records
     local interrupted = false
     for _, r in ipairs(runs) do

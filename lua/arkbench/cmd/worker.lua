@@ -3,8 +3,11 @@
 --   arkbench worker FILE --case-json JSON --repetition N [--set k=v]... [--quick]
 --
 -- Loads the same scenario file as the orchestrator (so its hooks exist
--- here), runs the case through the C engine and prints exactly one JSON
--- object (docs/run-object.md) on stdout, even on failure. Exit code 0 when
+-- here), runs the case through the C engine and writes exactly one JSON
+-- object (docs/run-object.md), even on failure, on its result channel: the
+-- descriptor named by ARKBENCH_RESULT_FD (the runner passes 3, a pipe of its
+-- own), else stdout (a worker started by hand). The scenario's own prints
+-- stay on stdout, which the runner keeps in workers.log. Exit code 0 when
 -- the run is ok, 1 otherwise, 2 when the command line is wrong.
 
 local core = require("arkbench.core")
@@ -117,8 +120,20 @@ function _M.main(args)
     local function finish(code)
         obj.elapsed_s = (core.now_ns() - t0) / 1e9
         if obj.error == nil then obj.error = json.null end
-        io_stdout:write(json.encode(obj), "\n")
+        local line = json.encode(obj) .. "\n"
         io_stdout:flush()
+        local fd = tonumber(os.getenv("ARKBENCH_RESULT_FD") or "")
+        if fd then
+            local ok, werr = core.write_fd(fd, line)
+            if not ok then
+                io_stderr:write("arkbench: worker: cannot write the run object to fd ",
+                                tostring(fd), ": ", werr, "\n")
+                return 1
+            end
+        else
+            io_stdout:write(line)
+            io_stdout:flush()
+        end
         return code
     end
 

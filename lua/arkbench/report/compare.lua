@@ -50,8 +50,9 @@ local function read_json(path)
 end
 
 function _M.load(dir)
-    local runs, err = stats.read_jsonl(dir .. "/runs.jsonl")
+    local runs, err, warning = stats.read_jsonl(dir .. "/runs.jsonl")
     if not runs then return nil, "not a result folder: " .. tostring(err) end
+    if warning then io.stderr:write("arkbench: warning: ", warning, "\n") end
     return {
         dir = dir, runs = runs, summary = stats.summarize(runs, {}),
         env = read_json(dir .. "/env.json"),

@@ -173,10 +173,8 @@ function _M.cases(summary)
 end
 
 local function write(path, text)
-    local f, err = open(path, "wb")
-    if not f then return nil, err end
-    f:write(text)
-    f:close()
+    local ok, err = require("arkbench.core").write_file(path, text)
+    if not ok then return nil, path .. ": " .. tostring(err) end
     return true
 end
 

@@ -30,8 +30,9 @@ local type, ipairs, tostring = type, ipairs, tostring
 local format, rep = string.format, string.rep
 local concat = table.concat
 local floor = math.floor
-local open, popen = io.open, io.popen
-local execute, remove = os.execute, os.remove
+local open = io.open
+local remove = os.remove
+local core = require("arkbench.core")
 
 local _M = {}
 
@@ -297,12 +298,11 @@ function _M.compact(v)
     return s .. suffix
 end
 
+-- Durable and checked, in C (core.write_file: temporary name, fsync,
+-- rename): nil, "<path>: ENOSPC: no space left on device" on failure.
 local function write_file(path, text)
-    local f, err = open(path, "wb")
-    if not f then return nil, err end
-    local ok, werr = f:write(text)
-    f:close()
-    if not ok then return nil, path .. ": " .. tostring(werr) end
+    local ok, err = core.write_file(path, text)
+    if not ok then return nil, path .. ": " .. tostring(err) end
     return true
 end
 _M.write_file = write_file
@@ -317,6 +317,9 @@ function _M.read_env(dir)
     return e
 end
 
+-- charts/<this>: the names of the charts arkbench wrote there, one a line
+_M.CHART_MANIFEST = ".arkbench-charts"
+
 function _M.write_reports(dir, runs, summary)
     local md = require("arkbench.report.md")
     local svg = require("arkbench.report.svg")
@@ -325,32 +328,34 @@ function _M.write_reports(dir, runs, summary)
     local charts = svg.charts(model)
     local written, fresh = {}, {}
     local charts_dir = dir .. "/charts"
-    local quoted = "'" .. charts_dir:gsub("'", "'\\''") .. "'"
-    -- one fork at most: mkdir for a new charts/, ls to clear an old one (this
-    -- also runs right after Ctrl-C, which must end within a second)
-    local existed = true
-    for i, ch in ipairs(charts) do
+    local made, merr, code = core.mkdir(charts_dir)
+    if not made and code ~= "EEXIST" then return nil, charts_dir .. ": " .. tostring(merr) end
+    -- charts/ may hold the user's own files: only the .svg files listed in
+    -- our manifest (the charts we wrote last time) are ever removed
+    local manifest = charts_dir .. "/" .. _M.CHART_MANIFEST
+    local previous = {}
+    local mf = open(manifest, "rb")
+    if mf then
+        for name in mf:lines() do
+            if name:match("^[^/]+%.svg$") then previous[#previous + 1] = name end
+        end
+        mf:close()
+    end
+    local names = {}
+    for _, ch in ipairs(charts) do
         local path = charts_dir .. "/" .. ch.file
         local ok, err = write_file(path, ch.svg)
-        if not ok and i == 1 then
-            existed = false
-            local r = execute("mkdir -p " .. quoted)
-            if r ~= true and r ~= 0 then return nil, "cannot create " .. charts_dir end
-            ok, err = write_file(path, ch.svg)
-        end
         if not ok then return nil, err end
         written[#written + 1] = path
         fresh[ch.file] = true
+        names[#names + 1] = ch.file
     end
-    -- charts/ is ours: an .svg of an earlier layout would be a stale chart
-    local ls = existed and popen("ls -1A " .. quoted .. " 2>/dev/null")
-    if ls then
-        for name in ls:lines() do
-            if name:match("%.svg$") and not fresh[name] then remove(charts_dir .. "/" .. name) end
-        end
-        ls:close()
+    local ok, err = write_file(manifest, concat(names, "\n") .. (#names > 0 and "\n" or ""))
+    if not ok then return nil, err end
+    for _, name in ipairs(previous) do
+        if not fresh[name] then remove(charts_dir .. "/" .. name) end
     end
-    local ok, err = write_file(dir .. "/report.md", md.render(model, charts))
+    ok, err = write_file(dir .. "/report.md", md.render(model, charts))
     if not ok then return nil, err end
     written[#written + 1] = dir .. "/report.md"
     ok, err = write_file(dir .. "/report.html", html.render(model, charts))

@@ -22,6 +22,7 @@ local core = require("arkbench.core")
 local type, pairs, ipairs, tostring = type, pairs, ipairs, tostring
 local sort = table.sort
 local open = io.open
+local core_kind = core.file_kind
 
 local null = json.null
 
@@ -218,27 +219,41 @@ function _M.summarize(runs, meta)
     }
 end
 
+-- A cut last line (what a crash or a full disk leaves: a final line without
+-- its newline that is not valid JSON) is skipped with a warning, the third
+-- return value; any other bad line is an error naming it.
 function _M.read_jsonl(path)
+    local kind = core_kind(path)
+    if kind ~= nil and kind ~= "file" then return nil, path .. ": is a " .. kind .. ", not a runs.jsonl file" end
     local f, err = open(path, "rb")
     if not f then return nil, err end
-    local runs, lineno = {}, 0
-    for line in f:lines() do
-        lineno = lineno + 1
+    local text, rerr = f:read("*a")
+    -- the last line is cut when the file does not end with a newline
+    local cut_possible = text ~= nil and #text > 0 and text:sub(-1) ~= "\n"
+    f:close()
+    if not text then return nil, path .. ": " .. tostring(rerr) end
+    local lines = {}
+    for line in text:gmatch("([^\n]*)\n?") do lines[#lines + 1] = line end
+    local last = #lines
+    while last > 0 and not lines[last]:find("%S") do last = last - 1 end
+    local runs, warning = {}, nil
+    for lineno = 1, last do
+        local line = lines[lineno]
         if line:find("%S") then
             local v, derr = json.decode(line)
-            if v == nil then
-                f:close()
+            if v == nil and lineno == last and cut_possible then
+                warning = string.format("%s:%d: the last line is cut (%d bytes, not JSON);"
+                                        .. " skipped", path, lineno, #line)
+            elseif v == nil then
                 return nil, path .. ":" .. lineno .. ": " .. tostring(derr)
-            end
-            if type(v) ~= "table" or v[1] ~= nil then
-                f:close()
+            elseif type(v) ~= "table" or v[1] ~= nil then
                 return nil, path .. ":" .. lineno .. ": not a JSON object"
+            else
+                runs[#runs + 1] = v
             end
-            runs[#runs + 1] = v
         end
     end
-    f:close()
-    return runs
+    return runs, nil, warning
 end
 
 return _M

@@ -17,7 +17,9 @@
 -- }
 -- exit_code: 0 every run ok, 1 some run failed, 130 interrupted (SIGINT or
 -- SIGTERM; finished runs are kept and the cut-short one is written with
--- status "interrupted"), 2 out_dir cannot be created or written.
+-- status "interrupted"), 2 out_dir cannot be created, 1 runs.jsonl cannot
+-- be written (the message names the file and the errno; a third return
+-- value holds it).
 -- runs: the run objects in the order they were appended.
 --
 -- Order: the repetition loop is outermost, so the repetitions of one case are
@@ -31,18 +33,28 @@
 -- outright. Every other way out of the orchestrator kills and reaps the
 -- current worker first (core/io/proc.h).
 --
--- The run object is the LAST non-empty line of the worker's stdout (earlier
--- lines are ignored). When it is a JSON object with a boolean `ok` it is
--- written as printed, unless it must be amended: `case_id`/`repetition`
+-- The run object comes on a private channel: the worker's fd 3 is a pipe
+-- (core.spawn_wait's `channel`, ARKBENCH_RESULT_FD=3 in its environment),
+-- so that whatever the user's scenario prints on stdout -- while loading, in
+-- a hook -- never mixes with it. The run object is the LAST non-empty line
+-- written on that channel. When it is a JSON object with a boolean `ok` it is
+-- written as sent, unless it must be amended: `case_id`/`repetition`
 -- missing or different, NaN/Infinity in it (written as null), or a worker that
--- printed ok = true yet exited non-zero, died of a signal, hit the timeout or
+-- sent ok = true yet exited non-zero, died of a signal, hit the timeout or
 -- was interrupted (then ok = false, with the reason in `error`). Without such
 -- an object the runner writes one: ok = false, status "timeout", "crashed" or
 -- "interrupted", `signal`, `elapsed_s`, and an `error` sentence that names
 -- the signal or exit code and quotes the end of the worker's stderr.
--- A worker's stderr is forwarded to ours, each line prefixed with
+-- The worker's stdout and stderr go to `workers.log` in out_dir, each line
+-- prefixed with "[<case_id> rep <r>] " (stdout lines with "stdout: ").
+-- The worker's stderr is also forwarded to ours, each line prefixed with
 -- "[<case_id> rep <r>] ", whenever its own run object was read; otherwise it
 -- goes into `error`.
+--
+-- Writes: runs.jsonl gets one complete line per run with one write(2) on an
+-- O_APPEND descriptor, fsync'd (core.append_line, in C, so that no result
+-- of a write is lost to a JIT trace). A failed append stops the run: exit 1
+-- and "arkbench: cannot append to <path>: ENOSPC: no space left on device".
 
 local core = require("arkbench.core")
 local cjson = require("cjson")
@@ -132,14 +144,14 @@ end
 -- line -> obj, exact (obj is a run object; exact: line is strict JSON and
 -- may be written as it is) | nil, why
 local function read_run_object(line)
-    if line == nil then return nil, "printed nothing on stdout" end
+    if line == nil then return nil, "wrote nothing on its result channel (fd 3)" end
     local ok, obj = pcall(lenient.decode, line)
     if not ok then
-        return nil, format("printed a last stdout line that is not JSON (%s): %s",
+        return nil, format("wrote a last result line that is not JSON (%s): %s",
                            (tostring(obj):gsub("^.-: ", "")), tail(line, STDOUT_QUOTE))
     end
     if type(obj) ~= "table" or type(obj.ok) ~= "boolean" then
-        return nil, format("printed a last stdout line that is not a run object"
+        return nil, format("wrote a last result line that is not a run object"
                            .. " (no boolean \"ok\"): %s", tail(line, STDOUT_QUOTE))
     end
     return obj, not has_nonfinite(obj) and json.decode(line) ~= nil
@@ -180,13 +192,28 @@ local function forward_stderr(text, prefix)
 end
 
 local function append_line(path, line)
-    local f, err = io_open(path, "a")
-    if not f then return nil, err end
-    local ok, werr = f:write(line, "\n")
-    if ok then ok, werr = f:flush() end
-    f:close()
-    if not ok then return nil, format("%s: %s", path, tostring(werr)) end
+    local ok, err = core.append_line(path, line)
+    if not ok then return nil, err end
     return true
+end
+
+-- Appends the worker's output to workers.log; a failure there is a warning
+-- (the measurement itself is in runs.jsonl).
+local function log_output(ctx, prefix, res)
+    if not res or res.pid == 0 then return end
+    local parts = {}
+    for _, s in ipairs({ { res.stdout, "stdout: " }, { res.stderr, "" } }) do
+        local text = s[1] or ""
+        for l in text:gmatch("([^\n]*)\n?") do
+            if l ~= "" then parts[#parts + 1] = prefix .. s[2] .. l end
+        end
+    end
+    if #parts == 0 or ctx.log_failed then return end
+    local ok, err = core.append_line(ctx.log_path, table.concat(parts, "\n"))
+    if not ok then
+        ctx.log_failed = true
+        stderr:write(format("arkbench: warning: cannot append to %s: %s\n", ctx.log_path, err))
+    end
 end
 
 local function worker_argv(plan, exe, case_json, rep)
@@ -220,12 +247,14 @@ local function run_one(plan, ctx, case, case_json, rep)
            + 3 * (tonumber(case.timeout) or 2) + _M.GRACE_S
     local argv = worker_argv(plan, ctx.exe, case_json, rep)
     local t0 = core.now_ns()
-    local res, spawn_err = core.spawn_wait(argv, { timeout_s = limit_s, env = ctx.env })
+    local res, spawn_err = core.spawn_wait(argv, { timeout_s = limit_s, env = ctx.env,
+                                                   channel = true })
     local prefix = format("[%s rep %d] ", tostring(case_id), rep)
+    log_output(ctx, prefix, res)
 
     local obj, exact_or_why
     if res and res.pid ~= 0 then
-        obj, exact_or_why = read_run_object(last_line(res.stdout))
+        obj, exact_or_why = read_run_object(last_line(res.channel or ""))
     end
 
     if obj then
@@ -252,7 +281,7 @@ local function run_one(plan, ctx, case, case_json, rep)
                                 and ("; the worker reported: " .. previous) or "")
             exact = false
         end
-        return obj, exact and last_line(res.stdout) or json.encode(obj)
+        return obj, exact and last_line(res.channel) or json.encode(obj)
     end
 
     -- No run object: write one.
@@ -315,7 +344,9 @@ function _M.run(plan)
     scenario.sha256 = spec.sha256 or (spec.path and core.sha256_file(spec.path)) or nil
     local ctx = {
         exe = exe,
-        env = { "ARKBENCH_ORCHESTRATOR_PID=" .. tostring(core.getpid()) },
+        env = { "ARKBENCH_ORCHESTRATOR_PID=" .. tostring(core.getpid()),
+                "ARKBENCH_RESULT_FD=3" },
+        log_path = plan.out_dir .. "/workers.log",
         scenario = scenario,
         case_objs = {},
     }
@@ -342,8 +373,11 @@ function _M.run(plan)
                 local obj, line = run_one(plan, ctx, case, jsons[i], rep)
                 local wok, werr = append_line(runs_path, line)
                 if not wok then
-                    stderr:write(format("arkbench: cannot append to %s: %s\n", runs_path, werr))
-                    return 2, runs
+                    -- the runs before this one are complete lines in the file
+                    stderr:write(format("arkbench: cannot append to %s: %s; %d earlier run(s)"
+                                        .. " are in it, this one (%s rep %d) is lost\n",
+                                        runs_path, werr, done, tostring(case.case_id), rep))
+                    return 1, runs, runs_path .. ": " .. werr
                 end
                 runs[#runs + 1] = obj
                 done = done + 1

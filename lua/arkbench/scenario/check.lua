@@ -12,6 +12,7 @@
 local type, pairs, ipairs, tostring, tonumber =
       type, pairs, ipairs, tostring, tonumber
 local str_find, str_match, str_format = string.find, string.match, string.format
+local str_gmatch = string.gmatch
 local tbl_concat, tbl_sort = table.concat, table.sort
 local math_floor, math_huge = math.floor, math.huge
 local str_upper = string.upper
@@ -284,6 +285,15 @@ local function check_load(ctx, v)
     return ok and out or nil
 end
 
+-- nil when s can be one ALPN protocol name, else what it must be
+local function alpn_name_problem(s)
+    if s == "" then return "a non-empty string" end
+    if #s > 255 then return "a name of 1 to 255 bytes (got " .. #s .. ")" end
+    if str_find(s, ",", 1, true) then return "one name without commas (list names apart)" end
+    if str_find(s, "%z") then return "a name without NUL bytes" end
+    return nil
+end
+
 local function check_tls(ctx, v)
     local label = "key 'tls'"
     if type(v) ~= "table" then
@@ -310,21 +320,35 @@ local function check_tls(ctx, v)
         elseif k == "version" then
             if x ~= "1.2" and x ~= "1.3" then expected = '"1.2" or "1.3"' end
         elseif k == "ciphers" or k == "sni" or k == "ca" then
-            if type(x) ~= "string" or x == "" then expected = "a non-empty string" end
+            if type(x) ~= "string" or x == "" then expected = "a non-empty string"
+            elseif str_find(x, "%z") then expected = "a string without NUL bytes"
+            elseif k == "sni" and #x > 253 then expected = "a host name of at most 253 bytes"
+            end
         elseif k == "resume" then
             if type(x) ~= "boolean" then expected = "a boolean" end
         elseif k == "alpn" then
             local n = type(x) == "table" and list_length(x)
             if type(x) == "table" and n and n > 0 then
                 for i = 1, n do
-                    if type(x[i]) ~= "string" or x[i] == "" then
+                    local why = type(x[i]) ~= "string" and "a non-empty string"
+                                or alpn_name_problem(x[i])
+                    if why then
                         fail(ctx, "tls", kl .. " element " .. i .. ": got " .. describe(x[i])
-                             .. "; expected a non-empty string")
+                             .. "; expected " .. why)
                         ok = false
                     end
                 end
             elseif type(x) ~= "string" or x == "" then
                 expected = "a protocol name string or a non-empty list of them"
+            else
+                -- a string is a comma-separated list, as the worker passes it
+                for name in str_gmatch(x .. ",", "([^,]*),") do
+                    local why = alpn_name_problem(name)
+                    if why then
+                        expected = "comma-separated protocol names, each " .. why
+                        break
+                    end
+                end
             end
         end
         if expected then
@@ -332,6 +356,16 @@ local function check_tls(ctx, v)
             ok = false
         end
         out[k] = copy_list(x)
+    end
+    -- the cipher list through OpenSSL's own parser, for the version it is for
+    if ok and type(out.ciphers) == "string" then
+        local core = require("arkbench.core")
+        local good, why = core.tls_check({ version = out.version, ciphers = out.ciphers })
+        if not good then
+            fail(ctx, "tls", label .. ": key 'ciphers': got " .. describe(out.ciphers) .. "; "
+                 .. tostring(why):gsub("^tls ciphers \"[^\n]*\": ", "OpenSSL refuses it: "))
+            ok = false
+        end
     end
     return ok and out or nil
 end

@@ -15,15 +15,31 @@
 -- This module loads the file, applies --set and --quick and fills in the
 -- defaults; the rules live in arkbench.scenario.check, the message text in
 -- arkbench.scenario_msg.
+--
+-- Loading is contained (docs/scenarios.md, "What a scenario file may do"):
+--   * text chunks only (loadfile(path, "t")): LuaJIT bytecode is refused,
+--     damaged bytecode would crash the interpreter;
+--   * running the file has a time budget (_M.LOAD_BUDGET_S, or the
+--     environment's ARKBENCH_LOAD_BUDGET_S): a count hook checks the clock
+--     every 1000 instructions, with the JIT off while the file runs (compiled
+--     loops do not call count hooks); past it, one line "path: loading took
+--     longer than 2 s (an endless loop?)";
+--   * os.exit is refused inside the file (its `os` is a copy without it);
+--   * the table it returns is copied with rawget/next before validation and
+--     the copy has no metatables, so none of the user's metamethods run
+--     while it is checked (cycles and nesting past 64 levels are refused).
+-- These errors are one line, without a traceback.
 
 local type, pairs, ipairs, tostring, tonumber, error, next =
       type, pairs, ipairs, tostring, tonumber, error, next
-local loadfile, xpcall, setfenv, setmetatable, rawget =
-      loadfile, xpcall, setfenv, setmetatable, rawget
+local loadfile, xpcall, setfenv, setmetatable, rawget, pcall =
+      loadfile, xpcall, setfenv, setmetatable, rawget, pcall
+local getmetatable, rawset, unpack = getmetatable, rawset, unpack
 local io_open = io.open
 local str_find, str_match, str_gmatch, str_gsub =
       string.find, string.match, string.gmatch, string.gsub
 local tbl_concat, tbl_sort = table.concat, table.sort
+local format = string.format
 local debug_traceback = debug.traceback
 local G = _G
 
@@ -169,7 +185,15 @@ end
 
 -- xpcall handler: the message, then the traceback of the scenario's own
 -- frames (everything from our xpcall down is cut).
+local OWN_SOURCE = debug.getinfo(1, "S").source
+local Refused = {}  -- metatable of a containment error (one line, no traceback)
+
+local function refuse(text)
+    error(setmetatable({ text = text }, Refused), 0)
+end
+
 local function traceback(err)
+    if type(err) == "table" and getmetatable(err) == Refused then return err end
     local msg = tostring(err)
     local tb = debug_traceback("", 2)
     local kept = {}
@@ -238,6 +262,108 @@ local function load_part(path, source, env, result, sets)
     return spec
 end
 
+_M.LOAD_BUDGET_S = 2
+do
+    local b = tonumber(os.getenv("ARKBENCH_LOAD_BUDGET_S") or "")
+    if b and b > 0 and b < math.huge then _M.LOAD_BUDGET_S = b end
+end
+
+-- The os table a scenario file sees: the real one without os.exit.
+local function scenario_os()
+    local t = {}
+    for k, v in pairs(G.os) do t[k] = v end
+    t.exit = function()
+        refuse("os.exit is not allowed in a scenario file (a scenario describes runs;"
+               .. " arkbench decides when the process ends)")
+    end
+    return t
+end
+
+-- Runs chunk (its environment env) with the load budget; ok, result |
+-- false, message. Past the budget the hook raises every instruction, so a
+-- pcall in the file cannot swallow it; coroutines the file creates get the
+-- hook too (hooks are per coroutine).
+local function run_contained(path, chunk, env)
+    local sethook = debug.sethook
+    local has_core, core = pcall(require, "arkbench.core")
+    -- wall time: the budget is what the user waits
+    local clock = has_core and function() return core.now_ns() / 1e9 end or os.clock
+    local limit = _M.LOAD_BUDGET_S
+    local t0 = clock()
+    local msg_text = format("%s: loading took longer than %g s (an endless loop?)", path, limit)
+    local hook
+    local stopped = false
+    hook = function()
+        if stopped or clock() - t0 <= limit then return end
+        -- never inside this file's own code (the error handler, the return
+        -- from xpcall), only in the scenario's
+        local f = debug.getinfo(2, "S")
+        if f and f.source == OWN_SOURCE then return end
+        sethook(hook, "", 1)
+        refuse(msg_text)
+    end
+    local co = {}
+    for k, v in pairs(G.coroutine) do co[k] = v end
+    co.create = function(f)
+        return G.coroutine.create(function(...)
+            sethook(hook, "", 1000)
+            return f(...)
+        end)
+    end
+    co.wrap = function(f)
+        local c = co.create(f)
+        return function(...)
+            local r = { G.coroutine.resume(c, ...) }
+            if not r[1] then error(r[2], 0) end
+            return unpack(r, 2)
+        end
+    end
+    rawset(env, "coroutine", co)
+    local has_jit = type(G.jit) == "table" and G.jit.status and G.jit.status()
+    if has_jit then G.jit.off() end
+    sethook(hook, "", 1000)
+    local ok, result = xpcall(chunk, traceback)
+    stopped = true
+    sethook()
+    if has_jit then G.jit.on() end
+    rawset(env, "coroutine", nil)
+    if not ok then
+        if type(result) == "table" and getmetatable(result) == Refused then
+            return false, result.text:sub(1, #path + 1) == path .. ":" and result.text
+                or path .. ": " .. result.text
+        end
+        return false, path .. ": error while running scenario: " .. tostring(result)
+    end
+    return true, result
+end
+
+-- A raw copy of a table tree (next only): what validation sees instead of
+-- the user's values. nil, why for a table with a metatable (its
+-- metamethods would run in validation), a cycle, or nesting past 64 levels.
+local function raw_copy(v, where, depth, seen)
+    if type(v) ~= "table" then return v end
+    if debug.getmetatable(v) ~= nil then
+        return nil, where .. " has a metatable; scenario values must be plain tables"
+    end
+    if seen[v] then return nil, where .. " contains itself" end
+    if depth > 64 then return nil, where .. " is nested more than 64 levels deep" end
+    seen[v] = true
+    local out = {}
+    local k, x = next(v)
+    while k ~= nil do
+        local ck, err = raw_copy(k, where .. " (a key)", depth + 1, seen)
+        if err then return nil, err end
+        local name = type(k) == "string" and ("key '" .. k .. "'")
+                     or ("entry [" .. tostring(k) .. "]")
+        local cx, xerr = raw_copy(x, depth == 1 and name or (where .. ", " .. name), depth + 1, seen)
+        if xerr then return nil, xerr end
+        out[ck] = cx
+        k, x = next(v, k)
+    end
+    seen[v] = nil
+    return out
+end
+
 function _M.load(path, sets)
     if type(path) ~= "string" then
         error("scenario.load: path must be a string, got " .. type(path), 2)
@@ -252,21 +378,37 @@ function _M.load(path, sets)
         end
     end
 
-    local chunk, lerr = loadfile(path)
-    if not chunk then return nil, lerr end
-    local source = read_all(path) or ""
+    local source = read_all(path)
+    if source == nil then
+        local _, oerr = loadfile(path, "t")
+        return nil, (str_gsub(tostring(oerr or (path .. ": cannot read the scenario")), "\n.*", ""))
+    end
+    if source:byte(1) == 27 then
+        return nil, path .. ": is a compiled (bytecode) chunk; scenario files must be Lua source text"
+    end
+    local chunk, lerr = loadfile(path, "t")
+    if not chunk then return nil, (str_gsub(tostring(lerr), "\n.*", "")) end
 
     -- Globals the file sets land in its own environment, not in ours; a
     -- scenario key set as a global (wrk style) is reported, not lost.
-    local env = setmetatable({}, { __index = G })
+    local env = setmetatable({ os = scenario_os() }, { __index = G })
     setfenv(chunk, env)
-    local ok, result = xpcall(chunk, traceback)
-    if not ok then
-        return nil, path .. ": error while running scenario: " .. result
-    end
+    local ok, result = run_contained(path, chunk, env)
+    if not ok then return nil, result end
     if type(result) ~= "table" then
         return nil, path .. ": scenario must return a table, got " .. type(result)
     end
+    local copy, cerr = raw_copy(result, "the returned table", 1, {})
+    if not copy then return nil, path .. ": " .. cerr end
+    result = copy
+    local vok, spec, verr = pcall(_M.load_parts, path, source, env, result, sets)
+    if not vok then
+        return nil, path .. ": cannot validate the scenario: " .. (str_gsub(tostring(spec), "\n.*", ""))
+    end
+    return spec, verr
+end
+
+function _M.load_parts(path, source, env, result, sets)
 
     -- A file may return a list of scenario tables ("parts"): each is
     -- validated on its own and their cases run in order under the first

@@ -19,7 +19,12 @@
 --   * '.' decimals whatever LC_NUMERIC says (LuaJIT formats numbers itself;
 --     a ',' from a C library would be replaced anyway);
 --   * object keys sorted, so equal values give byte-identical files;
---   * '/' is not escaped (cjson writes "\/" in paths).
+--   * '/' is not escaped (cjson writes "\/" in paths);
+--   * strings are valid UTF-8 whatever the Lua string holds: each byte that
+--     is not part of a well-formed UTF-8 sequence (a stray continuation
+--     byte, a truncated sequence, an overlong form, a surrogate, a code
+--     point past U+10FFFF) is written as \ufffd, one per byte; valid
+--     sequences are written as they are (json.valid_utf8 tells them apart).
 -- Tables: a table whose keys are exactly 1..n (n >= 1), or one marked with
 -- json.array, is an array (holes up to the largest index are null); any
 -- other table is an object whose keys must be strings or numbers (numbers
@@ -89,8 +94,68 @@ local function escape_char(c)
     return escapes[c] or format("\\u%04x", byte(c))
 end
 
+-- Length of the well-formed UTF-8 sequence starting at byte i of s, or nil.
+local function utf8_len(s, i)
+    local c = byte(s, i)
+    local n, lo, hi
+    if c < 0x80 then return 1
+    elseif c >= 0xC2 and c <= 0xDF then n = 2
+    elseif c >= 0xE0 and c <= 0xEF then n = 3
+    elseif c >= 0xF0 and c <= 0xF4 then n = 4
+    else return nil end
+    -- the second byte's range excludes overlongs, surrogates and > U+10FFFF
+    lo, hi = 0x80, 0xBF
+    if c == 0xE0 then lo = 0xA0 elseif c == 0xED then hi = 0x9F
+    elseif c == 0xF0 then lo = 0x90 elseif c == 0xF4 then hi = 0x8F end
+    local c2 = byte(s, i + 1)
+    if not c2 or c2 < lo or c2 > hi then return nil end
+    for k = i + 2, i + n - 1 do
+        local ck = byte(s, k)
+        if not ck or ck < 0x80 or ck > 0xBF then return nil end
+    end
+    return n
+end
+
+-- s -> true when s is well-formed UTF-8
+local function valid_utf8(s)
+    local i = s:find("[\128-\255]")
+    while i do
+        local n = utf8_len(s, i)
+        if not n then return false end
+        i = s:find("[\128-\255]", i + n)
+    end
+    return true
+end
+
+local function escape_ascii(s)
+    return (s:gsub('[%z\1-\31"\\\127]', escape_char))
+end
+
+-- The JSON text of s (without quotes) with every byte outside a well-formed
+-- sequence written as \ufffd.
+local function repaired_text(s)
+    local out, from = {}, 1
+    local i = s:find("[\128-\255]")
+    while i do
+        local n = utf8_len(s, i)
+        if n then
+            i = s:find("[\128-\255]", i + n)
+        else
+            out[#out + 1] = escape_ascii(s:sub(from, i - 1))
+            out[#out + 1] = "\\ufffd"
+            from = i + 1
+            i = s:find("[\128-\255]", from)
+        end
+    end
+    out[#out + 1] = escape_ascii(s:sub(from))
+    return table.concat(out)
+end
+
 local function string_text(s)
-    return '"' .. s:gsub('[%z\1-\31"\\\127]', escape_char) .. '"'
+    if s:find("[\128-\255]") and not valid_utf8(s) then
+        return '"' .. repaired_text(s) .. '"'
+    end
+    return '"' .. escape_ascii(s) .. '"'
 end
 
 -- Tables ------------------------------------------------------------------
@@ -221,5 +286,7 @@ function _M.decode(s)
     if not ok then return nil, tostring(v) end
     return v
 end
+
+_M.valid_utf8 = valid_utf8
 
 return _M
