@@ -273,7 +273,7 @@ local function aligned(header, rows, right)
             local gap = rep(" ", w[j] - width(cells[j]))
             out[j] = right[j] and (gap .. cells[j]) or (cells[j] .. gap)
         end
-        lines[#lines + 1] = (concat(out, "  "):gsub("%s+$", ""))
+        lines[#lines + 1] = require("arkbench.report.report").rstrip(concat(out, "  "))
     end
     emit(header)
     local rule = {}

@@ -27,6 +27,9 @@ local median_of = report.stat
 
 local _M = {}
 
+-- Bytes of a part's slug, the stem of its chart file names.
+_M.SLUG_MAX = 96
+
 -- The model the file reports share ------------------------------------------
 
 -- Keys of a resolved case that never set cases apart in a report.
@@ -386,7 +389,17 @@ function _M.build(summary, runs, env)
             else bits[#bits + 1] = k .. v end
         end
         local slug = concat(bits, "-"):gsub("[^%w%.%-_]", "_")
-        if slugs[slug] then slug = slug .. "-" .. #m.parts end
+        -- file names: at most SLUG_MAX bytes (a long case value would pass
+        -- NAME_MAX), the cut ones told apart by a hash of the whole name
+        if #slug > _M.SLUG_MAX then
+            local h = require("arkbench.core").sha256(slug):sub(1, 12)
+            slug = slug:sub(1, _M.SLUG_MAX - 13) .. "-" .. h
+        end
+        local base, n = slug, 1
+        while slugs[slug] do
+            n = n + 1
+            slug = base .. "-" .. n
+        end
         slugs[slug] = true
         p.slug = slug
         p.tables = {}

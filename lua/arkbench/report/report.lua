@@ -90,6 +90,19 @@ local function ascii(s)
     return (tostring(s):gsub("[\192-\255][\128-\191]*", "?"):gsub("[^\32-\126]", "?"))
 end
 
+-- s without trailing blanks, in linear time (gsub("%s+$", "") retries the
+-- pattern at every blank of a long inner run of them: quadratic)
+local function rstrip(s)
+    local e = #s
+    local b = s:byte(e)
+    while e > 0 and (b == 32 or b == 9 or b == 10 or b == 13) do
+        e = e - 1
+        b = s:byte(e)
+    end
+    return e == #s and s or s:sub(1, e)
+end
+_M.rstrip = rstrip
+
 local function pad(s, w, right)
     local gap = w - width(s)
     if gap <= 0 then return s end
@@ -248,7 +261,7 @@ function _M.terminal_table(summary, axes)
 
     local lines = {}
     local function emit(cells)
-        lines[#lines + 1] = (concat(cells, "  "):gsub("%s+$", ""))
+        lines[#lines + 1] = rstrip(concat(cells, "  "))
     end
     local head, rule = {}, {}
     for j, col in ipairs(cols) do
