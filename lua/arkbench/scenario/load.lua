@@ -236,6 +236,10 @@ local function load_part(path, source, env, result, sets)
     end
 
     keys.name = keys.name or file_stem(path)
+    if type(keys.name) == "string" and not require("arkbench.util.json").valid_utf8(keys.name) then
+        warn(ctx, "name", "key 'name': not valid UTF-8; the result files write each invalid byte"
+             .. " as \\ufffd and the folder name replaces it with _")
+    end
     local defaulted = fill_defaults(keys)
     local spec = {
         path = path,
