@@ -207,6 +207,25 @@ function _M.run(args)
         dir, cerr = folder.claim_new("results/" .. folder.sanitize(spec.name), env.utc_stamp(started))
     end
     if not dir then return die(cerr) end
+    if o.append then
+        -- a cut last line would end up in the middle of the file, where
+        -- readers refuse it: take it off first (it holds no complete run)
+        local rpath = dir .. "/runs.jsonl"
+        local f = io.open(rpath, "rb")
+        local text = f and f:read("*a")
+        if f then f:close() end
+        if text and #text > 0 and text:sub(-1) ~= "\n" then
+            local keep = text:match("^(.*\n)") or ""
+            local ok, werr = write_file(rpath, keep)
+            if not ok then
+                folder.release(dir)
+                io_stderr:write("arkbench: cannot write ", tostring(werr), "\n")
+                return 1
+            end
+            io_stderr:write(str_format("arkbench: warning: %s: removed a cut last line (%d bytes)\n",
+                                       rpath, #text - #keep))
+        end
+    end
     -- a busy machine makes every number wrong: say so before measuring
     local busy = env.busy_warning()
     if busy then io_stderr:write(busy, "\n") end

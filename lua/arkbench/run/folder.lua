@@ -124,8 +124,9 @@ function _M.claim_out(dir, opts)
     end
     if ours then
         if not opts.append then
-            return nil, format("--out %s: holds an earlier arkbench result; pass --append to add"
-                               .. " runs to it, or choose another folder", dir)
+            local which = core.file_kind(dir .. "/runs.jsonl") and "runs.jsonl" or "env.json"
+            return nil, format("--out %s: holds an earlier arkbench result (its %s); pass --append"
+                               .. " to add runs to it, or choose another folder", dir, which)
         end
         local sha = first_sha(dir .. "/runs.jsonl")
         if opts.sha256 and sha and sha ~= opts.sha256 then
