@@ -359,7 +359,10 @@ local function raw_copy(v, where, depth, seen)
         if err then return nil, err end
         local name = type(k) == "string" and ("key '" .. k .. "'")
                      or ("entry [" .. tostring(k) .. "]")
-        local cx, xerr = raw_copy(x, depth == 1 and name or (where .. ", " .. name), depth + 1, seen)
+        local inner = depth == 1 and name
+                      or depth <= 3 and (where .. ", " .. name)
+                      or depth == 4 and (where .. ", ...") or where
+        local cx, xerr = raw_copy(x, inner, depth + 1, seen)
         if xerr then return nil, xerr end
         out[ck] = cx
         k, x = next(v, k)
