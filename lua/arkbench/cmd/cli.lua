@@ -1,6 +1,6 @@
 -- arkbench.cmd.cli: the command line (README.md; docs/scenarios.md).
 --
---   arkbench run FILE.lua [--set k=v]... [--filter k=v]... [--out DIR]
+--   arkbench run FILE.lua [--set k=v]... [--filter k=v]... [--out DIR [--append]]
 --                         [--quick] [--list]
 --   arkbench worker ...            (internal: one run in a fresh process)
 --   arkbench calibrate [...]       the physical floor vs arkbench
