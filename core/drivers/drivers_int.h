@@ -20,7 +20,8 @@ struct ab__sconn_s {
                                    reply has gone out */
   uint8_t *rbuf;
   size_t rcap, rlen;
-  ab_sockio_t io;               /* plain tcp, callback: the socket's IO */
+  ab_conn_t conn;               /* the socket's IO [+ TLS] [+ codec], as
+                                   the client's */
   ab__job_t job;                /* pool completions for this connection */
   struct ab__sconn_s *next, *prev; /* loop's list of server connections */
   ab_outbuf_t out;
@@ -30,8 +31,6 @@ struct ab__sconn_s {
   ab__layers_t ly;              /* layered protocols only */
   ab_task_t *task;              /* execution = coroutine */
   int co_waiting, co_err;
-  uint8_t *cbuf;
-  size_t ccap;
   uint64_t jobs_out;            /* jobs submitted, not yet returned */
   uint64_t jobs_back;           /* returned jobs not yet released */
 };
@@ -84,7 +83,7 @@ void ab__client_on_closed(uv_handle_t *h);
  * quietly; anything else is an error. */
 void ab__sconn_read_failed(ab__sconn_t *s, ssize_t nread);
 /* Server side: the first completed TLS handshake's parameters. */
-void ab__record_tls(ab__engine_t *eng, ab_tls_conn_t *tls);
+void ab__record_tls(ab__engine_t *eng, ab_conn_t *conn);
 
 /* tcp_server.c */
 int ab__server_listen(ab__loop_t *l);
@@ -101,18 +100,19 @@ void ab__sclient_pump(ab__client_t *c);
 void ab__sserver_accept(ab__sconn_t *s);
 void ab__sserver_release(ab__sconn_t *s, uint64_t n);
 void ab__layers_free(ab__layers_t *ly);
-/* pieces shared with coro_echo.c */
-/* Plaintext that arrived with the end of a TLS handshake, appended. */
-void ab__ly_drain_tls(ab__layers_t *ly, uint8_t **rbuf, size_t *rcap, size_t *rlen);
+/* pieces shared with coro_echo.c and the lua driver */
 /* Drops buf[0..used) and moves the rest to the front. */
 void ab__consume(uint8_t *buf, size_t *len, size_t used);
 /* A client's connect (and handshakes) finished, well or not: reports it to
  * the engine once (ab__loop_connect_done). */
 void ab__client_reported(ab__client_t *c);
-void ab__ly_alloc(ab__layers_t *ly, ab__loop_t *l, uint8_t **rbuf, size_t *rcap,
-                  size_t rlen, uv_buf_t *buf);
-int ab__ly_ingest(ab__layers_t *ly, uint8_t **rbuf, size_t *rcap, size_t *rlen,
-                  const uv_buf_t *buf, ssize_t n);
+/* Sets up a connection's ab_conn_t for the case's protocol: its TLS
+ * connection (client or server side) when the protocol has TLS, and, with
+ * `codec` set, the protocol's codec (a client's knows the peer's host).
+ * 0 or an error. */
+int ab__conn_setup(ab__loop_t *l, ab_conn_t *conn, int is_client, int codec);
+/* The codec's counters of a closing client, into its loop's. */
+void ab__conn_fold_stats(ab__loop_t *l, const ab_conn_t *conn);
 
 /* coro_echo.c: execution = coroutine */
 void ab__co_client_start(ab__client_t *c);

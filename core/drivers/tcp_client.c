@@ -24,17 +24,11 @@
 
 void ab__client_on_closed(uv_handle_t *h) {
   ab__client_t *c = h->data;
-  if (c->ly.codec && c->ly.codec->vt == &ab_codec_http) {
-    uint64_t n = 0;
-    ab_http_stats(c->ly.codec, &n);
-    c->loop->status_failures += n;
-    c->loop->status_failure_code = AB_EHTTPSTATUS;
-  }
+  ab__conn_fold_stats(c->loop, &c->conn);
   ab__layers_free(&c->ly);
-  ab_sockio_free(&c->io);
+  ab_conn_free(&c->conn);
   free(c->sbuf);
-  free(c->cbuf);
-  c->sbuf = c->cbuf = NULL;
+  c->sbuf = NULL;
   ab_outbuf_free(&c->out);
   free(c->rbuf);
   c->rbuf = NULL;
@@ -45,7 +39,7 @@ void ab__client_close(ab__client_t *c) {
   if (c->closing || c->tcp.data == NULL) return;
   c->closing = 1;
   c->alive = 0;
-  ab_sockio_close(&c->io); /* before the handle that owns the descriptor */
+  ab_conn_close(&c->conn); /* before the handle that owns the descriptor */
   uv_close((uv_handle_t *)&c->tcp, ab__client_on_closed);
 }
 
@@ -68,7 +62,7 @@ void ab__client_fail(ab__client_t *c, int code, const char *what) {
 }
 
 static void on_io_error(ab_sockio_t *io, int err) {
-  ab__client_t *c = (ab__client_t *)((char *)io - offsetof(ab__client_t, io));
+  ab__client_t *c = (ab__client_t *)((char *)io - offsetof(ab__client_t, conn.io));
   ab__client_fail(c, err, "socket");
 }
 
@@ -85,8 +79,8 @@ static void pump(ab__client_t *c, uint64_t now) {
   uint8_t phase = g.phase;
   size_t pfx = l->pfx, fsz = l->fsz;
   size_t bytes = (size_t)n * fsz;
-  int scratch = ab_sockio_idle(&c->io) && bytes <= AB__IO_TX;
-  uint8_t *dst = scratch ? l->d->io_tx : ab_sockio_reserve(&c->io, bytes);
+  int scratch = ab_sockio_idle(&c->conn.io) && bytes <= AB__IO_TX;
+  uint8_t *dst = scratch ? l->d->io_tx : ab_sockio_reserve(&c->conn.io, bytes);
   if (dst == NULL) {
     ab__client_fail(c, AB_ENOMEM, "send buffer");
     return;
@@ -99,7 +93,7 @@ static void pump(ab__client_t *c, uint64_t now) {
   }
   /* built but too late: never sent, never counted */
   if (ab__win_stamp(c, &g, n, ab_now_ns()) == 0) return;
-  int r = scratch ? ab_sockio_send(&c->io, batch, bytes) : ab_sockio_commit(&c->io, bytes);
+  int r = scratch ? ab_sockio_send(&c->conn.io, batch, bytes) : ab_sockio_commit(&c->conn.io, bytes);
   if (r < 0) ab__client_fail(c, r, "write");
 }
 
@@ -147,7 +141,7 @@ static ssize_t complete_replies(ab__client_t *c, const uint8_t *p, size_t len, u
  * recv lands in the loop's shared buffer and only a trailing partial reply
  * is copied to the connection's own; otherwise it appends to that. */
 static void on_readable(ab_sockio_t *io) {
-  ab__client_t *c = (ab__client_t *)((char *)io - offsetof(ab__client_t, io));
+  ab__client_t *c = (ab__client_t *)((char *)io - offsetof(ab__client_t, conn.io));
   ab__loop_t *l = c->loop;
   ab_sockio_kept_t kept = {&c->rbuf, &c->rcap, &c->rlen};
   uint8_t *shared = l->fsz <= AB__IO_SHARED_MAX ? l->d->io_rx : NULL;
@@ -188,7 +182,7 @@ static void on_connect(uv_connect_t *req, int status) {
   } else {
     c->alive = 1;
     c->loop->ready_clients++;
-    int r = ab_sockio_start(&c->io, &l->loop, &c->tcp, 0, on_readable, on_io_error);
+    int r = ab_sockio_start(&c->conn.io, &l->loop, &c->tcp, 0, on_readable, on_io_error);
     if (r < 0) ab__client_fail(c, r, "read start");
   }
   ab__loop_connect_done(l);

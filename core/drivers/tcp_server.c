@@ -29,9 +29,7 @@
 static void on_sclosed(uv_handle_t *h) {
   ab__sconn_t *s = h->data;
   ab__layers_free(&s->ly);
-  ab_sockio_free(&s->io);
-  free(s->cbuf);
-  s->cbuf = NULL;
+  ab_conn_free(&s->conn);
   ab_outbuf_free(&s->out);
   free(s->rbuf);
   free(s->held);
@@ -43,7 +41,7 @@ static void on_sclosed(uv_handle_t *h) {
 void ab__sconn_close(ab__sconn_t *s) {
   if (s->closing) return;
   s->closing = 1;
-  ab_sockio_close(&s->io); /* before the handle that owns the descriptor */
+  ab_conn_close(&s->conn); /* before the handle that owns the descriptor */
   uv_close((uv_handle_t *)&s->tcp, on_sclosed);
 }
 
@@ -85,7 +83,7 @@ static void on_swrite_error(ab_outbuf_t *ob, int err) {
 
 /* a socket error no read met (reads were held) */
 static void on_sio_error(ab_sockio_t *io, int err) {
-  ab__sconn_t *s = (ab__sconn_t *)((char *)io - offsetof(ab__sconn_t, io));
+  ab__sconn_t *s = (ab__sconn_t *)((char *)io - offsetof(ab__sconn_t, conn.io));
   peer_failed(s, err, "socket");
 }
 
@@ -107,7 +105,7 @@ static int64_t frame_len(const ab__loop_t *l, const uint8_t *p, size_t avail,
 }
 
 static void echo(ab__sconn_t *s, const uint8_t *p, size_t n) {
-  int r = ab_sockio_send(&s->io, p, n);
+  int r = ab_sockio_send(&s->conn.io, p, n);
   if (r < 0) ab__sconn_error(s, r, r == AB_ENOMEM ? "send buffer" : "write");
 }
 
@@ -149,7 +147,7 @@ static ssize_t serve_frames(ab__sconn_t *s, const uint8_t *p, size_t len) {
     s->hlen += off;
     s->jobs_out += frames;
     for (uint64_t i = 0; i < frames; i++) ab__pool_submit(eng->pool, &s->job);
-    if (s->hlen - s->hoff > AB__HOLD_BYTES) ab_sockio_hold_reads(&s->io, 1);
+    if (s->hlen - s->hoff > AB__HOLD_BYTES) ab_sockio_hold_reads(&s->conn.io, 1);
   } else {
     uint64_t work = eng->cfg->work;
     if (work) {
@@ -166,19 +164,19 @@ static ssize_t serve_frames(ab__sconn_t *s, const uint8_t *p, size_t len) {
  * no reply waits for the socket (an `echo ... | nc` style client that
  * half-closes still gets every reply). */
 static void finish_if_done(ab__sconn_t *s) {
-  if (s->eof && !s->closing && s->hoff == s->hlen && ab_sockio_idle(&s->io))
+  if (s->eof && !s->closing && s->hoff == s->hlen && ab_sockio_idle(&s->conn.io))
     ab__sconn_close(s);
 }
 
 static void on_sdrained(ab_sockio_t *io) {
-  finish_if_done((ab__sconn_t *)((char *)io - offsetof(ab__sconn_t, io)));
+  finish_if_done((ab__sconn_t *)((char *)io - offsetof(ab__sconn_t, conn.io)));
 }
 
 /* Reads until the socket has nothing more or reading is paused by pending
  * output.  With no partial frame kept, a recv lands in the loop's shared
  * buffer and only a trailing partial frame is copied to the connection. */
 static void on_sreadable(ab_sockio_t *io) {
-  ab__sconn_t *s = (ab__sconn_t *)((char *)io - offsetof(ab__sconn_t, io));
+  ab__sconn_t *s = (ab__sconn_t *)((char *)io - offsetof(ab__sconn_t, conn.io));
   ab_sockio_kept_t kept = {&s->rbuf, &s->rcap, &s->rlen};
   while (!s->closing && ab_sockio_may_read(io)) {
     const uint8_t *data;
@@ -234,8 +232,8 @@ void ab__server_work_returned(ab__sconn_t *s, uint64_t n) {
     s->hlen -= s->hoff;
     s->hoff = 0;
   }
-  if (s->io.held && s->hlen - s->hoff <= AB__HOLD_BYTES && !s->closing && !s->eof)
-    ab_sockio_hold_reads(&s->io, 0);
+  if (s->conn.io.held && s->hlen - s->hoff <= AB__HOLD_BYTES && !s->closing && !s->eof)
+    ab_sockio_hold_reads(&s->conn.io, 0);
   finish_if_done(s);
 }
 
@@ -273,9 +271,9 @@ static void on_connection(uv_stream_t *server, int status) {
 }
 
 void ab__server_accept_plain(ab__sconn_t *s) {
-  int r = ab_sockio_start(&s->io, &s->loop->loop, &s->tcp, 1, on_sreadable, on_sio_error);
+  int r = ab_sockio_start(&s->conn.io, &s->loop->loop, &s->tcp, 1, on_sreadable, on_sio_error);
   if (r < 0) ab__sconn_error(s, r, "read start");
-  else s->io.on_drained = on_sdrained;
+  else s->conn.io.on_drained = on_sdrained;
 }
 
 int ab__server_listen(ab__loop_t *l) {

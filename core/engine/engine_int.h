@@ -29,6 +29,7 @@
 #include "base/outbuf.h"
 #include "engine/window_state.h"
 #include "io/scheduler.h"
+#include "io/conn.h"
 #include "io/sockio.h"
 #include "proto/tls.h"
 #include "proto/ws.h"
@@ -75,17 +76,14 @@ typedef struct ab__job_s {
   void (*done)(struct ab__job_s *job);
 } ab__job_t;
 
-/* The layers of a tls/ws/wss/http/https connection (stream.c): socket <->
- * [TLS] <-> plaintext <-> [WebSocket upgrade] <-> codec.  Plain `tcp` keeps
- * its own leaner path (tcp_client.c, tcp_server.c). */
+/* What a tls/ws/wss/http/https connection adds above its ab_conn_t (which
+ * holds the socket IO, the TLS transform and the codec, io/conn.h): the
+ * WebSocket upgrade and the client's handshake bookkeeping. */
 enum { AB__LY_HS_TLS = 1, AB__LY_HS_WS, AB__LY_READY };
 
 typedef struct {
   int state;                    /* AB__LY_HS_TLS .. AB__LY_READY */
-  ab_tls_conn_t *tls;           /* NULL for plaintext protocols */
   ab_ws_hs_t *ws_hs;            /* during the WebSocket upgrade */
-  ab_codec_t *codec;
-  ab_outbuf_t plain;            /* TLS: plaintext waiting for encryption */
   uint64_t t_connected;         /* TCP connect done (client) */
   int reported;                 /* counted towards the CONNECTED stage */
 } ab__layers_t;
@@ -116,7 +114,8 @@ typedef struct ab__client_s {
   ab__win_t win;                /* in-flight slots and issuing (window.h) */
   uint8_t *rbuf;
   size_t rcap, rlen;
-  ab_sockio_t io;               /* plain tcp, callback: the socket's IO */
+  ab_conn_t conn;               /* the socket's IO [+ TLS] [+ codec]; plain
+                                   tcp, callback, uses conn.io alone */
   uv_connect_t creq;
   uint64_t connect_start_ns;
   ab_outbuf_t out;
@@ -125,8 +124,8 @@ typedef struct ab__client_s {
   ab_task_t *task;
   int co_waiting, co_err;
   uint64_t co_now;              /* clock at the last read */
-  uint8_t *sbuf, *cbuf;         /* request batch; its ciphertext */
-  size_t scap, ccap;
+  uint8_t *sbuf;                /* request batch */
+  size_t scap;
   /* udp only */
   uint8_t *dgram;               /* one datagram being built */
 } ab__client_t;

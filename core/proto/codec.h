@@ -30,6 +30,13 @@
  *   caller sends what is there after each parse.
  * Server side: vt->server_parse (same contract, one request) and
  *   vt->server_reply(c, payload, len) which appends the response to `out`.
+ *
+ * What differs between protocols beyond bytes is asked through the vtable
+ * too (optional members, NULL = the default), so that drivers never name a
+ * codec: the peer's host name a client puts in its requests, the rule for
+ * an end of stream, the codec's own counters, whether a request is its own
+ * reply (echo straight from the read buffer) and whether every message has
+ * exactly max_msg bytes.  Call them through the ab_codec_* helpers below.
  */
 #ifndef AB_CODEC_H
 #define AB_CODEC_H
@@ -46,6 +53,13 @@ typedef struct {
   size_t len;
 } ab_msgview_t;
 
+/* A codec's own counters, summed into the run by the engine. */
+typedef struct {
+  uint64_t status_errors; /* client: final replies whose status says the
+                             server refused (HTTP: outside 2xx) */
+  int status_error_code;  /* the error class they count as (ab_error.h) */
+} ab_codec_stats_t;
+
 typedef struct {
   const char *name;
   size_t state_size;   /* bytes of per-connection state after ab_codec_t */
@@ -59,6 +73,17 @@ typedef struct {
   int (*server_parse)(ab_codec_t *c, const uint8_t *in, size_t avail,
                       size_t *used, ab_msgview_t *msg);
   int (*server_reply)(ab_codec_t *c, const uint8_t *payload, size_t len);
+  /* Optional.  Client: the peer's name its requests carry (HTTP Host).
+   * 0 or AB_EINVAL. */
+  int (*set_peer_host)(ab_codec_t *c, const char *host);
+  /* Optional.  Client: the peer ended the stream here.  AB_EPROTO (a
+   * protocol error, counted) when that cuts a reply short, else 0. */
+  int (*client_eof)(ab_codec_t *c);
+  /* Optional.  Adds the codec's counters to *st. */
+  void (*stats)(const ab_codec_t *c, ab_codec_stats_t *st);
+  int request_is_reply; /* server_reply(msg) appends exactly the request's
+                           bytes: a server may echo them in place */
+  int fixed_size;       /* every message is exactly max_msg bytes */
 } ab_codec_vt_t;
 
 struct ab_codec_s {
@@ -68,5 +93,17 @@ struct ab_codec_s {
   uint64_t protocol_errors;
   /* codec state follows (vt->state_size bytes) */
 };
+
+static inline int ab_codec_set_peer_host(ab_codec_t *c, const char *host) {
+  return c->vt->set_peer_host ? c->vt->set_peer_host(c, host) : 0;
+}
+
+static inline int ab_codec_client_eof(ab_codec_t *c) {
+  return c->vt->client_eof ? c->vt->client_eof(c) : 0;
+}
+
+static inline void ab_codec_stats(const ab_codec_t *c, ab_codec_stats_t *st) {
+  if (c->vt->stats) c->vt->stats(c, st);
+}
 
 #endif

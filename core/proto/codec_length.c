@@ -178,6 +178,7 @@ const ab_codec_vt_t ab_codec_length = {
     .client_parse = parse,
     .server_parse = parse,
     .server_reply = length_reply,
+    .request_is_reply = 1,
 };
 
 const ab_codec_vt_t ab_codec_raw = {
@@ -191,4 +192,6 @@ const ab_codec_vt_t ab_codec_raw = {
     .client_parse = parse,
     .server_parse = parse,
     .server_reply = raw_reply,
+    .request_is_reply = 1,
+    .fixed_size = 1,
 };

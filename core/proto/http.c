@@ -329,6 +329,13 @@ void ab_http_stats(const ab_codec_t *c, uint64_t *non2xx) {
   if (non2xx) *non2xx = s->non2xx;
 }
 
+static void http_codec_stats(const ab_codec_t *c, ab_codec_stats_t *st) {
+  uint64_t n = 0;
+  ab_http_stats(c, &n);
+  st->status_errors += n;
+  st->status_error_code = AB_EHTTPSTATUS;
+}
+
 const ab_codec_vt_t ab_codec_http = {
     .name = "http",
     .state_size = sizeof(hstate_t),
@@ -340,4 +347,7 @@ const ab_codec_vt_t ab_codec_http = {
     .client_parse = http_parse,
     .server_parse = http_parse,
     .server_reply = http_server_reply,
+    .set_peer_host = ab_http_set_host,
+    .client_eof = ab_http_client_eof,
+    .stats = http_codec_stats,
 };

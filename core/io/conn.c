@@ -1,0 +1,201 @@
+/* conn.c -- see conn.h. */
+#include "io/conn.h"
+
+#include <string.h>
+
+#include "base/ab_error.h"
+#include "base/buf.h"
+#include "proto/codecs.h"
+
+#define READ_CHUNK 65536
+#define TLS_CHUNK 16384
+
+static ab_conn_t *conn_of(ab_sockio_t *io) { return (ab_conn_t *)io; }
+
+void ab_conn_init(ab_conn_t *c, ab_tls_conn_t *tls, uint8_t *cipher_rx) {
+  memset(c, 0, sizeof(*c));
+  c->tls = tls;
+  c->cipher_rx = cipher_rx;
+  ab_outbuf_init(&c->plain, NULL, NULL);
+}
+
+/* Moves the ciphertext TLS has produced to the socket. */
+static int send_tls_out(ab_conn_t *c) {
+  size_t n;
+  while ((n = ab_tls_pending_out(c->tls)) > 0) {
+    uint8_t *d = ab_sockio_reserve(&c->io, n);
+    if (d == NULL) return AB_ENOMEM;
+    size_t got = ab_tls_take_out(c->tls, d, n);
+    int r = ab_sockio_commit(&c->io, got);
+    if (r < 0) return r;
+    if (got == 0) break;
+  }
+  return 0;
+}
+
+/* Plaintext that arrived with (or after) the records read so far. */
+static int decrypt_into_in(ab_conn_t *c) {
+  ab_sockio_kept_t k = c->in;
+  for (;;) {
+    if (ab_buf_grow(k.buf, k.cap, *k.len, TLS_CHUNK) != 0) return AB_ENOMEM;
+    size_t got = 0;
+    int r = ab_tls_read(c->tls, *k.buf + *k.len, *k.cap - *k.len, &got);
+    *k.len += got;
+    if (r == AB_ECLOSED) c->peer_closed = 1;
+    if (r < 0) return r;
+    if (got == 0) return 0;
+  }
+}
+
+static void fail_handshake(ab_conn_t *c, int err) {
+  c->cbs->on_error(c, err);
+}
+
+/* The handshake is done: the owner learns it first, then reads what came
+ * with it. */
+static void become_ready(ab_conn_t *c) {
+  c->ready = 1;
+  int r = 0;
+  if (c->tls) {
+    r = decrypt_into_in(c);
+    if (r == AB_ECLOSED) r = 0; /* the owner's next recv meets it */
+  }
+  if (r < 0) {
+    fail_handshake(c, r);
+    return;
+  }
+  if (c->plain.len[c->plain.active] > 0 && (r = ab_conn_flush(c)) < 0) {
+    fail_handshake(c, r);
+    return;
+  }
+  c->cbs->on_ready(c);
+  if (!c->io.failed && *c->in.len > 0) c->cbs->on_readable(c);
+}
+
+/* Readable before the TLS handshake is done: drive it. */
+static void handshake_readable(ab_conn_t *c) {
+  while (!c->ready && !c->io.failed) {
+    ssize_t n = ab_sockio_recv(&c->io, c->cipher_rx, AB_CONN_CIPHER_RX);
+    if (n == 0) return;
+    if (n < 0) {
+      fail_handshake(c, (int)n);
+      return;
+    }
+    int r = ab_tls_feed(c->tls, c->cipher_rx, (size_t)n);
+    int h = r < 0 ? r : ab_tls_handshake(c->tls);
+    int w = send_tls_out(c); /* the next flight, or the alert of a failure */
+    if (h < 0) {
+      fail_handshake(c, h);
+      return;
+    }
+    if (w < 0) {
+      fail_handshake(c, w);
+      return;
+    }
+    if (h == 1) become_ready(c);
+  }
+}
+
+static void on_io_readable(ab_sockio_t *io) {
+  ab_conn_t *c = conn_of(io);
+  if (c->ready) c->cbs->on_readable(c);
+  else handshake_readable(c);
+}
+
+static void on_io_error(ab_sockio_t *io, int err) {
+  ab_conn_t *c = conn_of(io);
+  c->cbs->on_error(c, err);
+}
+
+static void on_io_drained(ab_sockio_t *io) {
+  ab_conn_t *c = conn_of(io);
+  c->cbs->on_drained(c);
+}
+
+int ab_conn_start(ab_conn_t *c, uv_loop_t *loop, uv_tcp_t *tcp, int pause_reads,
+                  ab_sockio_kept_t in, const ab_conn_cbs_t *cbs) {
+  c->in = in;
+  c->cbs = cbs;
+  int r = ab_sockio_start(&c->io, loop, tcp, pause_reads, on_io_readable, on_io_error);
+  if (r < 0) return r;
+  if (cbs->on_drained) c->io.on_drained = on_io_drained;
+  if (c->tls == NULL) {
+    become_ready(c);
+    return 0;
+  }
+  /* a client's ClientHello; a server writes nothing yet */
+  int h = ab_tls_handshake(c->tls);
+  if (h < 0) return h;
+  return send_tls_out(c);
+}
+
+ssize_t ab_conn_recv(ab_conn_t *c, size_t *room) {
+  if (c->tls == NULL) {
+    const uint8_t *data;
+    size_t len;
+    ssize_t n = ab_sockio_recv_frames(&c->io, NULL, 0, c->in, READ_CHUNK, &data, &len, room);
+    if (n > 0) *c->in.len = len;
+    return n;
+  }
+  if (c->peer_closed) return AB_ECLOSED;
+  *room = AB_CONN_CIPHER_RX;
+  ssize_t n = ab_sockio_recv(&c->io, c->cipher_rx, AB_CONN_CIPHER_RX);
+  if (n <= 0) return n;
+  int r = ab_tls_feed(c->tls, c->cipher_rx, (size_t)n);
+  if (r == 0) r = decrypt_into_in(c);
+  /* what reading made TLS write (key updates, alerts) goes out now */
+  if (ab_tls_pending_out(c->tls) > 0) {
+    int w = send_tls_out(c);
+    if (r == 0) r = w;
+  }
+  return r < 0 ? r : n;
+}
+
+int ab_conn_flush(ab_conn_t *c) {
+  ab_outbuf_t *p = &c->plain;
+  int a = p->active;
+  if (c->tls == NULL) {
+    if (p->len[a] == 0) return 0;
+    int r = ab_sockio_send(&c->io, p->buf[a], p->len[a]);
+    p->len[a] = 0;
+    return r;
+  }
+  if (!c->ready) return 0; /* plaintext waits for the handshake */
+  if (p->len[a] > 0) {
+    int r = ab_tls_write(c->tls, p->buf[a], p->len[a]);
+    p->len[a] = 0;
+    if (r < 0) return r;
+  }
+  return send_tls_out(c);
+}
+
+int ab_conn_send(ab_conn_t *c, const uint8_t *p, size_t n) {
+  ab_outbuf_t *pl = &c->plain;
+  if (pl->len[pl->active] == 0 && c->ready) {
+    if (c->tls == NULL) return n ? ab_sockio_send(&c->io, p, n) : 0;
+    int r = n ? ab_tls_write(c->tls, p, n) : 0;
+    return r < 0 ? r : send_tls_out(c);
+  }
+  if (n && ab_outbuf_append(pl, p, n) < 0) return AB_ENOMEM;
+  return ab_conn_flush(c);
+}
+
+const char *ab_conn_error_text(const ab_conn_t *c) {
+  return c->tls ? ab_tls_error(c->tls) : "";
+}
+
+int ab_conn_tls_info(ab_conn_t *c, ab_tls_info_t *info) {
+  if (c->tls == NULL || !c->ready) return AB_EINVAL;
+  return ab_tls_info(c->tls, info);
+}
+
+void ab_conn_close(ab_conn_t *c) { ab_sockio_close(&c->io); }
+
+void ab_conn_free(ab_conn_t *c) {
+  ab_tls_conn_free(c->tls);
+  c->tls = NULL;
+  ab_codec_destroy(c->codec);
+  c->codec = NULL;
+  ab_outbuf_free(&c->plain);
+  ab_sockio_free(&c->io);
+}
