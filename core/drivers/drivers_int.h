@@ -24,7 +24,6 @@ struct ab__sconn_s {
                                    the client's */
   ab__job_t job;                /* pool completions for this connection */
   struct ab__sconn_s *next, *prev; /* loop's list of server connections */
-  ab_outbuf_t out;
   /* shared:N only: frames waiting for their work to come back */
   uint8_t *held;
   size_t hcap, hlen, hoff;

@@ -29,7 +29,6 @@ void ab__client_on_closed(uv_handle_t *h) {
   ab_conn_free(&c->conn);
   free(c->sbuf);
   c->sbuf = NULL;
-  ab_outbuf_free(&c->out);
   free(c->rbuf);
   c->rbuf = NULL;
   c->rcap = c->rlen = 0;

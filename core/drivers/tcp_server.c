@@ -30,7 +30,6 @@ static void on_sclosed(uv_handle_t *h) {
   ab__sconn_t *s = h->data;
   ab__layers_free(&s->ly);
   ab_conn_free(&s->conn);
-  ab_outbuf_free(&s->out);
   free(s->rbuf);
   free(s->held);
   s->rbuf = s->held = NULL;
@@ -73,12 +72,6 @@ static void peer_failed(ab__sconn_t *s, int code, const char *what) {
 
 void ab__sconn_read_failed(ab__sconn_t *s, ssize_t nread) {
   peer_failed(s, (int)nread, "read");
-}
-
-/* write errors of the layered and coroutine servers' outbuf */
-static void on_swrite_error(ab_outbuf_t *ob, int err) {
-  ab__sconn_t *s = (ab__sconn_t *)((char *)ob - offsetof(ab__sconn_t, out));
-  ab__sconn_error(s, err, "write");
 }
 
 /* a socket error no read met (reads were held) */
@@ -266,7 +259,6 @@ static void on_connection(uv_stream_t *server, int status) {
     return;
   }
   uv_tcp_nodelay(&s->tcp, 1);
-  ab_outbuf_init(&s->out, (uv_stream_t *)&s->tcp, on_swrite_error);
   l->eng->drv->accept(s);
 }
 

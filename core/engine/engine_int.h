@@ -118,7 +118,6 @@ typedef struct ab__client_s {
                                    tcp, callback, uses conn.io alone */
   uv_connect_t creq;
   uint64_t connect_start_ns;
-  ab_outbuf_t out;
   ab__layers_t ly;              /* layered protocols only */
   /* execution = coroutine (coro_echo.c) */
   ab_task_t *task;

@@ -9,8 +9,10 @@
  * Reading stays started for the life of a connection; bytes collect in the
  * connection's buffer (the engine's rbuf/rcap/rlen, so its close callback
  * frees them; `roff` here marks what Lua consumed).  Writes go through the
- * connection's outbuf: uv_try_write straight from the Lua string, copying
- * only what the kernel did not take.
+ * connection object (io/conn.h): send(2) straight from the Lua string when
+ * nothing is queued and there is no TLS, copying only what the kernel did
+ * not take; with TLS the string is encrypted first.  Nothing here knows
+ * which protocol it is.
  */
 #include "lua/lua_exec_int.h"
 
@@ -30,19 +32,20 @@ static int conn_dead(const ab__lx_conn_t *k) {
   return k->is_client ? !k->c->alive : k->s->closing;
 }
 
-/* uv alloc for a connection's buffer: what Lua consumed is dropped first. */
-void ab__lx_buf_alloc(ab__lx_conn_t *k, uv_buf_t *buf) {
-  if (k->roff > 0) {
-    size_t left = *k->rlen - k->roff;
-    if (left) memmove(*k->rbuf, *k->rbuf + k->roff, left);
-    *k->rlen = left;
-    k->roff = 0;
-  }
-  if (ab_buf_grow(k->rbuf, k->rcap, *k->rlen, AB__LX_READ_CHUNK) != 0) {
-    *buf = uv_buf_init(NULL, 0); /* libuv reports UV_ENOBUFS */
-    return;
-  }
-  *buf = uv_buf_init((char *)*k->rbuf + *k->rlen, (unsigned)(*k->rcap - *k->rlen));
+/* Before a read: what Lua consumed is dropped, so the buffer does not
+ * grow with the connection's lifetime. */
+void ab__lx_compact(ab__lx_conn_t *k) {
+  if (k->roff == 0) return;
+  size_t left = *k->rlen - k->roff;
+  if (left) memmove(*k->rbuf, *k->rbuf + k->roff, left);
+  *k->rlen = left;
+  k->roff = 0;
+}
+
+int ab__lx_send(ab__lx_conn_t *k, const uint8_t *p, size_t n) {
+  int r = n ? ab_conn_send(k->conn, p, n) : 0;
+  if (r < 0) ab__lx_conn_failed(k, r, "write");
+  return r;
 }
 
 int ab__lx_want_met(const ab__lx_conn_t *k) {
@@ -109,14 +112,7 @@ static int f_send(lua_State *L) {
   size_t n;
   const char *p = luaL_checklstring(L, 2, &n);
   if (conn_dead(k)) return ab_lua_fail(L, k->err ? k->err : AB_ECLOSED);
-  int r = 0;
-  if (n > 0) {
-    if (ab_outbuf_idle(k->out)) {
-      r = ab_outbuf_write_direct(k->out, (const uint8_t *)p, n);
-    } else if ((r = ab_outbuf_append(k->out, p, n)) == 0) {
-      r = ab_outbuf_flush(k->out);
-    }
-  }
+  int r = ab__lx_send(k, (const uint8_t *)p, n);
   if (r < 0 || conn_dead(k)) return ab_lua_fail(L, k->err ? k->err : r < 0 ? r : AB_ECLOSED);
   if (!k->is_client) k->lx->l->server_messages++;
   lua_pushboolean(L, 1);
@@ -250,14 +246,7 @@ static int f_call_begin(lua_State *L) {
   k->call_seq = g.seq - 1;
   k->call_t0 = t;
   k->call_active = 1;
-  int r = 0;
-  if (n > 0) {
-    if (ab_outbuf_idle(k->out)) {
-      r = ab_outbuf_write_direct(k->out, (const uint8_t *)p, n);
-    } else if ((r = ab_outbuf_append(k->out, p, n)) == 0) {
-      r = ab_outbuf_flush(k->out);
-    }
-  }
+  int r = ab__lx_send(k, (const uint8_t *)p, n);
   if (r < 0 || conn_dead(k)) {
     k->call_active = 0;
     k->reported = 1;

@@ -11,7 +11,8 @@
  *                     scenario part's hooks, the conn methods
  *   lua_exec_light.c  the light form (message/expect, C does the IO)
  *   lua_exec_tcp.c    client and server connections: connect, accept,
- *                     read and write callbacks
+ *                     and the connection object's callbacks (any stream
+ *                     protocol: tcp or tls, io/conn.h)
  *
  * Threads: a loop's ab__lx_loop_t, lua_State and connections are touched
  * only by that loop's thread while the loop runs (and by the coordinator
@@ -63,12 +64,12 @@ typedef struct ab__lx_conn_s {
   uint32_t id;
   ab__client_t *c;              /* client side */
   ab__sconn_t *s;               /* server side */
-  uv_stream_t *stream;
+  ab_conn_t *conn;              /* the engine's conn of c or s: socket
+                                   [+ TLS], no codec (Lua reads bytes) */
   uint8_t **rbuf;               /* the engine's buffer fields of c or s */
   size_t *rcap, *rlen;
   size_t roff;                  /* rbuf[roff..rlen) not consumed yet */
   uint64_t consumed;            /* bytes consumed so far */
-  ab_outbuf_t *out;
   /* the task (full form) */
   ab_task_t *task;
   lua_State *co;
@@ -156,8 +157,11 @@ int ab__lx_task_new(ab__lx_loop_t *lx, ab__lx_conn_t *k, int fn_ref);
 
 /* ---- lua_exec_conn.c -------------------------------------------------- */
 
-/* uv alloc for a connection's buffer: what Lua consumed is dropped first. */
-void ab__lx_buf_alloc(ab__lx_conn_t *k, uv_buf_t *buf);
+/* Drops what Lua consumed from the front of the buffer (before a read). */
+void ab__lx_compact(ab__lx_conn_t *k);
+/* Sends n bytes on the connection; a failure also fails the connection.
+ * 0 or an error. */
+int ab__lx_send(ab__lx_conn_t *k, const uint8_t *p, size_t n);
 /* Has what the waiting task asked for (k->want) arrived? */
 int ab__lx_want_met(const ab__lx_conn_t *k);
 void ab__lx_wake(ab__lx_conn_t *k);

@@ -93,7 +93,7 @@ void ab__lx_light_pump(ab__lx_conn_t *k) {
   ab__win_grant_t g;
   if (!c->alive || lx->stopping || ab__win_grant(c, ab_now_ns(), &g) == 0) return;
   uint32_t n = g.n;
-  ab_outbuf_t *out = k->out;
+  ab_outbuf_t *out = ab_conn_out(k->conn);
   size_t total = 0;
   for (uint32_t i = 0; i < n; i++) {
     const char *p = lx->msg;
@@ -113,7 +113,8 @@ void ab__lx_light_pump(ab__lx_conn_t *k) {
   if (ab__win_stamp(c, &g, n, ab_now_ns()) == 0) return;
   k->msg_i += n;
   ab_outbuf_commit(out, total);
-  ab_outbuf_flush(out); /* errors arrive through on_cwrite_error */
+  int r = ab_conn_flush(k->conn);
+  if (r < 0) ab__lx_conn_failed(k, r, "write");
 }
 
 /* Completes every whole reply in the buffer (in order: the oldest round

@@ -1,11 +1,15 @@
-/* lua_exec_tcp.c -- execution = "lua": the plain tcp connections the Lua
- * code drives -- the Lua driver rows client_start, wake and
- * accept, and the libuv connect, read and write callbacks.  A
- * client connects as in tcp_client.c, then starts its task (full form) or
- * fills its window (light form); an accepted connection runs the server
- * function as a task, or the built-in echo when there is none.  Bytes
- * read wake the task waiting for them (ab__lx_want_met) or go to the
- * light form's parser.
+/* lua_exec_tcp.c -- execution = "lua": the stream connections the Lua
+ * code drives -- the Lua driver rows client_start, wake and accept, the
+ * connect callback and the connection object's
+ * callbacks.  Each connection is an ab_conn_t (io/conn.h) set up for the
+ * case's protocol by the engine (ab__conn_setup: plain tcp, or tls with the
+ * run's TLS context), without a codec: Lua reads and writes plaintext
+ * bytes, and nothing here knows whether they are encrypted.  A client
+ * connects as in tcp_client.c; once its connection is ready (handshakes
+ * done, before warm-up) it starts its task (full form) or fills its window
+ * (light form); an accepted connection runs the server function as a task,
+ * or the built-in echo when there is none.  Bytes read wake the task
+ * waiting for them (ab__lx_want_met) or go to the light form's parser.
  */
 #include "lua/lua_exec_int.h"
 
@@ -29,32 +33,54 @@ static void report_connected(ab__client_t *c) {
   ab__loop_connect_done(l);
 }
 
-static void c_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
-  ab__client_t *c = h->data;
-  (void)hint;
-  ab__lx_buf_alloc(ab__lx_conn_of(c->loop->drv_state, c), buf);
+/* Appends everything the socket has now to k's buffer.  Returns the bytes
+ * appended; *err gets a read error (AB_ECLOSED at end of stream, after the
+ * bytes before it). */
+static size_t read_all(ab__lx_conn_t *k, int *err) {
+  *err = 0;
+  ab__lx_compact(k);
+  size_t start = *k->rlen;
+  for (;;) {
+    size_t room = 0;
+    ssize_t n = ab_conn_recv(k->conn, &room);
+    if (n < 0) *err = n == UV_EOF ? AB_ECLOSED : (int)n;
+    if (n <= 0 || (size_t)n < room) break;
+  }
+  return *k->rlen - start;
 }
 
-static void c_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
-  ab__client_t *c = st->data;
-  ab__lx_loop_t *lx = c->loop->drv_state;
-  ab__lx_conn_t *k = ab__lx_conn_of(lx, c);
-  (void)buf;
-  if (nread == 0) return;
-  if (nread < 0) {
-    ab__lx_conn_failed(k, nread == UV_EOF ? AB_ECLOSED : (int)nread, "read");
+static void client_on_readable(ab_conn_t *conn) {
+  ab__lx_conn_t *k = conn->data;
+  ab__lx_loop_t *lx = k->lx;
+  int err;
+  size_t got = read_all(k, &err);
+  if (got > 0) k->now = ab_now_ns();
+  if (got > 0 && !lx->stopping && k->c->alive) {
+    if (lx->mode == AB__LX_MODE_LIGHT) ab__lx_light_parse(k);
+    else if (k->waiting && ab__lx_want_met(k)) ab__lx_wake(k);
+  }
+  if (err) ab__lx_conn_failed(k, err, "read");
+}
+
+static void client_on_error(ab_conn_t *conn, int err) {
+  ab__lx_conn_t *k = conn->data;
+  if (err == UV_EOF) err = AB_ECLOSED;
+  if (conn->ready) {
+    ab__lx_conn_failed(k, err, "socket");
     return;
   }
-  k->now = ab_now_ns();
-  *k->rlen += (size_t)nread;
-  if (lx->stopping || !c->alive) return;
-  if (lx->mode == AB__LX_MODE_LIGHT) ab__lx_light_parse(k);
-  else if (k->waiting && ab__lx_want_met(k)) ab__lx_wake(k);
-}
-
-static void on_cwrite_error(ab_outbuf_t *ob, int err) {
-  ab__client_t *c = CONTAINER_OF(ob, ab__client_t, out);
-  ab__lx_conn_failed(ab__lx_conn_of(c->loop->drv_state, c), err, "write");
+  /* the handshakes failed: counted like a failed connect */
+  ab__loop_t *l = k->c->loop;
+  if (l->phase != AB__PH_STOPPING) {
+    const char *why = ab_conn_error_text(conn);
+    char msg[256];
+    snprintf(msg, sizeof(msg), "connection %u: handshake: %s (%s)", k->c->id,
+             why[0] ? why : ab_strerror(err), ab_err_name(err));
+    ab__loop_error(l, err, msg);
+  }
+  k->err = err;
+  ab__client_close(k->c);
+  report_connected(k->c);
 }
 
 static void c_exit(ab_task_t *t, void *arg) {
@@ -75,6 +101,23 @@ static void start_client(ab__lx_conn_t *k) {
   ab_task_start(k->task);
 }
 
+static void client_on_ready(ab_conn_t *conn) {
+  ab__lx_conn_t *k = conn->data;
+  ab__client_t *c = k->c;
+  c->alive = 1;
+  c->loop->ready_clients++;
+  report_connected(c);
+  if (k->lx->stopping) return;
+  if (k->lx->mode == AB__LX_MODE_FULL) start_client(k);
+  else ab__lx_light_pump(k);
+}
+
+static const ab_conn_cbs_t client_cbs = {
+    .on_ready = client_on_ready,
+    .on_readable = client_on_readable,
+    .on_error = client_on_error,
+};
+
 static void on_connect(uv_connect_t *req, int status) {
   ab__client_t *c = req->data;
   ab__loop_t *l = c->loop;
@@ -92,16 +135,17 @@ static void on_connect(uv_connect_t *req, int status) {
     report_connected(c);
     return;
   }
-  c->alive = 1;
-  l->ready_clients++;
-  int r = uv_read_start(k->stream, c_alloc, c_read);
-  report_connected(c);
+  int r = ab__conn_setup(l, &c->conn, 1, 0);
+  c->conn.data = k;
+  if (r == 0)
+    r = ab_conn_start(&c->conn, &l->loop, &c->tcp, 0,
+                      (ab_sockio_kept_t){&c->rbuf, &c->rcap, &c->rlen}, &client_cbs);
   if (r < 0) {
-    ab__client_fail(c, r, "read start");
-    return;
+    /* alive for the failure to be counted like any other */
+    c->alive = 1;
+    ab__client_fail(c, r, "connection setup");
+    report_connected(c);
   }
-  if (lx->mode == AB__LX_MODE_FULL) start_client(k);
-  else ab__lx_light_pump(k);
 }
 
 void ab__lx_client_start(ab__client_t *c) {
@@ -113,11 +157,10 @@ void ab__lx_client_start(ab__client_t *c) {
   k->is_client = 1;
   k->id = c->id;
   k->c = c;
-  k->stream = (uv_stream_t *)&c->tcp;
+  k->conn = &c->conn;
   k->rbuf = &c->rbuf;
   k->rcap = &c->rcap;
   k->rlen = &c->rlen;
-  k->out = &c->out;
   k->co_ref = LUA_NOREF;
   int r = 0;
   if (!lx->stopping) {
@@ -125,7 +168,6 @@ void ab__lx_client_start(ab__client_t *c) {
     if (r == 0) {
       c->tcp.data = c;
       uv_tcp_nodelay(&c->tcp, 1);
-      ab_outbuf_init(&c->out, k->stream, on_cwrite_error);
       c->creq.data = c;
       /* as tcp_client.c: past 20,000 connections per loop, further
        * loopback source addresses (one destination port gives ~28k
@@ -169,39 +211,37 @@ static ab__lx_conn_t *sconn_of(ab__sconn_t *s) {
   return s->task ? ab_task_ctx(s->task) : NULL;
 }
 
-static void s_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
-  ab__sconn_t *s = h->data;
+static void server_on_readable(ab_conn_t *conn) {
+  ab__sconn_t *s = conn->data;
   ab__lx_conn_t *k = sconn_of(s);
-  (void)hint;
-  if (k) {
-    ab__lx_buf_alloc(k, buf);
-  } else if (ab_buf_grow(&s->rbuf, &s->rcap, s->rlen, AB__LX_READ_CHUNK) == 0) {
-    *buf = uv_buf_init((char *)s->rbuf + s->rlen, (unsigned)(s->rcap - s->rlen));
-  } else {
-    *buf = uv_buf_init(NULL, 0);
+  if (k == NULL) return;
+  int err;
+  size_t got = read_all(k, &err);
+  if (got > 0) {
+    k->now = ab_now_ns();
+    s->loop->server_bytes += got;
+    if (k->waiting && ab__lx_want_met(k)) ab__lx_wake(k);
   }
+  if (err) ab__lx_conn_failed(k, err, "read");
 }
 
-static void s_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
-  ab__sconn_t *s = st->data;
+static void server_on_ready(ab_conn_t *conn) {
+  ab__sconn_t *s = conn->data;
   ab__lx_conn_t *k = sconn_of(s);
-  (void)buf;
-  if (nread == 0 || k == NULL) return;
-  if (nread < 0) {
-    ab__lx_conn_failed(k, nread == UV_EOF ? AB_ECLOSED : (int)nread, "read");
-    return;
-  }
-  k->now = ab_now_ns();
-  *k->rlen += (size_t)nread;
-  s->loop->server_bytes += (uint64_t)nread;
-  if (k->waiting && ab__lx_want_met(k)) ab__lx_wake(k);
+  if (k && k->waiting && k->want != AB__LX_W_NONE) ab__lx_wake(k);
 }
 
-static void on_swrite_error(ab_outbuf_t *ob, int err) {
-  ab__sconn_t *s = CONTAINER_OF(ob, ab__sconn_t, out);
+static void server_on_error(ab_conn_t *conn, int err) {
+  ab__sconn_t *s = conn->data;
   ab__lx_conn_t *k = sconn_of(s);
-  if (k) ab__lx_conn_failed(k, err, "write");
+  if (k) ab__lx_conn_failed(k, err == UV_EOF ? AB_ECLOSED : err, conn->ready ? "socket" : "handshake");
 }
+
+static const ab_conn_cbs_t server_cbs = {
+    .on_ready = server_on_ready,
+    .on_readable = server_on_readable,
+    .on_error = server_on_error,
+};
 
 static void s_exit(ab_task_t *t, void *arg) {
   ab__lx_conn_t *k = arg;
@@ -229,23 +269,28 @@ void ab__lx_server_accept(ab__sconn_t *s) {
   k->lx = lx;
   k->id = lx->next_sid++ * l->eng->nloops + l->index;
   k->s = s;
-  k->stream = (uv_stream_t *)&s->tcp;
+  k->conn = &s->conn;
   k->rbuf = &s->rbuf;
   k->rcap = &s->rcap;
   k->rlen = &s->rlen;
-  k->out = &s->out;
   k->co_ref = LUA_NOREF;
   k->next = lx->sconns;
   lx->sconns = k;
-  ab_outbuf_init(&s->out, k->stream, on_swrite_error);
-  int r = ab__lx_task_new(lx, k, lx->ref_server);
+  int r = ab__conn_setup(l, &s->conn, 0, 0);
+  s->conn.data = s;
+  if (r < 0) {
+    ab__sconn_error(s, r, "accept setup");
+    return;
+  }
+  r = ab__lx_task_new(lx, k, lx->ref_server);
   if (r < 0) {
     ab__sconn_error(s, r, "server task");
     return;
   }
   s->task = k->task;
   ab_task_on_exit(k->task, s_exit, k);
-  r = uv_read_start(k->stream, s_alloc, s_read);
+  r = ab_conn_start(&s->conn, &l->loop, &s->tcp, 0,
+                    (ab_sockio_kept_t){&s->rbuf, &s->rcap, &s->rlen}, &server_cbs);
   if (r < 0) k->err = r; /* the function sees it at its first receive */
   ab_task_start(k->task);
 }

@@ -8,16 +8,18 @@
 #define ALL_EXECS (AB_EXEC_BIT(AB_EXEC_CALLBACK) | AB_EXEC_BIT(AB_EXEC_COROUTINE))
 #define STREAM AB_TRANSPORT_STREAM
 
-/* Scenario order (docs/scenarios.md).  execution = "lua" drives plain tcp
- * today; a row gains AB_EXEC_BIT(AB_EXEC_HOOKS) when the Lua driver runs
- * over it.  The coroutine echo is stream-only. */
+/* Scenario order (docs/scenarios.md).  execution = "lua" drives tcp and
+ * tls (its connections are io/conn.h's, TLS below the bytes Lua sees); a
+ * row gains AB_EXEC_BIT(AB_EXEC_HOOKS) when the Lua driver runs over it.
+ * The coroutine echo is stream-only. */
 static const ab_proto_cap_t protocols[] = {
     {"tcp", AB_PROTO_TCP, STREAM, 0, "framing", ALL_EXECS | AB_EXEC_BIT(AB_EXEC_HOOKS),
      AB_MSG_MAX_PAYLOAD},
     {"udp", AB_PROTO_UDP, AB_TRANSPORT_DATAGRAM, 0, NULL, AB_EXEC_BIT(AB_EXEC_CALLBACK),
      AB_UDP_MAX_PAYLOAD},
     {"ws", AB_PROTO_WS, STREAM, 0, "ws", ALL_EXECS, AB_MSG_MAX_PAYLOAD},
-    {"tls", AB_PROTO_TLS, STREAM, 1, "framing", ALL_EXECS, AB_MSG_MAX_PAYLOAD},
+    {"tls", AB_PROTO_TLS, STREAM, 1, "framing", ALL_EXECS | AB_EXEC_BIT(AB_EXEC_HOOKS),
+     AB_MSG_MAX_PAYLOAD},
     {"wss", AB_PROTO_WSS, STREAM, 1, "ws", ALL_EXECS, AB_MSG_MAX_PAYLOAD},
     {"http", AB_PROTO_HTTP, STREAM, 0, "http", ALL_EXECS, AB_MSG_MAX_PAYLOAD},
     {"https", AB_PROTO_HTTPS, STREAM, 1, "http", ALL_EXECS, AB_MSG_MAX_PAYLOAD},
