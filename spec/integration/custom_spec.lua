@@ -5,6 +5,14 @@
 -- 1 KiB index.html from a generated config in a temp folder. Both run with
 -- --set target=127.0.0.1:PORT --quick and every run must be ok.
 --
+-- The same Lua workloads also run over TLS (execution = "lua" with
+-- protocol = "tls"; the Lua code is unchanged, the connection object does
+-- the TLS): a Lua client against `arkbench serve --protocol tls`,
+-- resp_ping.lua against `redis-server --tls-port`, and http_get.lua
+-- against nginx with `listen ... ssl`, each verifying the server's
+-- certificate through the scenario's tls.ca (an EC P-256 certificate made
+-- here with the openssl CLI, or the one serve wrote with --cert-out).
+--
 -- Needs: redis-server (with redis-cli), nginx (.ci/run installs
 -- redis-server and nginx-light). Servers run under `timeout`, in the
 -- foreground of their own process, and are stopped in teardown.
@@ -118,6 +126,55 @@ local function assert_all_ok(runs, n, out)
     end
 end
 
+-- A scenario file in d that runs `scenario` (a shipped custom workload)
+-- over TLS against 127.0.0.1:port, trusting the PEM file `ca`.
+local function over_tls(d, scenario, port, ca)
+    local file = d .. "/tls_" .. scenario:match("([^/]+)$")
+    write_file(file, ([[
+local parts = dofile(%q)
+for _, p in ipairs(parts[1] and parts or { parts }) do
+    p.protocol = "tls"
+    p.tls = { ca = %q }
+    p.target = "127.0.0.1:%d"
+end
+return parts
+]]):format(ROOT .. "/" .. scenario, ca, port))
+    return file
+end
+
+-- An EC P-256 key and a certificate for 127.0.0.1 / localhost in d.
+local function make_cert(d)
+    assert(sh_ok("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes"
+        .. " -keyout " .. shq(d .. "/key.pem") .. " -out " .. shq(d .. "/cert.pem")
+        .. " -days 1 -subj /CN=localhost"
+        .. " -addext subjectAltName=IP:127.0.0.1,DNS:localhost >/dev/null 2>&1"),
+        "openssl could not make a certificate")
+    return d .. "/cert.pem", d .. "/key.pem"
+end
+
+local NGINX_CONF = [[
+daemon off;
+master_process off;
+worker_processes 1;
+pid %s/nginx.pid;
+error_log %s/error.log warn;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    client_body_temp_path %s/tmp/body;
+    proxy_temp_path %s/tmp/proxy;
+    fastcgi_temp_path %s/tmp/fastcgi;
+    uwsgi_temp_path %s/tmp/uwsgi;
+    scgi_temp_path %s/tmp/scgi;
+    keepalive_requests 100000000;
+    server {
+        listen 127.0.0.1:%d%s;
+        root %s/html;
+%s
+    }
+}
+]]
+
 describe("custom workloads against real servers", function()
     it("runs resp_ping.lua (PING, SET/GET over RESP) against redis-server", function()
         assert.is_true(have("redis-server") and have("redis-cli"),
@@ -150,27 +207,7 @@ describe("custom workloads against real servers", function()
         write_file(d .. "/html/index.html", string.rep("a", 1023) .. "\n")
         local conf = d .. "/nginx.conf"
         local port = start_on_free_port(function(p)
-            write_file(conf, ([[
-daemon off;
-master_process off;
-worker_processes 1;
-pid %s/nginx.pid;
-error_log %s/error.log warn;
-events { worker_connections 1024; }
-http {
-    access_log off;
-    client_body_temp_path %s/tmp/body;
-    proxy_temp_path %s/tmp/proxy;
-    fastcgi_temp_path %s/tmp/fastcgi;
-    uwsgi_temp_path %s/tmp/uwsgi;
-    scgi_temp_path %s/tmp/scgi;
-    keepalive_requests 100000000;
-    server {
-        listen 127.0.0.1:%d;
-        root %s/html;
-    }
-}
-]]):format(d, d, d, d, d, d, d, p, d))
+            write_file(conf, NGINX_CONF:format(d, d, d, d, d, d, d, p, "", d, ""))
             return "nginx -e " .. shq(d .. "/error.log") .. " -p " .. shq(d) .. " -c " .. shq(conf)
         end, d .. "/nginx.out")
         local rc, runs, out = run({ "scenarios/custom/http_get.lua", "--set",
@@ -179,6 +216,102 @@ http {
         assert_all_ok(runs, 2, out)
         -- each response is the headers plus the 1 KiB body
         for _, r in ipairs(runs) do
+            local per = r.payload_mib_per_s * 1048576 * r.measured_s / r.completed
+            assert.is_true(per > 1024 + 100 and per < 1024 + 400, "bytes per response " .. per)
+        end
+    end)
+    it("runs a Lua client (full and light form) over tls against arkbench serve", function()
+        local d = tmpdir()
+        local cert = d .. "/serve.pem"
+        local log = d .. "/serve.out"
+        local pid = tonumber(sh_out("timeout 120 " .. shq(BIN) .. " serve --protocol tls"
+            .. " --framing raw --payload 64 --listen 127.0.0.1:0 --cert-out " .. shq(cert)
+            .. " >" .. shq(log) .. " 2>&1 & echo $!"))
+        pids[#pids + 1] = pid
+        local port
+        for _ = 1, 200 do
+            port = (read_file(log) or ""):match("listening on [%d%.]+:(%d+)")
+            if port and read_file(cert) then break end
+            sh_ok("sleep 0.05")
+        end
+        assert.is_truthy(port, "serve did not start: " .. (read_file(log) or ""))
+        write_file(d .. "/lua_tls.lua", ([[
+local MSG = string.rep("m", 64)
+local base = { execution = "lua", protocol = "tls", target = "127.0.0.1:%s",
+               tls = { ca = %q }, payload = 64 }
+local function part(t) for k, v in pairs(base) do t[k] = v end return t end
+return {
+    part { load = { { clients = 4, window = 16 } }, message = MSG, expect = 64 },
+    part { clients = 2, client = function(conn)
+        while true do
+            local r = conn:call(MSG, 64)
+            if not r then return end
+            if r ~= MSG then error("unexpected reply") end
+        end
+    end },
+}
+]]):format(port, cert))
+        local rc, runs, out = run({ d .. "/lua_tls.lua", "--quick" })
+        os.execute("kill -TERM " .. pid .. " 2>/dev/null")
+        assert.are.equal(0, rc, out)
+        assert_all_ok(runs, 2, out)
+        for _, r in ipairs(runs) do
+            assert.are.equal("tls", r.case.protocol)
+            assert.is_true(math.abs(r.payload_mib_per_s * 1048576 * r.measured_s
+                - 64 * r.completed) < 1)
+        end
+        -- a client that does not trust the certificate fails its handshakes
+        write_file(d .. "/other.pem", read_file(select(1, make_cert(d))))
+        local bad = d .. "/lua_tls_bad.lua"
+        write_file(bad, (read_file(d .. "/lua_tls.lua"):gsub("serve%.pem", "other.pem")))
+        local rc2, runs2 = run({ bad, "--quick" })
+        assert.are_not.equal(0, rc2)
+        assert.is_true(#runs2 > 0)
+        for _, r in ipairs(runs2) do assert.is_false(r.ok) end
+    end)
+
+    it("runs resp_ping.lua over tls against redis-server --tls-port", function()
+        assert.is_true(have("redis-server") and have("openssl"),
+            "redis-server and openssl are needed")
+        local d = tmpdir()
+        local cert, key = make_cert(d)
+        local port = start_on_free_port(function(p)
+            return "redis-server --port 0 --tls-port " .. p .. " --tls-cert-file " .. shq(cert)
+                .. " --tls-key-file " .. shq(key) .. " --tls-auth-clients no"
+                .. " --bind 127.0.0.1 --save '' --appendonly no --daemonize no --dir " .. shq(d)
+        end, d .. "/redis.log")
+        local rc, runs, out = run({ over_tls(d, "scenarios/custom/resp_ping.lua", port, cert),
+            "--quick" })
+        assert.are.equal(0, rc, out .. (read_file(d .. "/redis.log") or ""))
+        assert_all_ok(runs, 5, out)
+        for _, r in ipairs(runs) do
+            assert.are.equal("tls", r.case.protocol)
+            if r.case.payload == 16 then
+                assert.is_true(math.abs(r.payload_mib_per_s * 1048576 * r.measured_s
+                    - 7 * r.completed) < 1)
+            end
+        end
+    end)
+
+    it("runs http_get.lua over tls (https) against nginx", function()
+        assert.is_true(have("nginx") and have("openssl"), "nginx and openssl are needed")
+        local d = tmpdir()
+        assert(sh_ok("mkdir -p " .. shq(d .. "/html") .. " " .. shq(d .. "/tmp")))
+        write_file(d .. "/html/index.html", string.rep("a", 1023) .. "\n")
+        local cert, key = make_cert(d)
+        local conf = d .. "/nginx.conf"
+        local port = start_on_free_port(function(p)
+            write_file(conf, NGINX_CONF:format(d, d, d, d, d, d, d, p, " ssl", d,
+                "        ssl_protocols TLSv1.2 TLSv1.3;\n        ssl_certificate " .. cert .. ";\n"
+                .. "        ssl_certificate_key " .. key .. ";"))
+            return "nginx -e " .. shq(d .. "/error.log") .. " -p " .. shq(d) .. " -c " .. shq(conf)
+        end, d .. "/nginx.out")
+        local rc, runs, out = run({ over_tls(d, "scenarios/custom/http_get.lua", port, cert),
+            "--quick" })
+        assert.are.equal(0, rc, out .. (read_file(d .. "/error.log") or ""))
+        assert_all_ok(runs, 2, out)
+        for _, r in ipairs(runs) do
+            assert.are.equal("tls", r.case.protocol)
             local per = r.payload_mib_per_s * 1048576 * r.measured_s / r.completed
             assert.is_true(per > 1024 + 100 and per < 1024 + 400, "bytes per response " .. per)
         end
