@@ -16,14 +16,14 @@ static int want_events(const ab_sockio_t *io) {
   return ev;
 }
 
-static void on_poll(uv_poll_t *h, int status, int events);
+static void on_poll(ab_reactor_watch_t *w, int status, int events);
 
-/* Registers the events the state calls for; uv_poll_start re-arms the
+/* Registers the events the state calls for; starting a watch re-arms the
  * descriptor, so it runs only when they change (short writes). */
 static int rearm(ab_sockio_t *io) {
   int ev = want_events(io);
   if (ev == io->events || io->failed) return 0;
-  int r = uv_poll_start(&io->poll, ev, on_poll);
+  int r = ab_reactor_watch_start(&io->watch, ev, on_poll);
   if (r < 0) return r;
   io->events = ev;
   return 0;
@@ -32,7 +32,7 @@ static int rearm(ab_sockio_t *io) {
 static void fail(ab_sockio_t *io, int err) {
   if (io->failed) return;
   io->failed = 1;
-  uv_poll_stop(&io->poll);
+  ab_reactor_watch_stop(&io->watch);
   io->events = 0;
   if (io->on_error) io->on_error(io, err);
 }
@@ -94,14 +94,14 @@ static void on_socket_error(ab_sockio_t *io, int status) {
   fail(io, io->wdead);
 }
 
-static void on_poll(uv_poll_t *h, int status, int events) {
-  ab_sockio_t *io = h->data;
+static void on_poll(ab_reactor_watch_t *w, int status, int events) {
+  ab_sockio_t *io = w->data;
   if (io->failed) return;
   if (status < 0) {
     on_socket_error(io, status);
     return;
   }
-  if (events & UV_WRITABLE) {
+  if (events & AB_REACTOR_WRITABLE) {
     int r = flush(io);
     if (r < 0) {
       fail(io, r);
@@ -112,7 +112,7 @@ static void on_poll(uv_poll_t *h, int status, int events) {
       if (io->failed) return;
     }
   }
-  if ((events & UV_READABLE) && (io->events & UV_READABLE)) io->on_readable(io);
+  if ((events & AB_REACTOR_READABLE) && (io->events & AB_REACTOR_READABLE)) io->on_readable(io);
 }
 
 int ab_sockio_start(ab_sockio_t *io, uv_loop_t *loop, uv_tcp_t *tcp, int pause_reads,
@@ -125,9 +125,9 @@ int ab_sockio_start(ab_sockio_t *io, uv_loop_t *loop, uv_tcp_t *tcp, int pause_r
   io->pause_reads = pause_reads;
   io->on_readable = on_readable;
   io->on_error = on_error;
-  r = uv_poll_init(loop, &io->poll, fd);
+  r = ab_reactor_watch_init(&io->watch, loop, fd);
   if (r < 0) return r;
-  io->poll.data = io;
+  io->watch.data = io;
   io->started = 1;
   return rearm(io);
 }
@@ -252,7 +252,7 @@ void ab_sockio_close(ab_sockio_t *io) {
   if (!io->started) return;
   io->started = 0;
   io->failed = 1;
-  uv_close((uv_handle_t *)&io->poll, NULL);
+  ab_reactor_watch_close(&io->watch);
 }
 
 void ab_sockio_free(ab_sockio_t *io) {

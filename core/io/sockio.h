@@ -1,6 +1,7 @@
 /* sockio.h -- a connected TCP socket driven straight from the loop.
  *
- * The plain-tcp callback path does its own socket IO: a uv_poll_t watches
+ * The plain-tcp callback path does its own socket IO: a reactor watch
+ * (reactor.h; on libuv a uv_poll_t) watches
  * the descriptor of the connection's uv_tcp_t (which libuv itself no longer
  * watches once connect/accept is done), and bytes move with recv(2) and
  * send(2, MSG_NOSIGNAL).  libuv's stream reads and writes use read(2) and
@@ -38,6 +39,8 @@
 
 #include <uv.h>
 
+#include "io/reactor.h"
+
 typedef struct ab_sockio_s ab_sockio_t;
 /* The socket is readable (or has hung up: recv then says so). */
 typedef void (*ab_sockio_read_cb)(ab_sockio_t *io);
@@ -63,7 +66,7 @@ struct ab_sockio_s {
   ab_sockio_read_cb on_readable;
   ab_sockio_error_cb on_error;
   ab_sockio_drained_cb on_drained; /* optional: set it after start */
-  uv_poll_t poll;  /* last: the fields above are the per-message ones */
+  ab_reactor_watch_t watch; /* last: the fields above are the per-message ones */
 };
 
 /* Starts watching tcp's descriptor for reading.  Returns 0 or a libuv
