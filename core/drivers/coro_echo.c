@@ -257,7 +257,7 @@ static void client_main(void *arg) {
   }
 }
 
-static void client_exit(ab_task_t *t, void *arg) {
+static void client_task_exit(ab_task_t *t, void *arg) {
   ab__client_t *c = arg;
   (void)t;
   c->task = NULL;
@@ -278,7 +278,7 @@ void ab__co_client_start(ab__client_t *c) {
     if (c->tcp.data) ab__client_close(c);
     return;
   }
-  ab_task_on_exit(c->task, client_exit, c);
+  ab_task_on_exit(c->task, client_task_exit, c);
   ab_task_start(c->task);
 }
 
@@ -433,7 +433,7 @@ done:
   if (!s->closing) ab__sconn_close(s);
 }
 
-static void server_exit(ab_task_t *t, void *arg) {
+static void server_task_exit(ab_task_t *t, void *arg) {
   ab__sconn_t *s = arg;
   (void)t;
   s->task = NULL;
@@ -450,7 +450,7 @@ void ab__co_server_accept(ab__sconn_t *s) {
     return;
   }
   s->ly.state = AB__LY_READY;
-  ab_task_on_exit(s->task, server_exit, s);
+  ab_task_on_exit(s->task, server_task_exit, s);
   ab_task_start(s->task);
 }
 

@@ -83,7 +83,7 @@ static void client_on_error(ab_conn_t *conn, int err) {
   report_connected(k->c);
 }
 
-static void c_exit(ab_task_t *t, void *arg) {
+static void client_task_exit(ab_task_t *t, void *arg) {
   ab__lx_conn_t *k = arg;
   if (k->c->task == t) k->c->task = NULL;
   ab__client_close(k->c); /* the client function returned: done with it */
@@ -97,7 +97,7 @@ static void start_client(ab__lx_conn_t *k) {
     return;
   }
   k->c->task = k->task; /* a reply timeout fails the client: the engine cancels it */
-  ab_task_on_exit(k->task, c_exit, k);
+  ab_task_on_exit(k->task, client_task_exit, k);
   ab_task_start(k->task);
 }
 
@@ -243,7 +243,7 @@ static const ab_conn_cbs_t server_cbs = {
     .on_error = server_on_error,
 };
 
-static void s_exit(ab_task_t *t, void *arg) {
+static void server_task_exit(ab_task_t *t, void *arg) {
   ab__lx_conn_t *k = arg;
   if (k->s->task == t) k->s->task = NULL;
   if (!k->s->closing) ab__sconn_close(k->s);
@@ -288,7 +288,7 @@ void ab__lx_server_accept(ab__sconn_t *s) {
     return;
   }
   s->task = k->task;
-  ab_task_on_exit(k->task, s_exit, k);
+  ab_task_on_exit(k->task, server_task_exit, k);
   r = ab_conn_start(&s->conn, &l->loop, &s->tcp, 0,
                     (ab_sockio_kept_t){&s->rbuf, &s->rcap, &s->rlen}, &server_cbs);
   if (r < 0) k->err = r; /* the function sees it at its first receive */
