@@ -1,5 +1,9 @@
 /* outbuf.h -- a connection's outgoing bytes, double-buffered over libuv.
  *
+ * Connections (io/conn.h) use it only as a growing byte buffer (reserve,
+ * commit, append: where codecs write): their bytes reach the socket
+ * through sockio, not through the libuv stream half below.
+ *
  * Bytes are appended to the active buffer; ab_outbuf_flush() hands them to
  * the socket with uv_try_write() and, for what the kernel did not take,
  * starts one uv_write() and switches appends to the other buffer.  When that

@@ -369,6 +369,8 @@ int ab_proc_spawn_wait(const char *const *argv, const ab_proc_opts_t *opts,
     res->pid = r->proc.pid;
     for (int i = 0; i < r->npipes; i++) {
       r->pipe_open[i] = 1;
+      /* a child's stdout/stderr pipe, not a connection socket (those go
+       * through io/conn.h) */
       uv_read_start((uv_stream_t *)&r->pipe[i], alloc_cb, read_cb);
     }
     if (opts != NULL && opts->timeout_s > 0) {

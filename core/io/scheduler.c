@@ -393,6 +393,8 @@ int ab_task_read(uv_stream_t *s, uint8_t *buf, size_t cap, size_t *got) {
   t->rd_cap = cap;
   t->rd_got = got;
   s->data = t;
+  /* a generic stream read (pipes, tests): benchmark connections read
+   * through io/conn.h, never here */
   rc = uv_read_start(s, read_alloc, read_cb);
   if (rc != 0) {
     s->data = t->rd_saved_data;

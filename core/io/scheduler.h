@@ -175,7 +175,10 @@ int ab_task_result(const ab_task_t *t);
  * the task ends. */
 int ab_task_sleep(double s);
 
-/* One read: starts reading s into buf (cap > 0 bytes), takes the first
+/* Stream helpers for any uv_stream_t (pipes, tests).  The benchmark's
+ * connections do not use them: their bytes go through io/conn.h.
+ *
+ * One read: starts reading s into buf (cap > 0 bytes), takes the first
  * chunk libuv delivers, stops reading and returns 0 with *got = its size
  * (1..cap).  AB_ECLOSED at end of stream, AB_EINTR, or a libuv error
  * (UV_ECONNRESET, UV_EALREADY if something else is reading s, ...). */
