@@ -155,7 +155,7 @@ static int client_open(ab__client_t *c) {
   c->ly.t_connected = now;
   r = ab__conn_setup(l, &c->conn, 1, 1);
   c->conn.data = c;
-  if (r == 0) r = ab_conn_start(&c->conn, &l->loop, &c->tcp, 0,
+  if (r == 0) r = ab_conn_start(&c->conn, &l->d->reactor, &c->tcp, 0,
                                 (ab_sockio_kept_t){&c->rbuf, &c->rcap, &c->rlen}, &client_cbs);
   if (r < 0) {
     client_setup_failed(c, r, "connection setup", ab_conn_error_text(&c->conn));
@@ -323,7 +323,7 @@ static void server_main(void *arg) {
   ab__engine_t *eng = l->eng;
   const ab_codec_vt_t *vt = eng->dc->codec_vt;
   ab_outbuf_t *out = ab_conn_out(&s->conn);
-  int r = ab_conn_start(&s->conn, &l->loop, &s->tcp, 1,
+  int r = ab_conn_start(&s->conn, &l->d->reactor, &s->tcp, 1,
                         (ab_sockio_kept_t){&s->rbuf, &s->rcap, &s->rlen}, &server_cbs);
   if (r < 0) goto done;
   while (!s->conn.ready) {

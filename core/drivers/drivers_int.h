@@ -37,6 +37,7 @@ struct ab__sconn_s {
 /* The drivers' part of a loop (ab__loop_t.d): sockets and buffers of the
  * row that runs it; made in loop_open, freed in loop_close. */
 struct ab__dloop_s {
+  ab_reactor_t reactor;         /* socket readiness for the loop's conns */
   uv_tcp_t listener;            /* stream rows, when the role serves */
   int listening;
   uv_udp_t userver;             /* udp: the one server socket of this loop */

@@ -24,7 +24,10 @@ static void close_noop(uv_handle_t *h) { (void)h; }
 
 static int dloop_new(ab__loop_t *l) {
   l->d = calloc(1, sizeof(*l->d));
-  return l->d ? 0 : AB_ENOMEM;
+  if (l->d == NULL) return AB_ENOMEM;
+  /* the loop's connections watch their sockets through this */
+  ab_reactor_uv_init(&l->d->reactor, &l->loop);
+  return 0;
 }
 
 /* After the loop ended: its server connections are closed, free them. */

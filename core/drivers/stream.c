@@ -314,7 +314,7 @@ static void client_connected(uv_connect_t *req, int status) {
   }
   c->conn.data = c;
   c->ly.state = AB__LY_HS_TLS;
-  r = ab_conn_start(&c->conn, &l->loop, &c->tcp, 0, client_in(c), &client_cbs);
+  r = ab_conn_start(&c->conn, &l->d->reactor, &c->tcp, 0, client_in(c), &client_cbs);
   if (r < 0) {
     if (r == AB_EPROTO) handshake_failed(c, r, "TLS handshake", ab_conn_error_text(&c->conn));
     else handshake_failed(c, r, "read start", NULL);
@@ -529,6 +529,6 @@ void ab__sserver_accept(ab__sconn_t *s) {
     return;
   }
   s->ly.state = AB__LY_HS_TLS;
-  r = ab_conn_start(&s->conn, &l->loop, &s->tcp, 1, sconn_in(s), &server_cbs);
+  r = ab_conn_start(&s->conn, &l->d->reactor, &s->tcp, 1, sconn_in(s), &server_cbs);
   if (r < 0) ab__sconn_error(s, r, "read start");
 }

@@ -181,7 +181,7 @@ static void on_connect(uv_connect_t *req, int status) {
   } else {
     c->alive = 1;
     c->loop->ready_clients++;
-    int r = ab_sockio_start(&c->conn.io, &l->loop, &c->tcp, 0, on_readable, on_io_error);
+    int r = ab_sockio_start(&c->conn.io, &l->d->reactor, &c->tcp, 0, on_readable, on_io_error);
     if (r < 0) ab__client_fail(c, r, "read start");
   }
   ab__loop_connect_done(l);

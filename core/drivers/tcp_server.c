@@ -263,7 +263,7 @@ static void on_connection(uv_stream_t *server, int status) {
 }
 
 void ab__server_accept_plain(ab__sconn_t *s) {
-  int r = ab_sockio_start(&s->conn.io, &s->loop->loop, &s->tcp, 1, on_sreadable, on_sio_error);
+  int r = ab_sockio_start(&s->conn.io, &s->loop->d->reactor, &s->tcp, 1, on_sreadable, on_sio_error);
   if (r < 0) ab__sconn_error(s, r, "read start");
   else s->conn.io.on_drained = on_sdrained;
 }

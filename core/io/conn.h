@@ -92,7 +92,7 @@ static inline ab_outbuf_t *ab_conn_out(ab_conn_t *c) { return &c->plain; }
  * sockio.h (servers).  A TLS client writes its ClientHello now.  on_ready
  * runs before this returns when there is no TLS.  0 or an error (nothing
  * was called back then). */
-int ab_conn_start(ab_conn_t *c, uv_loop_t *loop, uv_tcp_t *tcp, int pause_reads,
+int ab_conn_start(ab_conn_t *c, ab_reactor_t *reactor, uv_tcp_t *tcp, int pause_reads,
                   ab_sockio_kept_t in, const ab_conn_cbs_t *cbs);
 
 /* One socket read; the plaintext it yields is appended to `in` (its buffer

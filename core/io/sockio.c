@@ -23,7 +23,7 @@ static void on_poll(ab_reactor_watch_t *w, int status, int events);
 static int rearm(ab_sockio_t *io) {
   int ev = want_events(io);
   if (ev == io->events || io->failed) return 0;
-  int r = ab_reactor_watch_start(&io->watch, ev, on_poll);
+  int r = ab_reactor_watch_start(&io->watch, ev);
   if (r < 0) return r;
   io->events = ev;
   return 0;
@@ -115,7 +115,7 @@ static void on_poll(ab_reactor_watch_t *w, int status, int events) {
   if ((events & AB_REACTOR_READABLE) && (io->events & AB_REACTOR_READABLE)) io->on_readable(io);
 }
 
-int ab_sockio_start(ab_sockio_t *io, uv_loop_t *loop, uv_tcp_t *tcp, int pause_reads,
+int ab_sockio_start(ab_sockio_t *io, ab_reactor_t *reactor, uv_tcp_t *tcp, int pause_reads,
                     ab_sockio_read_cb on_readable, ab_sockio_error_cb on_error) {
   uv_os_fd_t fd;
   int r = uv_fileno((const uv_handle_t *)tcp, &fd);
@@ -125,7 +125,7 @@ int ab_sockio_start(ab_sockio_t *io, uv_loop_t *loop, uv_tcp_t *tcp, int pause_r
   io->pause_reads = pause_reads;
   io->on_readable = on_readable;
   io->on_error = on_error;
-  r = ab_reactor_watch_init(&io->watch, loop, fd);
+  r = ab_reactor_watch_init(reactor, &io->watch, fd, on_poll);
   if (r < 0) return r;
   io->watch.data = io;
   io->started = 1;

@@ -69,9 +69,9 @@ struct ab_sockio_s {
   ab_reactor_watch_t watch; /* last: the fields above are the per-message ones */
 };
 
-/* Starts watching tcp's descriptor for reading.  Returns 0 or a libuv
+/* Starts watching tcp's descriptor for reading on `reactor` (the loop's).  Returns 0 or a libuv
  * error. */
-int ab_sockio_start(ab_sockio_t *io, uv_loop_t *loop, uv_tcp_t *tcp,
+int ab_sockio_start(ab_sockio_t *io, ab_reactor_t *reactor, uv_tcp_t *tcp,
                     int pause_reads, ab_sockio_read_cb on_readable,
                     ab_sockio_error_cb on_error);
 

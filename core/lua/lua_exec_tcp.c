@@ -138,7 +138,7 @@ static void on_connect(uv_connect_t *req, int status) {
   int r = ab__conn_setup(l, &c->conn, 1, 0);
   c->conn.data = k;
   if (r == 0)
-    r = ab_conn_start(&c->conn, &l->loop, &c->tcp, 0,
+    r = ab_conn_start(&c->conn, &l->d->reactor, &c->tcp, 0,
                       (ab_sockio_kept_t){&c->rbuf, &c->rcap, &c->rlen}, &client_cbs);
   if (r < 0) {
     /* alive for the failure to be counted like any other */
@@ -289,7 +289,7 @@ void ab__lx_server_accept(ab__sconn_t *s) {
   }
   s->task = k->task;
   ab_task_on_exit(k->task, server_task_exit, k);
-  r = ab_conn_start(&s->conn, &l->loop, &s->tcp, 0,
+  r = ab_conn_start(&s->conn, &l->d->reactor, &s->tcp, 0,
                     (ab_sockio_kept_t){&s->rbuf, &s->rcap, &s->rlen}, &server_cbs);
   if (r < 0) k->err = r; /* the function sees it at its first receive */
   ab_task_start(k->task);

@@ -19,6 +19,7 @@
 #include "test/ab_test.h"
 
 static uv_loop_t loop;
+static ab_reactor_t reactor;
 
 static void tcp_pair(int *a, int *b) {
   int l = socket(AF_INET, SOCK_STREAM, 0);
@@ -91,7 +92,7 @@ static void side_start(side_t *s, int fd, ab_tls_ctx_t *ctx, int is_client, uint
   ab_conn_init(&s->conn, tls, scratch);
   s->conn.data = s;
   s->is_server = !is_client;
-  CHECK(ab_conn_start(&s->conn, &loop, &s->tcp, !is_client,
+  CHECK(ab_conn_start(&s->conn, &reactor, &s->tcp, !is_client,
                       (ab_sockio_kept_t){&s->rbuf, &s->rcap, &s->rlen}, &cbs) == 0);
 }
 
@@ -165,6 +166,7 @@ static void untrusted_case(ab_tls_ctx_t *sctx, ab_tls_ctx_t *other) {
 
 int main(void) {
   CHECK(uv_loop_init(&loop) == 0);
+  ab_reactor_uv_init(&reactor, &loop);
   ab_tls_ctx_t *sctx = NULL, *cctx = NULL, *sctx2 = NULL, *other = NULL;
   CHECK(ab_tls_server_ctx_new(NULL, &sctx) == 0);
   CHECK(ab_tls_client_ctx_new(NULL, ab_tls_ctx_cert_pem(sctx), &cctx) == 0);

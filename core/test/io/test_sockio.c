@@ -18,6 +18,7 @@
 #include "test/ab_test.h"
 
 static uv_loop_t loop;
+static ab_reactor_t reactor;
 
 /* A connected loopback pair: *a (for the sockio) and *b (the peer). */
 static void tcp_pair(int *a, int *b) {
@@ -83,7 +84,7 @@ static void start_side(side_t *s, int fd, int pause) {
   memset(s, 0, sizeof(*s));
   CHECK(uv_tcp_init(&loop, &s->tcp) == 0);
   CHECK(uv_tcp_open(&s->tcp, fd) == 0);
-  CHECK(ab_sockio_start(&s->io, &loop, &s->tcp, pause, on_readable, on_error) == 0);
+  CHECK(ab_sockio_start(&s->io, &reactor, &s->tcp, pause, on_readable, on_error) == 0);
 }
 
 static void close_side(side_t *s) {
@@ -331,6 +332,7 @@ static void test_reserve_commit(void) {
 
 int main(void) {
   CHECK(uv_loop_init(&loop) == 0);
+  ab_reactor_uv_init(&reactor, &loop);
   test_pending(1);
   test_pending(0);
   test_eof();
