@@ -257,6 +257,8 @@ return {
         assert_all_ok(runs, 2, out)
         for _, r in ipairs(runs) do
             assert.are.equal("tls", r.case.protocol)
+            assert.are.equal("table", type(r.errors))
+            assert.is_nil(next(r.errors), "errors: " .. cjson.encode(r.errors))
             assert.is_true(math.abs(r.payload_mib_per_s * 1048576 * r.measured_s
                 - 64 * r.completed) < 1)
         end
@@ -286,6 +288,8 @@ return {
         assert_all_ok(runs, 5, out)
         for _, r in ipairs(runs) do
             assert.are.equal("tls", r.case.protocol)
+            assert.are.equal("table", type(r.errors))
+            assert.is_nil(next(r.errors), "errors: " .. cjson.encode(r.errors))
             if r.case.payload == 16 then
                 assert.is_true(math.abs(r.payload_mib_per_s * 1048576 * r.measured_s
                     - 7 * r.completed) < 1)
@@ -312,6 +316,8 @@ return {
         assert_all_ok(runs, 2, out)
         for _, r in ipairs(runs) do
             assert.are.equal("tls", r.case.protocol)
+            assert.are.equal("table", type(r.errors))
+            assert.is_nil(next(r.errors), "errors: " .. cjson.encode(r.errors))
             local per = r.payload_mib_per_s * 1048576 * r.measured_s / r.completed
             assert.is_true(per > 1024 + 100 and per < 1024 + 400, "bytes per response " .. per)
         end
