@@ -80,7 +80,7 @@ static int co_recv(ab_conn_t *conn, int *got) {
 /* ---- client ------------------------------------------------------------- */
 
 static void client_on_readable(ab_conn_t *conn) {
-  ab__client_t *c = conn->data;
+  ab__dclient_t *c = conn->data;
   int got = 0;
   int r = co_recv(conn, &got);
   if (got) c->co_now = ab_now_ns();
@@ -89,12 +89,12 @@ static void client_on_readable(ab_conn_t *conn) {
 }
 
 static void client_on_ready(ab_conn_t *conn) {
-  ab__client_t *c = conn->data;
+  ab__dclient_t *c = conn->data;
   wake(c->task, &c->co_waiting);
 }
 
 static void client_on_error(ab_conn_t *conn, int err) {
-  ab__client_t *c = conn->data;
+  ab__dclient_t *c = conn->data;
   c->co_err = err == UV_EOF ? AB_ECLOSED : err;
   wake(c->task, &c->co_waiting);
 }
@@ -105,24 +105,24 @@ static const ab_conn_cbs_t client_cbs = {
     .on_error = client_on_error,
 };
 
-static void client_setup_failed(ab__client_t *c, int code, const char *what, const char *detail) {
+static void client_setup_failed(ab__dclient_t *c, int code, const char *what, const char *detail) {
   char msg[256];
-  snprintf(msg, sizeof(msg), "connection %u: %s: %s (%s)", c->id, what,
+  snprintf(msg, sizeof(msg), "connection %u: %s: %s (%s)", c->h.id, what,
            detail && detail[0] ? detail : ab_strerror(code), ab_err_name(code));
-  ab__loop_error(c->loop, code, msg);
-  c->alive = 0;
+  ab__loop_error(c->h.loop, code, msg);
+  c->h.alive = 0;
   ab__client_reported(c);
 }
 
 /* Builds and writes as many messages as the window allows.  0 or error. */
-static int client_send(ab__client_t *c) {
-  ab__loop_t *l = c->loop;
+static int client_send(ab__dclient_t *c) {
+  ab__loop_t *l = c->h.loop;
   const ab_case_cfg_t *cfg = l->eng->cfg;
   const ab_codec_vt_t *vt = l->eng->dc->codec_vt;
   ab_codec_t *codec = c->conn.codec;
   ab__win_grant_t g;
   /* the clock of the last read is recent enough for the phase gate */
-  if (ab__win_grant(c, c->co_now, &g) == 0) return 0;
+  if (ab__win_grant(&c->h, c->co_now, &g) == 0) return 0;
   uint32_t n = g.n;
   uint8_t phase = g.phase;
   size_t most = (size_t)n * (vt->max_overhead + cfg->payload);
@@ -132,18 +132,18 @@ static int client_send(ab__client_t *c) {
   for (uint32_t i = 0; i < n; i++) {
     uint8_t *m = c->sbuf + total;
     size_t hdr = vt->client_begin(codec, m, cfg->payload);
-    ab_msg_fill(m + hdr, cfg->payload, phase, c->id, seq + i);
+    ab_msg_fill(m + hdr, cfg->payload, phase, c->h.id, seq + i);
     total += hdr + cfg->payload +
              vt->client_end(codec, m + hdr, cfg->payload, m + hdr + cfg->payload);
   }
-  if (ab__win_stamp(c, &g, n, ab_now_ns()) == 0) return 0; /* built too late: never sent */
+  if (ab__win_stamp(&c->h, &g, n, ab_now_ns()) == 0) return 0; /* built too late: never sent */
   return ab_conn_send(&c->conn, c->sbuf, total);
 }
 
 /* Connect and handshakes: before warm-up, timed apart.  0, or -1 after
  * reporting the failure. */
-static int client_open(ab__client_t *c) {
-  ab__loop_t *l = c->loop;
+static int client_open(ab__dclient_t *c) {
+  ab__loop_t *l = c->h.loop;
   ab__engine_t *eng = l->eng;
   int r = ab_task_connect(&c->tcp, (const struct sockaddr *)&l->connect_addr);
   uint64_t now = ab_now_ns();
@@ -199,21 +199,21 @@ static int client_open(ab__client_t *c) {
     }
   }
   c->ly.state = AB__LY_READY;
-  c->alive = 1;
-  c->loop->ready_clients++;
+  c->h.alive = 1;
+  c->h.loop->ready_clients++;
   if (eng->dc->use_tls || eng->dc->use_ws) ab_hist_record(&l->handshake, ab_now_ns() - c->ly.t_connected);
   ab__client_reported(c);
   return 0;
 }
 
 static void client_main(void *arg) {
-  ab__client_t *c = arg;
-  ab__loop_t *l = c->loop;
+  ab__dclient_t *c = arg;
+  ab__loop_t *l = c->h.loop;
   const ab_codec_vt_t *vt = l->eng->dc->codec_vt;
   int r;
   if (client_open(c) < 0) return;
   for (;;) {
-    if (!c->alive) return;
+    if (!c->h.alive) return;
     if ((r = client_send(c)) < 0) {
       ab__client_fail(c, r, "write");
       return;
@@ -253,18 +253,18 @@ static void client_main(void *arg) {
       return;
     }
     if (wait_event(&c->co_waiting) < 0) return; /* cancelled */
-    if (!c->alive) return;
+    if (!c->h.alive) return;
   }
 }
 
 static void client_task_exit(ab_task_t *t, void *arg) {
-  ab__client_t *c = arg;
+  ab__dclient_t *c = arg;
   (void)t;
   c->task = NULL;
 }
 
-void ab__co_client_start(ab__client_t *c) {
-  ab__loop_t *l = c->loop;
+void ab__co_client_start(ab__dclient_t *c) {
+  ab__loop_t *l = c->h.loop;
   int r = uv_tcp_init(&l->loop, &c->tcp);
   if (r == 0) {
     c->tcp.data = c;
@@ -282,7 +282,7 @@ void ab__co_client_start(ab__client_t *c) {
   ab_task_start(c->task);
 }
 
-void ab__co_client_wake(ab__client_t *c) { wake(c->task, &c->co_waiting); }
+void ab__co_client_wake(ab__dclient_t *c) { wake(c->task, &c->co_waiting); }
 
 /* ---- server ------------------------------------------------------------- */
 

@@ -9,6 +9,71 @@
 #define AB_DRIVERS_INT_H
 
 #include "engine/engine_int.h"
+#include "base/outbuf.h"
+#include "io/conn.h"
+#include "io/scheduler.h"
+#include "io/sockio.h"
+#include "proto/codec.h"
+#include "proto/tls.h"
+#include "proto/ws.h"
+
+/* What a tls/ws/wss/http/https connection adds above its ab_conn_t (which
+ * holds the socket IO, the TLS transform and the codec, io/conn.h): the
+ * WebSocket upgrade and the client's handshake bookkeeping. */
+enum { AB__LY_HS_TLS = 1, AB__LY_HS_WS, AB__LY_READY };
+
+typedef struct {
+  int state;                    /* AB__LY_HS_TLS .. AB__LY_READY */
+  ab_ws_hs_t *ws_hs;            /* during the WebSocket upgrade */
+  uint64_t t_connected;         /* TCP connect done (client) */
+  int reported;                 /* counted towards the CONNECTED stage */
+} ab__layers_t;
+
+/* Plain tcp, callback: every recv of a connection with no partial frame
+ * kept lands in the loop's io_rx, and a client batch that fits is built in
+ * io_tx, so the bytes the kernel copies stay in a few hot cache lines
+ * whatever the connection count.  Frames larger than AB__IO_SHARED_MAX are
+ * read into the connection's own buffer. */
+#define AB__IO_RX ((size_t)256 << 10)
+#define AB__IO_TX ((size_t)256 << 10)
+#define AB__IO_SHARED_MAX ((size_t)64 << 10)
+/* A server connection whose requests wait for the shared:N work pool holds
+ * its reads past this many bytes, until the pool catches up: a client that
+ * sends faster than the pool works is pushed back instead of buffered. */
+#define AB__HOLD_BYTES ((size_t)4 << 20)
+
+/* A client connection, as every driver row (and the Lua driver) keeps it:
+ * the engine's header first (engine_int.h; the engine allocates
+ * sizeof(ab__dclient_t) per client from ab_driver_t.client_size), then the
+ * socket and protocol state.  The libuv handle's data points at the
+ * whole. */
+typedef struct ab__dclient_s {
+  ab__client_t h;               /* first: AB__DC() casts between the two */
+  uint8_t *rbuf;
+  size_t rcap, rlen;
+  ab_conn_t conn;               /* the socket's IO [+ TLS] [+ codec]; plain
+                                   tcp, callback, uses conn.io alone */
+  union {
+    uv_tcp_t tcp;
+    uv_udp_t udp;
+  };
+  uv_connect_t creq;
+  uint64_t connect_start_ns;
+  ab__layers_t ly;              /* layered protocols only */
+  /* execution = coroutine (coro_echo.c) */
+  ab_task_t *task;
+  int co_waiting, co_err;
+  uint64_t co_now;              /* clock at the last read */
+  uint8_t *sbuf;                /* request batch */
+  size_t scap;
+  /* udp only */
+  uint8_t *dgram;               /* one datagram being built */
+} ab__dclient_t;
+
+/* The driver's client behind the engine's header (a cast: free). */
+#define AB__DC(hc) ((ab__dclient_t *)(void *)(hc))
+/* Client i of loop l, as the drivers see it. */
+#define AB__DCLIENT(l, i) AB__DC(ab__loop_client((l), (i)))
 
 /* A server connection (accepted by tcp_server.c, served by the row's
  * accept entry). */
@@ -69,13 +134,13 @@ int ab__transport_open(ab__engine_t *eng, char *err, size_t errlen);
 void ab__transport_close(ab__engine_t *eng, ab_result_t *out);
 
 /* A whole reply payload: checks every byte and completes it (stream.c). */
-int ab__client_reply(ab__client_t *c, const ab_msgview_t *msg, uint64_t now);
+int ab__client_reply(ab__dclient_t *c, const ab_msgview_t *msg, uint64_t now);
 
 /* tcp_client.c: callback tcp client */
-void ab__client_connect(ab__client_t *c, const struct sockaddr *addr);
-void ab__client_pump(ab__client_t *c);
-void ab__client_fail(ab__client_t *c, int code, const char *what);
-void ab__client_close(ab__client_t *c);
+void ab__client_connect(ab__dclient_t *c, const struct sockaddr *addr);
+void ab__client_pump(ab__dclient_t *c);
+void ab__client_fail(ab__dclient_t *c, int code, const char *what);
+void ab__client_close(ab__dclient_t *c);
 void ab__client_on_closed(uv_handle_t *h);
 
 /* A server connection's read failed: an orderly EOF or, in server role, a
@@ -95,8 +160,8 @@ void ab__server_accept_plain(ab__sconn_t *s);
 void ab__server_close_all(ab__loop_t *l);
 
 /* stream.c: layered protocols */
-void ab__sclient_connect(ab__client_t *c, const struct sockaddr *addr);
-void ab__sclient_pump(ab__client_t *c);
+void ab__sclient_connect(ab__dclient_t *c, const struct sockaddr *addr);
+void ab__sclient_pump(ab__dclient_t *c);
 void ab__sserver_accept(ab__sconn_t *s);
 void ab__sserver_release(ab__sconn_t *s, uint64_t n);
 void ab__layers_free(ab__layers_t *ly);
@@ -105,7 +170,7 @@ void ab__layers_free(ab__layers_t *ly);
 void ab__consume(uint8_t *buf, size_t *len, size_t used);
 /* A client's connect (and handshakes) finished, well or not: reports it to
  * the engine once (ab__loop_connect_done). */
-void ab__client_reported(ab__client_t *c);
+void ab__client_reported(ab__dclient_t *c);
 /* Sets up a connection's ab_conn_t for the case's protocol: its TLS
  * connection (client or server side) when the protocol has TLS, and, with
  * `codec` set, the protocol's codec (a client's knows the peer's host).
@@ -115,15 +180,15 @@ int ab__conn_setup(ab__loop_t *l, ab_conn_t *conn, int is_client, int codec);
 void ab__conn_fold_stats(ab__loop_t *l, const ab_conn_t *conn);
 
 /* coro_echo.c: execution = coroutine */
-void ab__co_client_start(ab__client_t *c);
-void ab__co_client_wake(ab__client_t *c);
+void ab__co_client_start(ab__dclient_t *c);
+void ab__co_client_wake(ab__dclient_t *c);
 void ab__co_server_accept(ab__sconn_t *s);
 void ab__co_job_done(ab__sconn_t *s);
 
 /* udp.c */
 int ab__udp_server_open(ab__loop_t *l);
-void ab__udp_client_open(ab__client_t *c, const struct sockaddr *addr);
-void ab__udp_pump(ab__client_t *c);
+void ab__udp_client_open(ab__dclient_t *c, const struct sockaddr *addr);
+void ab__udp_pump(ab__dclient_t *c);
 void ab__udp_free(ab__loop_t *l);
 
 

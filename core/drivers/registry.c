@@ -61,13 +61,14 @@ static void stream_loop_close(ab__loop_t *l) {
 }
 
 static void stream_stop(ab__loop_t *l) {
-  for (uint32_t i = 0; i < l->nclients; i++) ab__client_close(&l->clients[i]);
+  for (uint32_t i = 0; i < l->nclients; i++) ab__client_close(AB__DCLIENT(l, i));
   ab__server_close_all(l);
   if (l->d->listening) uv_close((uv_handle_t *)&l->d->listener, close_noop);
 }
 
-static void stream_start(ab__client_t *c) {
-  ab__sclient_connect(c, (const struct sockaddr *)&c->loop->connect_addr);
+static void stream_start(ab__client_t *hc) {
+  ab__dclient_t *c = AB__DC(hc);
+  ab__sclient_connect(c, (const struct sockaddr *)&c->h.loop->connect_addr);
 }
 
 static void stream_work_done(ab__sconn_t *s) { ab__sserver_release(s, 1); }
@@ -91,8 +92,9 @@ static void tcp_loop_close(ab__loop_t *l) {
   stream_loop_close(l);
 }
 
-static void tcp_start(ab__client_t *c) {
-  ab__client_connect(c, (const struct sockaddr *)&c->loop->connect_addr);
+static void tcp_start(ab__client_t *hc) {
+  ab__dclient_t *c = AB__DC(hc);
+  ab__client_connect(c, (const struct sockaddr *)&c->h.loop->connect_addr);
 }
 
 static void tcp_work_done(ab__sconn_t *s) { ab__server_work_returned(s, 1); }
@@ -130,77 +132,94 @@ static int udp_loop_open(ab__loop_t *l, char *err, size_t errlen) {
 
 static void udp_loop_close(ab__loop_t *l) {
   for (uint32_t i = 0; i < l->nclients; i++) {
-    free(l->clients[i].dgram);
-    l->clients[i].dgram = NULL;
+    free(AB__DCLIENT(l, i)->dgram);
+    AB__DCLIENT(l, i)->dgram = NULL;
   }
   if (l->d) ab__udp_free(l);
   dloop_free(l);
 }
 
 /* a datagram socket is ready as soon as it is open */
-static void udp_start(ab__client_t *c) {
-  ab__udp_client_open(c, (const struct sockaddr *)&c->loop->connect_addr);
-  ab__loop_connect_done(c->loop);
+static void udp_start(ab__client_t *hc) {
+  ab__dclient_t *c = AB__DC(hc);
+  ab__udp_client_open(c, (const struct sockaddr *)&c->h.loop->connect_addr);
+  ab__loop_connect_done(c->h.loop);
 }
 
 static void udp_stop(ab__loop_t *l) {
-  for (uint32_t i = 0; i < l->nclients; i++) ab__client_close(&l->clients[i]);
+  for (uint32_t i = 0; i < l->nclients; i++) ab__client_close(AB__DCLIENT(l, i));
   if (l->d->listening) uv_close((uv_handle_t *)&l->d->userver, close_noop);
 }
 
 /* ---- the rows ----------------------------------------------------------- */
 
+/* The engine passes its client header; these are the drivers' clients
+ * (AB__DC is a cast).  Called per phase or per connection, not per
+ * message. */
+static void tcp_wake(ab__client_t *c) { ab__client_pump(AB__DC(c)); }
+static void stream_wake(ab__client_t *c) { ab__sclient_pump(AB__DC(c)); }
+static void udp_wake(ab__client_t *c) { ab__udp_pump(AB__DC(c)); }
+static void co_start(ab__client_t *c) { ab__co_client_start(AB__DC(c)); }
+static void co_wake(ab__client_t *c) { ab__co_client_wake(AB__DC(c)); }
+static void client_fail(ab__client_t *c, int code, const char *what) {
+  ab__client_fail(AB__DC(c), code, what);
+}
+
 const ab_driver_t ab__driver_tcp_callback = {
     .name = "callback tcp",
+    .client_size = sizeof(ab__dclient_t),
     .case_open = ab__transport_open,
     .case_close = ab__transport_close,
     .loop_open = tcp_loop_open,
     .loop_close = tcp_loop_close,
     .client_start = tcp_start,
-    .wake = ab__client_pump,
+    .wake = tcp_wake,
     .accept = ab__server_accept_plain,
-    .client_fail = ab__client_fail,
+    .client_fail = client_fail,
     .work_done = tcp_work_done,
     .stop = stream_stop,
 };
 
 const ab_driver_t ab__driver_stream_callback = {
     .name = "callback stream",
+    .client_size = sizeof(ab__dclient_t),
     .case_open = ab__transport_open,
     .case_close = ab__transport_close,
     .loop_open = stream_loop_open,
     .loop_close = stream_loop_close,
     .client_start = stream_start,
-    .wake = ab__sclient_pump,
+    .wake = stream_wake,
     .accept = ab__sserver_accept,
-    .client_fail = ab__client_fail,
+    .client_fail = client_fail,
     .work_done = stream_work_done,
     .stop = stream_stop,
 };
 
 const ab_driver_t ab__driver_udp_callback = {
     .name = "callback udp",
+    .client_size = sizeof(ab__dclient_t),
     .loss_is_measured = 1,
     .case_open = ab__transport_open,
     .case_close = ab__transport_close,
     .loop_open = udp_loop_open,
     .loop_close = udp_loop_close,
     .client_start = udp_start,
-    .wake = ab__udp_pump,
-    .client_fail = ab__client_fail,
+    .wake = udp_wake,
+    .client_fail = client_fail,
     .stop = udp_stop,
 };
 
 const ab_driver_t ab__driver_coroutine = {
     .name = "coroutine",
+    .client_size = sizeof(ab__dclient_t),
     .case_open = ab__transport_open,
     .case_close = ab__transport_close,
     .loop_open = co_loop_open,
     .loop_close = co_loop_close,
-    .client_start = ab__co_client_start,
-    .wake = ab__co_client_wake,
+    .client_start = co_start,
+    .wake = co_wake,
     .accept = ab__co_server_accept,
-    .client_fail = ab__client_fail,
+    .client_fail = client_fail,
     .work_done = ab__co_job_done,
     .stop = co_stop,
 };

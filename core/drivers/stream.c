@@ -83,7 +83,7 @@ void ab__record_tls(ab__engine_t *eng, ab_conn_t *conn) {
   pthread_mutex_unlock(&eng->mu);
 }
 
-static ab_sockio_kept_t client_in(ab__client_t *c) {
+static ab_sockio_kept_t client_in(ab__dclient_t *c) {
   return (ab_sockio_kept_t){&c->rbuf, &c->rcap, &c->rlen};
 }
 
@@ -93,34 +93,34 @@ static ab_sockio_kept_t sconn_in(ab__sconn_t *s) {
 
 /* ---- client ------------------------------------------------------------ */
 
-void ab__client_reported(ab__client_t *c) {
-  ab__loop_t *l = c->loop;
+void ab__client_reported(ab__dclient_t *c) {
+  ab__loop_t *l = c->h.loop;
   if (c->ly.reported) return;
   c->ly.reported = 1;
   ab__loop_connect_done(l);
 }
 
-static void handshake_failed(ab__client_t *c, int code, const char *what, const char *detail) {
-  ab__loop_t *l = c->loop;
+static void handshake_failed(ab__dclient_t *c, int code, const char *what, const char *detail) {
+  ab__loop_t *l = c->h.loop;
   char msg[256];
-  snprintf(msg, sizeof(msg), "connection %u: %s: %s%s%s", c->id, what,
+  snprintf(msg, sizeof(msg), "connection %u: %s: %s%s%s", c->h.id, what,
            detail && detail[0] ? detail : ab_strerror(code),
            detail && detail[0] ? "" : " ", detail && detail[0] ? "" : ab_err_name(code));
   ab__loop_error(l, code, msg);
-  c->alive = 0;
+  c->h.alive = 0;
   ab__client_close(c);
   ab__client_reported(c);
 }
 
-static void client_ready(ab__client_t *c) {
-  ab__loop_t *l = c->loop;
+static void client_ready(ab__dclient_t *c) {
+  ab__loop_t *l = c->h.loop;
   c->ly.state = AB__LY_READY;
-  c->alive = 1;
-  c->loop->ready_clients++;
+  c->h.alive = 1;
+  c->h.loop->ready_clients++;
   if (l->eng->dc->use_tls || l->eng->dc->use_ws)
     ab_hist_record(&l->handshake, ab_now_ns() - c->ly.t_connected);
   ab_tls_info_t info;
-  if (c->id == 0 && ab_conn_tls_info(&c->conn, &info) == 0) {
+  if (c->h.id == 0 && ab_conn_tls_info(&c->conn, &info) == 0) {
     ab__dcase_t *e = l->eng->dc;
     snprintf(e->session.tls_version, sizeof(e->session.tls_version), "%s", info.version ? info.version : "");
     snprintf(e->session.tls_cipher, sizeof(e->session.tls_cipher), "%s", info.cipher ? info.cipher : "");
@@ -130,7 +130,7 @@ static void client_ready(ab__client_t *c) {
   ab__client_reported(c);
 }
 
-static void send_upgrade(ab__client_t *c) {
+static void send_upgrade(ab__dclient_t *c) {
   char key[AB_WS_KEY_LEN + 1];
   char req[1024];
   c->ly.ws_hs = calloc(1, sizeof(ab_ws_hs_t));
@@ -139,7 +139,7 @@ static void send_upgrade(ab__client_t *c) {
     handshake_failed(c, AB_ENOMEM, "websocket upgrade", NULL);
     return;
   }
-  int n = ab_ws_request(req, sizeof(req), c->loop->eng->dc->host, "/echo", key);
+  int n = ab_ws_request(req, sizeof(req), c->h.loop->eng->dc->host, "/echo", key);
   if (n < 0) {
     handshake_failed(c, AB_EINVAL, "websocket upgrade request", NULL);
     return;
@@ -149,13 +149,13 @@ static void send_upgrade(ab__client_t *c) {
   if (r < 0) handshake_failed(c, r, "websocket upgrade request", NULL);
 }
 
-static void client_pump(ab__client_t *c, uint64_t now) {
-  ab__loop_t *l = c->loop;
+static void client_pump(ab__dclient_t *c, uint64_t now) {
+  ab__loop_t *l = c->h.loop;
   const ab_case_cfg_t *cfg = l->eng->cfg;
   const ab_codec_vt_t *vt = l->eng->dc->codec_vt;
   ab_codec_t *codec = c->conn.codec;
   ab__win_grant_t g;
-  if (!c->alive || c->ly.state != AB__LY_READY || ab__win_grant(c, now, &g) == 0) return;
+  if (!c->h.alive || c->ly.state != AB__LY_READY || ab__win_grant(&c->h, now, &g) == 0) return;
   uint32_t n = g.n;
   uint8_t phase = g.phase;
   ab_outbuf_t *out = ab_conn_out(&c->conn);
@@ -170,33 +170,33 @@ static void client_pump(ab__client_t *c, uint64_t now) {
   for (uint32_t i = 0; i < n; i++) {
     uint8_t *m = dst + total;
     size_t hdr = vt->client_begin(codec, m, cfg->payload);
-    ab_msg_fill(m + hdr, cfg->payload, phase, c->id, seq + i);
+    ab_msg_fill(m + hdr, cfg->payload, phase, c->h.id, seq + i);
     size_t tail = vt->client_end(codec, m + hdr, cfg->payload, m + hdr + cfg->payload);
     total += hdr + cfg->payload + tail;
   }
   /* built too late: never sent, never counted */
-  if (ab__win_stamp(c, &g, n, ab_now_ns()) == 0) return;
+  if (ab__win_stamp(&c->h, &g, n, ab_now_ns()) == 0) return;
   ab_outbuf_commit(out, total);
   int r = ab_conn_flush(&c->conn);
   if (r < 0 && r != AB_ECLOSED) ab__client_fail(c, r, "send");
 }
 
-void ab__sclient_pump(ab__client_t *c) { client_pump(c, ab_now_ns()); }
+void ab__sclient_pump(ab__dclient_t *c) { client_pump(c, ab_now_ns()); }
 
 /* One reply: check it and account for it.  Returns 0 or an error code
  * (AB_ETIMEDOUT: it came later than the timeout). */
-int ab__client_reply(ab__client_t *c, const ab_msgview_t *msg, uint64_t now) {
+int ab__client_reply(ab__dclient_t *c, const ab_msgview_t *msg, uint64_t now) {
   uint8_t ph;
   uint32_t cid;
   uint64_t seq;
-  if (msg->len != c->loop->eng->cfg->payload) return AB_ESIZE;
+  if (msg->len != c->h.loop->eng->cfg->payload) return AB_ESIZE;
   int r = ab_msg_check(msg->data, msg->len, &ph, &cid, &seq);
-  if (r == 0) r = ab__win_complete(c, ph, cid, seq, now);
+  if (r == 0) r = ab__win_complete(&c->h, ph, cid, seq, now);
   return r < 0 ? r : 0;
 }
 
 /* The client's read failed (end of stream, a reset, TLS). */
-static void client_read_failed(ab__client_t *c, int code) {
+static void client_read_failed(ab__dclient_t *c, int code) {
   const char *what = code == AB_EPROTO ? "TLS read" : "read";
   if (code == UV_EOF) code = AB_ECLOSED;
   if (c->ly.state != AB__LY_READY) {
@@ -212,7 +212,7 @@ static void client_read_failed(ab__client_t *c, int code) {
 
 /* The WebSocket upgrade's answer.  Returns 1 when the connection is ready
  * for replies, 0 when it waits for more (or failed). */
-static int client_upgrade(ab__client_t *c) {
+static int client_upgrade(ab__dclient_t *c) {
   size_t used = 0;
   int h = ab_ws_hs_feed(c->ly.ws_hs, c->rbuf, c->rlen, &used);
   ab__consume(c->rbuf, &c->rlen, used);
@@ -229,8 +229,8 @@ static int client_upgrade(ab__client_t *c) {
 
 /* Every whole reply in the input: checked and counted.  0, or -1 after
  * failing the connection. */
-static int client_take_replies(ab__client_t *c, uint64_t now) {
-  const ab_codec_vt_t *vt = c->loop->eng->dc->codec_vt;
+static int client_take_replies(ab__dclient_t *c, uint64_t now) {
+  const ab_codec_vt_t *vt = c->h.loop->eng->dc->codec_vt;
   size_t off = 0;
   for (;;) {
     size_t used = 0;
@@ -254,9 +254,9 @@ static int client_take_replies(ab__client_t *c, uint64_t now) {
 }
 
 static void client_on_readable(ab_conn_t *conn) {
-  ab__client_t *c = conn->data;
-  ab__loop_t *l = c->loop;
-  while (!c->closing) {
+  ab__dclient_t *c = conn->data;
+  ab__loop_t *l = c->h.loop;
+  while (!c->h.closing) {
     size_t room = 0;
     ssize_t n = ab_conn_recv(conn, &room);
     if (n < 0 && n != AB_ECLOSED) {
@@ -266,7 +266,7 @@ static void client_on_readable(ab_conn_t *conn) {
     if (n == 0 && c->rlen == 0) return;
     uint64_t now = ab_now_ns();
     if (c->ly.state == AB__LY_HS_WS && !client_upgrade(c)) return;
-    if (!c->alive) return;
+    if (!c->h.alive) return;
     if (client_take_replies(c, now) < 0) return;
     if (n == AB_ECLOSED) {
       ab__client_fail(c, AB_ECLOSED, "TLS close_notify");
@@ -279,13 +279,13 @@ static void client_on_readable(ab_conn_t *conn) {
 }
 
 static void client_on_ready(ab_conn_t *conn) {
-  ab__client_t *c = conn->data;
-  if (c->loop->eng->dc->use_ws) send_upgrade(c);
+  ab__dclient_t *c = conn->data;
+  if (c->h.loop->eng->dc->use_ws) send_upgrade(c);
   else client_ready(c);
 }
 
 static void client_on_error(ab_conn_t *conn, int err) {
-  ab__client_t *c = conn->data;
+  ab__dclient_t *c = conn->data;
   if (c->ly.state == AB__LY_READY) ab__client_fail(c, err, "socket");
   else if (err == AB_EPROTO) handshake_failed(c, err, "TLS handshake", ab_conn_error_text(conn));
   else handshake_failed(c, err == UV_EOF ? AB_ECLOSED : err, "handshake", NULL);
@@ -298,8 +298,8 @@ static const ab_conn_cbs_t client_cbs = {
 };
 
 static void client_connected(uv_connect_t *req, int status) {
-  ab__client_t *c = req->data;
-  ab__loop_t *l = c->loop;
+  ab__dclient_t *c = req->data;
+  ab__loop_t *l = c->h.loop;
   uint64_t now = ab_now_ns();
   ab_hist_record(&l->connect, now - c->connect_start_ns);
   if (status < 0) {
@@ -321,8 +321,8 @@ static void client_connected(uv_connect_t *req, int status) {
   }
 }
 
-void ab__sclient_connect(ab__client_t *c, const struct sockaddr *addr) {
-  ab__loop_t *l = c->loop;
+void ab__sclient_connect(ab__dclient_t *c, const struct sockaddr *addr) {
+  ab__loop_t *l = c->h.loop;
   int r = uv_tcp_init(&l->loop, &c->tcp);
   if (r == 0) {
     c->tcp.data = c;
@@ -335,7 +335,7 @@ void ab__sclient_connect(ab__client_t *c, const struct sockaddr *addr) {
     if (c->tcp.data == NULL) {
       /* never initialised: nothing to close */
       char msg[160];
-      snprintf(msg, sizeof(msg), "connection %u: connect: %s (%s)", c->id, ab_strerror(r),
+      snprintf(msg, sizeof(msg), "connection %u: connect: %s (%s)", c->h.id, ab_strerror(r),
                ab_err_name(r));
       ab__loop_error(l, r, msg);
       c->ly.reported = 1;

@@ -23,8 +23,8 @@
 #define READ_CHUNK 65536
 
 void ab__client_on_closed(uv_handle_t *h) {
-  ab__client_t *c = h->data;
-  ab__conn_fold_stats(c->loop, &c->conn);
+  ab__dclient_t *c = h->data;
+  ab__conn_fold_stats(c->h.loop, &c->conn);
   ab__layers_free(&c->ly);
   ab_conn_free(&c->conn);
   free(c->sbuf);
@@ -34,34 +34,34 @@ void ab__client_on_closed(uv_handle_t *h) {
   c->rcap = c->rlen = 0;
 }
 
-void ab__client_close(ab__client_t *c) {
-  if (c->closing || c->tcp.data == NULL) return;
-  c->closing = 1;
-  c->alive = 0;
+void ab__client_close(ab__dclient_t *c) {
+  if (c->h.closing || c->tcp.data == NULL) return;
+  c->h.closing = 1;
+  c->h.alive = 0;
   ab_conn_close(&c->conn); /* before the handle that owns the descriptor */
   uv_close((uv_handle_t *)&c->tcp, ab__client_on_closed);
 }
 
-void ab__client_fail(ab__client_t *c, int code, const char *what) {
-  ab__loop_t *l = c->loop;
-  if (!c->alive) return;
-  c->alive = 0;
+void ab__client_fail(ab__dclient_t *c, int code, const char *what) {
+  ab__loop_t *l = c->h.loop;
+  if (!c->h.alive) return;
+  c->h.alive = 0;
   /* a coroutine blocked on this connection returns AB_EINTR and ends
    * before its handle closes (from inside itself it just returns) */
   if (c->task && ab_task_current() != c->task) ab_sched_cancel(c->task);
   if (l->phase != AB__PH_STOPPING) {
     char msg[200];
-    snprintf(msg, sizeof(msg), "connection %u: %s: %s (%s)", c->id, what,
+    snprintf(msg, sizeof(msg), "connection %u: %s: %s (%s)", c->h.id, what,
              ab_strerror(code), ab_err_name(code));
     ab__loop_error(l, code, msg);
   }
-  ab__win_release(c, code == AB_ETIMEDOUT ? &l->timed_out : &l->message_errors);
+  ab__win_release(&c->h, code == AB_ETIMEDOUT ? &l->timed_out : &l->message_errors);
   ab__client_close(c);
   ab__loop_check_progress(l);
 }
 
 static void on_io_error(ab_sockio_t *io, int err) {
-  ab__client_t *c = (ab__client_t *)((char *)io - offsetof(ab__client_t, conn.io));
+  ab__dclient_t *c = (ab__dclient_t *)((char *)io - offsetof(ab__dclient_t, conn.io));
   ab__client_fail(c, err, "socket");
 }
 
@@ -70,10 +70,10 @@ static void on_io_error(ab_sockio_t *io, int err) {
  * taken after the messages are built, just before they reach the socket.
  * The batch is built in the loop's scratch when the socket has nothing
  * pending and it fits, else at the end of the connection's pending output. */
-static void pump(ab__client_t *c, uint64_t now) {
-  ab__loop_t *l = c->loop;
+static void pump(ab__dclient_t *c, uint64_t now) {
+  ab__loop_t *l = c->h.loop;
   ab__win_grant_t g;
-  if (!c->alive || ab__win_grant(c, now, &g) == 0) return;
+  if (!c->h.alive || ab__win_grant(&c->h, now, &g) == 0) return;
   uint32_t n = g.n;
   uint8_t phase = g.phase;
   size_t pfx = l->pfx, fsz = l->fsz;
@@ -88,20 +88,20 @@ static void pump(ab__client_t *c, uint64_t now) {
   uint64_t seq = g.seq;
   for (uint32_t i = 0; i < n; i++, dst += fsz) {
     if (pfx) ab_prefix_encode(dst, l->payload);
-    ab_msg_fill(dst + pfx, l->payload, phase, c->id, seq + i);
+    ab_msg_fill(dst + pfx, l->payload, phase, c->h.id, seq + i);
   }
   /* built but too late: never sent, never counted */
-  if (ab__win_stamp(c, &g, n, ab_now_ns()) == 0) return;
+  if (ab__win_stamp(&c->h, &g, n, ab_now_ns()) == 0) return;
   int r = scratch ? ab_sockio_send(&c->conn.io, batch, bytes) : ab_sockio_commit(&c->conn.io, bytes);
   if (r < 0) ab__client_fail(c, r, "write");
 }
 
-void ab__client_pump(ab__client_t *c) { pump(c, ab_now_ns()); }
+void ab__client_pump(ab__dclient_t *c) { pump(c, ab_now_ns()); }
 
 /* Completes the whole replies in p[0..len).  Returns the bytes they take,
  * or -1 after failing the connection. */
-static ssize_t complete_replies(ab__client_t *c, const uint8_t *p, size_t len, uint64_t now) {
-  const ab__loop_t *l = c->loop;
+static ssize_t complete_replies(ab__dclient_t *c, const uint8_t *p, size_t len, uint64_t now) {
+  const ab__loop_t *l = c->h.loop;
   size_t off = 0;
   for (;;) {
     const uint8_t *m = p + off;
@@ -126,7 +126,7 @@ static ssize_t complete_replies(ab__client_t *c, const uint8_t *p, size_t len, u
     uint32_t cid;
     uint64_t seq;
     int r = ab_msg_check(m + hdr, (size_t)plen, &ph, &cid, &seq);
-    if (r == 0) r = ab__win_complete(c, ph, cid, seq, now);
+    if (r == 0) r = ab__win_complete(&c->h, ph, cid, seq, now);
     if (r < 0) {
       ab__client_fail(c, r, "reply check");
       return -1;
@@ -140,11 +140,11 @@ static ssize_t complete_replies(ab__client_t *c, const uint8_t *p, size_t len, u
  * recv lands in the loop's shared buffer and only a trailing partial reply
  * is copied to the connection's own; otherwise it appends to that. */
 static void on_readable(ab_sockio_t *io) {
-  ab__client_t *c = (ab__client_t *)((char *)io - offsetof(ab__client_t, conn.io));
-  ab__loop_t *l = c->loop;
+  ab__dclient_t *c = (ab__dclient_t *)((char *)io - offsetof(ab__dclient_t, conn.io));
+  ab__loop_t *l = c->h.loop;
   ab_sockio_kept_t kept = {&c->rbuf, &c->rcap, &c->rlen};
   uint8_t *shared = l->fsz <= AB__IO_SHARED_MAX ? l->d->io_rx : NULL;
-  while (c->alive) {
+  while (c->h.alive) {
     const uint8_t *data;
     size_t len, room;
     ssize_t n = ab_sockio_recv_frames(io, shared, AB__IO_RX, kept, READ_CHUNK, &data, &len, &room);
@@ -169,26 +169,26 @@ static void on_readable(ab_sockio_t *io) {
 }
 
 static void on_connect(uv_connect_t *req, int status) {
-  ab__client_t *c = req->data;
-  ab__loop_t *l = c->loop;
+  ab__dclient_t *c = req->data;
+  ab__loop_t *l = c->h.loop;
   ab_hist_record(&l->connect, ab_now_ns() - c->connect_start_ns);
   if (status < 0) {
     char msg[160];
-    snprintf(msg, sizeof(msg), "connection %u: connect: %s (%s)", c->id,
+    snprintf(msg, sizeof(msg), "connection %u: connect: %s (%s)", c->h.id,
              ab_strerror(status), ab_err_name(status));
     ab__loop_error(l, status, msg);
     ab__client_close(c);
   } else {
-    c->alive = 1;
-    c->loop->ready_clients++;
+    c->h.alive = 1;
+    c->h.loop->ready_clients++;
     int r = ab_sockio_start(&c->conn.io, &l->d->reactor, &c->tcp, 0, on_readable, on_io_error);
     if (r < 0) ab__client_fail(c, r, "read start");
   }
   ab__loop_connect_done(l);
 }
 
-void ab__client_connect(ab__client_t *c, const struct sockaddr *addr) {
-  ab__loop_t *l = c->loop;
+void ab__client_connect(ab__dclient_t *c, const struct sockaddr *addr) {
+  ab__loop_t *l = c->h.loop;
   int r = uv_tcp_init(&l->loop, &c->tcp);
   if (r == 0) {
     c->tcp.data = c;
@@ -198,7 +198,7 @@ void ab__client_connect(ab__client_t *c, const struct sockaddr *addr) {
      * ip_local_port_range 32768-60999): past 20,000 connections per loop
      * use further loopback source addresses 127.0.0.2, .3, ... */
     if (l->nclients > 20000 && addr->sa_family == AF_INET) {
-      uint32_t k = (c->id / l->eng->nloops) / 20000 + 1;
+      uint32_t k = (c->h.id / l->eng->nloops) / 20000 + 1;
       struct sockaddr_in src;
       char ip[32];
       snprintf(ip, sizeof(ip), "127.0.%u.%u", (k + 1) >> 8, (k + 1) & 255);
@@ -211,7 +211,7 @@ void ab__client_connect(ab__client_t *c, const struct sockaddr *addr) {
   }
   if (r < 0) {
     char msg[160];
-    snprintf(msg, sizeof(msg), "connection %u: connect: %s (%s)", c->id,
+    snprintf(msg, sizeof(msg), "connection %u: connect: %s (%s)", c->h.id,
              ab_strerror(r), ab_err_name(r));
     ab__loop_error(l, r, msg);
     if (c->tcp.data) ab__client_close(c);

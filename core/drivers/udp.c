@@ -152,15 +152,15 @@ void ab__udp_free(ab__loop_t *l) {
 /* ---- client ------------------------------------------------------------ */
 
 static void on_calloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
-  ab__client_t *c = h->data;
+  ab__dclient_t *c = h->data;
   (void)hint;
-  *buf = uv_buf_init((char *)c->loop->d->udp_rx, UDP_RX);
+  *buf = uv_buf_init((char *)c->h.loop->d->udp_rx, UDP_RX);
 }
 
 static void on_crecv(uv_udp_t *u, ssize_t n, const uv_buf_t *buf,
                      const struct sockaddr *from, unsigned flags) {
-  ab__client_t *c = u->data;
-  ab__loop_t *l = c->loop;
+  ab__dclient_t *c = u->data;
+  ab__loop_t *l = c->h.loop;
   const ab_case_cfg_t *cfg = l->eng->cfg;
   (void)from;
   if (n < 0) {
@@ -168,7 +168,7 @@ static void on_crecv(uv_udp_t *u, ssize_t n, const uv_buf_t *buf,
     ab__loop_error(l, (int)n, "udp client: receive");
     return;
   }
-  if (n == 0 || !c->alive) return;
+  if (n == 0 || !c->h.alive) return;
   uint64_t now = ab_now_ns();
   uint8_t ph;
   uint32_t cid;
@@ -179,7 +179,7 @@ static void on_crecv(uv_udp_t *u, ssize_t n, const uv_buf_t *buf,
     ab__loop_error(l, r, "udp client: reply check");
     return;
   }
-  r = ab__win_complete_datagram(c, ph, cid, seq, now);
+  r = ab__win_complete_datagram(&c->h, ph, cid, seq, now);
   if (r < 0) {
     ab__loop_error(l, r, "udp client: reply to a message never sent");
     return;
@@ -192,14 +192,14 @@ static void on_crecv(uv_udp_t *u, ssize_t n, const uv_buf_t *buf,
 /* One datagram per message: each is stamped just before its send, so a
  * datagram the kernel refuses still took its slot and counts as sent (and
  * then lost, by the timeout). */
-void ab__udp_pump(ab__client_t *c) {
-  ab__loop_t *l = c->loop;
+void ab__udp_pump(ab__dclient_t *c) {
+  ab__loop_t *l = c->h.loop;
   const ab_case_cfg_t *cfg = l->eng->cfg;
   ab__win_grant_t g;
-  if (!c->alive || ab__win_grant(c, ab_now_ns(), &g) == 0) return;
+  if (!c->h.alive || ab__win_grant(&c->h, ab_now_ns(), &g) == 0) return;
   while (g.n > 0) {
-    ab_msg_fill(c->dgram, cfg->payload, g.phase, c->id, g.seq);
-    if (ab__win_stamp(c, &g, 1, ab_now_ns()) == 0) return;
+    ab_msg_fill(c->dgram, cfg->payload, g.phase, c->h.id, g.seq);
+    if (ab__win_stamp(&c->h, &g, 1, ab_now_ns()) == 0) return;
     uv_buf_t b = uv_buf_init((char *)c->dgram, cfg->payload);
     int r = uv_udp_try_send(&c->udp, &b, 1, NULL);
     if (r == UV_EAGAIN || r == UV_ENOBUFS) {
@@ -215,8 +215,8 @@ void ab__udp_pump(ab__client_t *c) {
   }
 }
 
-void ab__udp_client_open(ab__client_t *c, const struct sockaddr *addr) {
-  ab__loop_t *l = c->loop;
+void ab__udp_client_open(ab__dclient_t *c, const struct sockaddr *addr) {
+  ab__loop_t *l = c->h.loop;
   const ab_case_cfg_t *cfg = l->eng->cfg;
   uint64_t t0 = ab_now_ns();
   char msg[160];
@@ -229,18 +229,18 @@ void ab__udp_client_open(ab__client_t *c, const struct sockaddr *addr) {
     if (r == 0) {
       ab_udp_buffers_t rec;
       set_buffers(&c->udp, cfg->transport.udp_send_buffer, cfg->transport.udp_recv_buffer, &rec);
-      if (c->id == 0) l->eng->dc->session.udp_client_buffers = rec;
+      if (c->h.id == 0) l->eng->dc->session.udp_client_buffers = rec;
       r = uv_udp_recv_start(&c->udp, on_calloc, on_crecv);
     }
   }
   ab_hist_record(&l->connect, ab_now_ns() - t0);
   if (r < 0) {
-    snprintf(msg, sizeof(msg), "connection %u: udp socket: %s (%s)", c->id,
+    snprintf(msg, sizeof(msg), "connection %u: udp socket: %s (%s)", c->h.id,
              ab_strerror(r), ab_err_name(r));
     ab__loop_error(l, r, msg);
     if (c->udp.data) ab__client_close(c);
   } else {
-    c->alive = 1;
-    c->loop->ready_clients++;
+    c->h.alive = 1;
+    c->h.loop->ready_clients++;
   }
 }

@@ -8,13 +8,13 @@
  * never asks which driver it runs: it calls these entries and nothing else
  * of the drivers.
  *
- * State: per case, drivers keep theirs in the engine object today (the
- * transport contexts); per loop in l->drv_state and the loop's buffer
- * fields; per connection in the client and server-connection structs of
- * engine_int.h.  Moving those driver parts out of engine_int.h (a
- * driver-given client size, the engine seeing only the window and
- * identity header) is the next step once the window and the connection
- * object have settled there.
+ * State: per case, drivers keep theirs behind eng->dc (made by
+ * case_open); per loop behind l->d and l->drv_state; per connection in
+ * their own client struct, which embeds the engine's header (ab__client_t
+ * in engine_int.h: loop, id, alive/closing, the window) as its first member
+ * and whose size the driver gives in client_size, and in their own
+ * server-connection struct (the engine only passes it along).  The
+ * engine reads and writes only that header.
  *
  * Threads and order, for one case:
  *   case_open    coordinator, before any loop exists: per-case state
@@ -70,6 +70,11 @@ typedef struct ab_driver_s {
   /* a lost message is a measured outcome, not a failure of the run
    * (datagram transports): out->ok ignores timed_out and unfinished */
   int loss_is_measured;
+  /* bytes per client connection: the driver's client struct, which embeds
+   * the engine's ab__client_t as its first member (engine_int.h); the
+   * engine allocates each loop's clients this far apart and zeroed.  0
+   * means sizeof(ab__client_t) (a driver with no per-connection part). */
+  size_t client_size;
   int (*case_open)(struct ab__engine_s *eng, char *err, size_t errlen);
   void (*case_close)(struct ab__engine_s *eng, ab_result_t *out);
   int (*loop_open)(struct ab__loop_s *l, char *err, size_t errlen);

@@ -157,8 +157,8 @@ static void phase_timer_cb(uv_timer_t *t) {
   case AB__PH_WARM_DRAIN:
     /* warm-up replies overdue: those connections are broken */
     for (uint32_t i = 0; i < l->nclients; i++)
-      if (l->clients[i].win.inflight > 0)
-        l->eng->drv->client_fail(&l->clients[i], AB_ETIMEDOUT, "warm-up reply overdue");
+      if (ab__loop_client(l, i)->win.inflight > 0)
+        l->eng->drv->client_fail(ab__loop_client(l, i), AB_ETIMEDOUT, "warm-up reply overdue");
     ab__loop_check_progress(l);
     break;
   case AB__PH_MEASURE:
@@ -178,7 +178,7 @@ static void phase_timer_cb(uv_timer_t *t) {
 
 /* A sending phase began: every client may fill its window. */
 static void wake_all(ab__loop_t *l) {
-  for (uint32_t i = 0; i < l->nclients; i++) l->eng->drv->wake(&l->clients[i]);
+  for (uint32_t i = 0; i < l->nclients; i++) l->eng->drv->wake(ab__loop_client(l, i));
 }
 
 /* The timeout sweep runs at least every tick_interval_ms(), and sooner
@@ -206,7 +206,7 @@ static void tick_cb(uv_timer_t *t) {
   ab__loop_t *l = t->data;
   uint64_t now = ab_now_ns(), next = UINT64_MAX;
   for (uint32_t i = 0; i < l->nclients; i++) {
-    ab__client_t *c = &l->clients[i];
+    ab__client_t *c = ab__loop_client(l, i);
     if (!c->alive) continue;
     int r = ab__win_sweep(c, now);
     if (r == AB_ETIMEDOUT) {
@@ -237,7 +237,7 @@ void ab__loop_connect_more(ab__loop_t *l) {
   l->in_connect_more = 1;
   while (l->connects_started < l->nclients &&
          l->connects_started - (l->nclients - l->connects_pending) < CONNECTS_IN_FLIGHT)
-    l->eng->drv->client_start(&l->clients[l->connects_started++]);
+    l->eng->drv->client_start(ab__loop_client(l, l->connects_started++));
   l->in_connect_more = 0;
 }
 
@@ -390,7 +390,7 @@ static void note(ab_result_t *out, const char *fmt, uint32_t a, uint32_t b) {
 
 static void free_clients(ab__loop_t *l) {
   for (uint32_t i = 0; i < l->nclients; i++) {
-    ab__win_free(&l->clients[i].win);
+    ab__win_free(&ab__loop_client(l, i)->win);
   }
   free(l->clients);
 }
@@ -431,10 +431,12 @@ static int alloc_loops(ab__engine_t *eng, ab_result_t *out) {
     /* replies of a datagram transport may be lost, duplicated or reordered */
     int win_kind = ab_caps_protocol(cfg->protocol)->transport == AB_TRANSPORT_DATAGRAM
                        ? AB__WIN_DATAGRAM : AB__WIN_ORDERED;
-    l->clients = calloc(l->nclients ? l->nclients : 1, sizeof(ab__client_t));
+    l->client_size = eng->drv->client_size;
+    if (l->client_size < sizeof(ab__client_t)) l->client_size = sizeof(ab__client_t);
+    l->clients = calloc(l->nclients ? l->nclients : 1, l->client_size);
     if (l->clients == NULL) return AB_ENOMEM;
     for (uint32_t k = 0; k < l->nclients; k++) {
-      ab__client_t *c = &l->clients[k];
+      ab__client_t *c = ab__loop_client(l, k);
       c->loop = l;
       c->id = li + k * eng->nloops;
       if (ab__win_init(&c->win, cfg->window, win_kind) < 0) return AB_ENOMEM;

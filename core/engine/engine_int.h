@@ -24,15 +24,8 @@
 #include "engine/driver.h"
 #include "engine/engine.h"
 #include "base/histogram.h"
-#include "proto/codec.h"
 #include "proto/framing.h"
-#include "base/outbuf.h"
 #include "engine/window_state.h"
-#include "io/scheduler.h"
-#include "io/conn.h"
-#include "io/sockio.h"
-#include "proto/tls.h"
-#include "proto/ws.h"
 
 typedef struct ab__engine_s ab__engine_t;
 typedef struct ab__loop_s ab__loop_t;
@@ -76,59 +69,21 @@ typedef struct ab__job_s {
   void (*done)(struct ab__job_s *job);
 } ab__job_t;
 
-/* What a tls/ws/wss/http/https connection adds above its ab_conn_t (which
- * holds the socket IO, the TLS transform and the codec, io/conn.h): the
- * WebSocket upgrade and the client's handshake bookkeeping. */
-enum { AB__LY_HS_TLS = 1, AB__LY_HS_WS, AB__LY_READY };
-
-typedef struct {
-  int state;                    /* AB__LY_HS_TLS .. AB__LY_READY */
-  ab_ws_hs_t *ws_hs;            /* during the WebSocket upgrade */
-  uint64_t t_connected;         /* TCP connect done (client) */
-  int reported;                 /* counted towards the CONNECTED stage */
-} ab__layers_t;
-
-/* Plain tcp, callback: every recv of a connection with no partial frame
- * kept lands in the loop's io_rx, and a client batch that fits is built in
- * io_tx, so the bytes the kernel copies stay in a few hot cache lines
- * whatever the connection count.  Frames larger than AB__IO_SHARED_MAX are
- * read into the connection's own buffer. */
-#define AB__IO_RX ((size_t)256 << 10)
-#define AB__IO_TX ((size_t)256 << 10)
-#define AB__IO_SHARED_MAX ((size_t)64 << 10)
-/* A server connection whose requests wait for the shared:N work pool holds
- * its reads past this many bytes, until the pool catches up: a client that
- * sends faster than the pool works is pushed back instead of buffered. */
-#define AB__HOLD_BYTES ((size_t)4 << 20)
-
+/* The part of a client connection the engine and the window own: its
+ * identity and its in-flight slots.  A driver's client embeds it as its
+ * first member (so a cast converts between the two) and gives the size of
+ * the whole in ab_driver_t.client_size; the engine allocates each loop's
+ * clients as one array of that stride (ab__loop_client) and touches only
+ * this header.  The socket, buffers and protocol state are the driver's
+ * (drivers/drivers_int.h). */
 typedef struct ab__client_s {
-  union {                       /* first: handle.data points here too */
-    uv_tcp_t tcp;
-    uv_udp_t udp;
-  };
   /* what every message touches first, kept together */
   ab__loop_t *loop;
   uint32_t id;                  /* global connection id */
   int alive;                    /* connected and not failed */
   int closing;
   ab__win_t win;                /* in-flight slots and issuing (window.h) */
-  uint8_t *rbuf;
-  size_t rcap, rlen;
-  ab_conn_t conn;               /* the socket's IO [+ TLS] [+ codec]; plain
-                                   tcp, callback, uses conn.io alone */
-  uv_connect_t creq;
-  uint64_t connect_start_ns;
-  ab__layers_t ly;              /* layered protocols only */
-  /* execution = coroutine (coro_echo.c) */
-  ab_task_t *task;
-  int co_waiting, co_err;
-  uint64_t co_now;              /* clock at the last read */
-  uint8_t *sbuf;                /* request batch */
-  size_t scap;
-  /* udp only */
-  uint8_t *dgram;               /* one datagram being built */
 } ab__client_t;
-
 
 struct ab__loop_s {
   ab__engine_t *eng;
@@ -151,7 +106,10 @@ struct ab__loop_s {
   void *drv_state;              /* a scripted driver's per-loop state */
   int in_connect_more;          /* ab__loop_connect_more is on the stack */
 
-  ab__client_t *clients;        /* this loop's clients */
+  unsigned char *clients;       /* this loop's clients, client_size apart
+                                   (ab__loop_client) */
+  size_t client_size;           /* the driver's client_size (at least
+                                   sizeof(ab__client_t)) */
   uint32_t nclients;
   uint32_t connects_pending;    /* connects not finished yet */
   uint32_t ready_clients;       /* connected (and handshaken) clients */
@@ -194,6 +152,11 @@ struct ab__engine_s {
   const ab_driver_t *drv;       /* cfg->driver */
   ab__dcase_t *dc;              /* the driver's part of this case */
 };
+
+/* Client i of loop l (i < l->nclients). */
+static inline ab__client_t *ab__loop_client(const ab__loop_t *l, uint32_t i) {
+  return (ab__client_t *)(void *)(l->clients + (size_t)i * l->client_size);
+}
 
 /* engine.c */
 /* From any loop thread: the run cannot go on (a script error): the

@@ -55,9 +55,9 @@ static void stop_loop(ab__lx_loop_t *lx) {
   lx->stopping = 1;
   if (l->phase == AB__PH_STOPPING) return;
   /* a script error stopped the run: what is in flight will never complete */
-  for (uint32_t i = 0; i < l->nclients; i++) ab__win_release(&l->clients[i], &l->unfinished);
+  for (uint32_t i = 0; i < l->nclients; i++) ab__win_release(ab__loop_client(l, i), &l->unfinished);
   ab_sched_cancel_all(l->d->sched);
-  for (uint32_t i = 0; i < l->nclients; i++) ab__client_close(&l->clients[i]);
+  for (uint32_t i = 0; i < l->nclients; i++) ab__client_close(AB__DCLIENT(l, i));
   ab__loop_check_progress(l);
 }
 

@@ -29,7 +29,7 @@
 
 static int conn_dead(const ab__lx_conn_t *k) {
   if (k->err) return 1;
-  return k->is_client ? !k->c->alive : k->s->closing;
+  return k->is_client ? !k->c->h.alive : k->s->closing;
 }
 
 /* Before a read: what Lua consumed is dropped, so the buffer does not
@@ -233,12 +233,12 @@ static int f_call_begin(lua_State *L) {
   const char *p = luaL_checklstring(L, 2, &n);
   if (!k->is_client) return luaL_error(L, "conn:call is for client connections");
   if (conn_dead(k)) return not_yet(L, k);
-  ab__client_t *c = k->c;
+  ab__dclient_t *c = k->c;
   ab__win_grant_t g;
   uint64_t t = ab_now_ns();
   /* not sending now (no phase, its deadline passed, or the window is
    * full): wait for the next phase */
-  if (ab__win_grant(c, t, &g) == 0 || ab__win_stamp(c, &g, 1, t) == 0) {
+  if (ab__win_grant(&c->h, t, &g) == 0 || ab__win_stamp(&c->h, &g, 1, t) == 0) {
     k->want = AB__LX_W_PHASE;
     lua_pushboolean(L, 0);
     return 1;
@@ -262,11 +262,11 @@ static int f_call_end(lua_State *L) {
   ab__lx_conn_t *k = arg_conn(L);
   if (!k->is_client || !k->call_active) return 0;
   k->call_active = 0;
-  ab__client_t *c = k->c;
+  ab__dclient_t *c = k->c;
   ab__lx_loop_t *lx = k->lx;
   uint64_t now = k->now;
   if (now < k->call_t0) now = ab_now_ns(); /* the reply was there before the call */
-  int r = ab__win_complete(c, 0, c->id, k->call_seq, now);
+  int r = ab__win_complete(&c->h, 0, c->h.id, k->call_seq, now);
   if (r == AB_ESEQ) return 0; /* released meanwhile (the drain ended, the connection failed) */
   if (r == AB_ETIMEDOUT) {
     ab__lx_conn_failed(k, r, "no reply within the timeout");

@@ -62,7 +62,7 @@ typedef struct ab__lx_conn_s {
   ab__lx_loop_t *lx;
   int is_client;
   uint32_t id;
-  ab__client_t *c;              /* client side */
+  ab__dclient_t *c;              /* client side */
   ab__sconn_t *s;               /* server side */
   ab_conn_t *conn;              /* the engine's conn of c or s: socket
                                    [+ TLS], no codec (Lua reads bytes) */
@@ -133,8 +133,9 @@ struct ab__lx_loop_s {
 
 /* ---- inline: they run once per message or per read ------------------ */
 
-static inline ab__lx_conn_t *ab__lx_conn_of(ab__lx_loop_t *lx, ab__client_t *c) {
-  return &lx->cconns[c - lx->l->clients];
+static inline ab__lx_conn_t *ab__lx_conn_of(ab__lx_loop_t *lx, ab__dclient_t *c) {
+  /* the clients are sizeof(ab__dclient_t) apart (the row's client_size) */
+  return &lx->cconns[(size_t)((unsigned char *)c - lx->l->clients) / sizeof(ab__dclient_t)];
 }
 
 static inline size_t ab__lx_avail(const ab__lx_conn_t *k) { return *k->rlen - k->roff; }
@@ -179,8 +180,8 @@ void ab__lx_light_parse(ab__lx_conn_t *k);
 
 /* ---- lua_exec_tcp.c: the engine hooks for connections ----------------- */
 
-void ab__lx_client_start(ab__client_t *c);
-void ab__lx_client_wake(ab__client_t *c);
+void ab__lx_client_start(ab__client_t *hc);
+void ab__lx_client_wake(ab__client_t *hc);
 void ab__lx_server_accept(ab__sconn_t *s);
 
 #endif

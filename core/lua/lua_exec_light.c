@@ -89,9 +89,9 @@ static int light_expect(ab__lx_loop_t *lx, const uint8_t *p, size_t n, size_t *u
  * reading just before they reach the socket, writes them in one batch. */
 void ab__lx_light_pump(ab__lx_conn_t *k) {
   ab__lx_loop_t *lx = k->lx;
-  ab__client_t *c = k->c;
+  ab__dclient_t *c = k->c;
   ab__win_grant_t g;
-  if (!c->alive || lx->stopping || ab__win_grant(c, ab_now_ns(), &g) == 0) return;
+  if (!c->h.alive || lx->stopping || ab__win_grant(&c->h, ab_now_ns(), &g) == 0) return;
   uint32_t n = g.n;
   ab_outbuf_t *out = ab_conn_out(k->conn);
   size_t total = 0;
@@ -110,7 +110,7 @@ void ab__lx_light_pump(ab__lx_conn_t *k) {
     if (lx->msg_fn) lua_pop(lx->L, 1);
   }
   /* built too late: never sent, never counted */
-  if (ab__win_stamp(c, &g, n, ab_now_ns()) == 0) return;
+  if (ab__win_stamp(&c->h, &g, n, ab_now_ns()) == 0) return;
   k->msg_i += n;
   ab_outbuf_commit(out, total);
   int r = ab_conn_flush(k->conn);
@@ -121,10 +121,10 @@ void ab__lx_light_pump(ab__lx_conn_t *k) {
  * trip in flight), then refills the window. */
 void ab__lx_light_parse(ab__lx_conn_t *k) {
   ab__lx_loop_t *lx = k->lx;
-  ab__client_t *c = k->c;
+  ab__dclient_t *c = k->c;
   ab__loop_t *l = lx->l;
   int got = 0;
-  while (c->alive && !lx->stopping) {
+  while (c->h.alive && !lx->stopping) {
     size_t have = ab__lx_avail(k), used = 0;
     if (have == 0) break;
     const uint8_t *p = ab__lx_rdata(k);
@@ -146,7 +146,7 @@ void ab__lx_light_parse(ab__lx_conn_t *k) {
       if (r <= 0) break;
       k->hint = used < 32 ? 64 : 2 * used;
     }
-    int r = ab__win_complete_oldest(c, k->now);
+    int r = ab__win_complete_oldest(&c->h, k->now);
     if (r == AB_ESEQ && l->phase >= AB__PH_DONE) { /* late, after a forced end: dropped */
       ab__lx_consume(k, have);
       break;
@@ -160,7 +160,7 @@ void ab__lx_light_parse(ab__lx_conn_t *k) {
     ab__lx_consume(k, used);
     got = 1;
   }
-  if (got && c->alive) {
+  if (got && c->h.alive) {
     ab__lx_light_pump(k);
     ab__loop_check_progress(l);
   }

@@ -26,8 +26,8 @@
 
 /* ---- client connections ----------------------------------------------- */
 
-static void report_connected(ab__client_t *c) {
-  ab__loop_t *l = c->loop;
+static void report_connected(ab__dclient_t *c) {
+  ab__loop_t *l = c->h.loop;
   if (c->ly.reported) return;
   c->ly.reported = 1;
   ab__loop_connect_done(l);
@@ -55,7 +55,7 @@ static void client_on_readable(ab_conn_t *conn) {
   int err;
   size_t got = read_all(k, &err);
   if (got > 0) k->now = ab_now_ns();
-  if (got > 0 && !lx->stopping && k->c->alive) {
+  if (got > 0 && !lx->stopping && k->c->h.alive) {
     if (lx->mode == AB__LX_MODE_LIGHT) ab__lx_light_parse(k);
     else if (k->waiting && ab__lx_want_met(k)) ab__lx_wake(k);
   }
@@ -70,11 +70,11 @@ static void client_on_error(ab_conn_t *conn, int err) {
     return;
   }
   /* the handshakes failed: counted like a failed connect */
-  ab__loop_t *l = k->c->loop;
+  ab__loop_t *l = k->c->h.loop;
   if (l->phase != AB__PH_STOPPING) {
     const char *why = ab_conn_error_text(conn);
     char msg[256];
-    snprintf(msg, sizeof(msg), "connection %u: handshake: %s (%s)", k->c->id,
+    snprintf(msg, sizeof(msg), "connection %u: handshake: %s (%s)", k->c->h.id,
              why[0] ? why : ab_strerror(err), ab_err_name(err));
     ab__loop_error(l, err, msg);
   }
@@ -103,9 +103,9 @@ static void start_client(ab__lx_conn_t *k) {
 
 static void client_on_ready(ab_conn_t *conn) {
   ab__lx_conn_t *k = conn->data;
-  ab__client_t *c = k->c;
-  c->alive = 1;
-  c->loop->ready_clients++;
+  ab__dclient_t *c = k->c;
+  c->h.alive = 1;
+  c->h.loop->ready_clients++;
   report_connected(c);
   if (k->lx->stopping) return;
   if (k->lx->mode == AB__LX_MODE_FULL) start_client(k);
@@ -119,15 +119,15 @@ static const ab_conn_cbs_t client_cbs = {
 };
 
 static void on_connect(uv_connect_t *req, int status) {
-  ab__client_t *c = req->data;
-  ab__loop_t *l = c->loop;
+  ab__dclient_t *c = req->data;
+  ab__loop_t *l = c->h.loop;
   ab__lx_loop_t *lx = l->drv_state;
   ab__lx_conn_t *k = ab__lx_conn_of(lx, c);
   if (status != UV_ECANCELED) ab_hist_record(&l->connect, ab_now_ns() - c->connect_start_ns);
-  if (status < 0 || lx->stopping || c->closing) {
+  if (status < 0 || lx->stopping || c->h.closing) {
     if (status < 0 && status != UV_ECANCELED && l->phase != AB__PH_STOPPING) {
       char msg[160];
-      snprintf(msg, sizeof(msg), "connection %u: connect: %s (%s)", c->id, ab_strerror(status),
+      snprintf(msg, sizeof(msg), "connection %u: connect: %s (%s)", c->h.id, ab_strerror(status),
                ab_err_name(status));
       ab__loop_error(l, status, msg);
     }
@@ -142,20 +142,21 @@ static void on_connect(uv_connect_t *req, int status) {
                       (ab_sockio_kept_t){&c->rbuf, &c->rcap, &c->rlen}, &client_cbs);
   if (r < 0) {
     /* alive for the failure to be counted like any other */
-    c->alive = 1;
+    c->h.alive = 1;
     ab__client_fail(c, r, "connection setup");
     report_connected(c);
   }
 }
 
-void ab__lx_client_start(ab__client_t *c) {
-  ab__lx_loop_t *lx = c->loop->drv_state;
-  ab__loop_t *l = c->loop;
+void ab__lx_client_start(ab__client_t *hc) {
+  ab__dclient_t *c = AB__DC(hc);
+  ab__lx_loop_t *lx = c->h.loop->drv_state;
+  ab__loop_t *l = c->h.loop;
   ab__lx_conn_t *k = ab__lx_conn_of(lx, c);
   k->magic = AB__LX_MAGIC;
   k->lx = lx;
   k->is_client = 1;
-  k->id = c->id;
+  k->id = c->h.id;
   k->c = c;
   k->conn = &c->conn;
   k->rbuf = &c->rbuf;
@@ -173,7 +174,7 @@ void ab__lx_client_start(ab__client_t *c) {
        * loopback source addresses (one destination port gives ~28k
        * ephemeral ports) */
       if (l->nclients > 20000 && l->connect_addr.ss_family == AF_INET) {
-        uint32_t n = (c->id / l->eng->nloops) / 20000 + 1;
+        uint32_t n = (c->h.id / l->eng->nloops) / 20000 + 1;
         struct sockaddr_in src;
         char ip[32];
         snprintf(ip, sizeof(ip), "127.0.%u.%u", (n + 1) >> 8, (n + 1) & 255);
@@ -186,7 +187,7 @@ void ab__lx_client_start(ab__client_t *c) {
       if (r == 0) return;
     }
     char msg[160];
-    snprintf(msg, sizeof(msg), "connection %u: connect: %s (%s)", c->id, ab_strerror(r),
+    snprintf(msg, sizeof(msg), "connection %u: connect: %s (%s)", c->h.id, ab_strerror(r),
              ab_err_name(r));
     ab__loop_error(l, r, msg);
     if (c->tcp.data) ab__client_close(c);
@@ -197,10 +198,11 @@ void ab__lx_client_start(ab__client_t *c) {
   ab__loop_connect_done(l);
 }
 
-void ab__lx_client_wake(ab__client_t *c) {
-  ab__lx_loop_t *lx = c->loop->drv_state;
+void ab__lx_client_wake(ab__client_t *hc) {
+  ab__dclient_t *c = AB__DC(hc);
+  ab__lx_loop_t *lx = c->h.loop->drv_state;
   ab__lx_conn_t *k = ab__lx_conn_of(lx, c);
-  if (k->magic != AB__LX_MAGIC || lx->stopping || !c->alive) return;
+  if (k->magic != AB__LX_MAGIC || lx->stopping || !c->h.alive) return;
   if (lx->mode == AB__LX_MODE_LIGHT) ab__lx_light_pump(k);
   else if (k->waiting && k->want == AB__LX_W_PHASE) ab__lx_wake(k);
 }
