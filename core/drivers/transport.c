@@ -9,6 +9,7 @@
 
 #include "base/ab_error.h"
 #include "drivers/drivers_int.h"
+#include "proto/caps.h"
 #include "proto/codecs.h"
 
 /* One handshake in memory before anything is timed: OpenSSL initialises
@@ -31,21 +32,32 @@ static void warm_tls(ab__engine_t *eng) {
   ab_tls_conn_free(sv);
 }
 
+/* The codec the capability table names for the protocol (proto/caps.h:
+ * "ws", "http", else the framing key's; a datagram row names none and
+ * frames like the framing key too). */
+static const ab_codec_vt_t *codec_for(const ab_proto_cap_t *cap, int framing) {
+  if (cap->codec && strcmp(cap->codec, "ws") == 0) return &ab_codec_ws;
+  if (cap->codec && strcmp(cap->codec, "http") == 0) return &ab_codec_http;
+  return framing == AB_FRAMING_RAW ? &ab_codec_raw : &ab_codec_length;
+}
+
 /* Chooses the codec for the protocol and makes the TLS
  * contexts (the server's generates its EC P-256 certificate now, before
  * anything is timed). */
 int ab__transport_open(ab__engine_t *eng, char *err, size_t errlen) {
   const ab_case_cfg_t *cfg = eng->cfg;
-  int p = cfg->protocol;
+  const ab_proto_cap_t *cap = ab_caps_protocol(cfg->protocol);
+  if (cap == NULL) {
+    snprintf(err, errlen, "unknown protocol %d", cfg->protocol);
+    return AB_ECONFIG;
+  }
   if ((eng->dc = calloc(1, sizeof(*eng->dc))) == NULL) {
     snprintf(err, errlen, "out of memory setting up the case");
     return AB_ENOMEM;
   }
-  eng->dc->use_tls = p == AB_PROTO_TLS || p == AB_PROTO_WSS || p == AB_PROTO_HTTPS;
-  eng->dc->use_ws = p == AB_PROTO_WS || p == AB_PROTO_WSS;
-  eng->dc->codec_vt = eng->dc->use_ws ? &ab_codec_ws
-                  : (p == AB_PROTO_HTTP || p == AB_PROTO_HTTPS) ? &ab_codec_http
-                  : cfg->framing == AB_FRAMING_RAW ? &ab_codec_raw : &ab_codec_length;
+  eng->dc->use_tls = cap->tls;
+  eng->dc->codec_vt = codec_for(cap, cfg->framing);
+  eng->dc->use_ws = eng->dc->codec_vt == &ab_codec_ws;
   eng->dc->host = cfg->host ? cfg->host : "127.0.0.1";
   eng->dc->verify_host = eng->dc->host;
   if (!eng->dc->use_tls) return 0;
