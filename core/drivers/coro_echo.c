@@ -219,7 +219,7 @@ static void client_main(void *arg) {
       return;
     }
     ab_outbuf_t *pl = ab_conn_out(&c->conn);
-    if (pl->len[pl->active] > 0 && (r = ab_conn_flush(&c->conn)) < 0) { /* pongs */
+    if (pl->len > 0 && (r = ab_conn_flush(&c->conn)) < 0) { /* pongs */
       ab__client_fail(c, r, "write");
       return;
     }

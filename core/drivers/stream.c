@@ -249,7 +249,7 @@ static int client_take_replies(ab__dclient_t *c, uint64_t now) {
   ab__consume(c->rbuf, &c->rlen, off);
   /* pongs and other control answers the codec queued */
   ab_outbuf_t *out = ab_conn_out(&c->conn);
-  if (out->len[out->active] > 0) ab_conn_flush(&c->conn);
+  if (out->len > 0) ab_conn_flush(&c->conn);
   return 0;
 }
 

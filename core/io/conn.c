@@ -16,7 +16,7 @@ void ab_conn_init(ab_conn_t *c, ab_tls_conn_t *tls, uint8_t *cipher_rx) {
   memset(c, 0, sizeof(*c));
   c->tls = tls;
   c->cipher_rx = cipher_rx;
-  ab_outbuf_init(&c->plain, NULL, NULL);
+  ab_outbuf_init(&c->plain);
 }
 
 /* Moves the ciphertext TLS has produced to the socket. */
@@ -64,7 +64,7 @@ static void become_ready(ab_conn_t *c) {
     fail_handshake(c, r);
     return;
   }
-  if (c->plain.len[c->plain.active] > 0 && (r = ab_conn_flush(c)) < 0) {
+  if (c->plain.len > 0 && (r = ab_conn_flush(c)) < 0) {
     fail_handshake(c, r);
     return;
   }
@@ -153,17 +153,16 @@ ssize_t ab_conn_recv(ab_conn_t *c, size_t *room) {
 
 int ab_conn_flush(ab_conn_t *c) {
   ab_outbuf_t *p = &c->plain;
-  int a = p->active;
   if (c->tls == NULL) {
-    if (p->len[a] == 0) return 0;
-    int r = ab_sockio_send(&c->io, p->buf[a], p->len[a]);
-    p->len[a] = 0;
+    if (p->len == 0) return 0;
+    int r = ab_sockio_send(&c->io, p->buf, p->len);
+    p->len = 0;
     return r;
   }
   if (!c->ready) return 0; /* plaintext waits for the handshake */
-  if (p->len[a] > 0) {
-    int r = ab_tls_write(c->tls, p->buf[a], p->len[a]);
-    p->len[a] = 0;
+  if (p->len > 0) {
+    int r = ab_tls_write(c->tls, p->buf, p->len);
+    p->len = 0;
     if (r < 0) return r;
   }
   return send_tls_out(c);
@@ -171,7 +170,7 @@ int ab_conn_flush(ab_conn_t *c) {
 
 int ab_conn_send(ab_conn_t *c, const uint8_t *p, size_t n) {
   ab_outbuf_t *pl = &c->plain;
-  if (pl->len[pl->active] == 0 && c->ready) {
+  if (pl->len == 0 && c->ready) {
     if (c->tls == NULL) return n ? ab_sockio_send(&c->io, p, n) : 0;
     int r = n ? ab_tls_write(c->tls, p, n) : 0;
     return r < 0 ? r : send_tls_out(c);

@@ -68,8 +68,7 @@ struct ab_conn_s {
   ab_tls_conn_t *tls;        /* NULL: plaintext */
   ab_codec_t *codec;         /* NULL: raw bytes */
   ab_sockio_kept_t in;       /* the owner's plaintext input buffer */
-  ab_outbuf_t plain;         /* plaintext output not yet sent (no stream:
-                                used as a growing byte buffer only) */
+  ab_outbuf_t plain;         /* plaintext output not yet sent */
   uint8_t *cipher_rx;        /* TLS: ciphertext scratch, 64 KiB, shared by
                                 the loop's connections, not owned */
   int ready;                 /* handshakes done: on_ready has run */
@@ -113,7 +112,7 @@ int ab_conn_send(ab_conn_t *c, const uint8_t *p, size_t n);
 
 /* Nothing queued anywhere: every byte given has reached the kernel. */
 static inline int ab_conn_idle(const ab_conn_t *c) {
-  return c->plain.len[c->plain.active] == 0 && ab_sockio_idle(&c->io) &&
+  return c->plain.len == 0 && ab_sockio_idle(&c->io) &&
          (c->tls == NULL || ab_tls_pending_out(c->tls) == 0);
 }
 

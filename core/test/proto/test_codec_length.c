@@ -41,8 +41,8 @@ static void on_msg(void *ctx, const uint8_t *p, size_t n) {
   }
 }
 
-static const uint8_t *ob_data(ab_outbuf_t *ob) { return ob->buf[ob->active]; }
-static size_t ob_len(ab_outbuf_t *ob) { return ob->len[ob->active]; }
+static const uint8_t *ob_data(ab_outbuf_t *ob) { return ob->buf; }
+static size_t ob_len(ab_outbuf_t *ob) { return ob->len; }
 
 /* Builds `count` client requests of lens[] back to back; returns their
  * bytes (malloc'd) and fills payloads[] (malloc'd copies). */
@@ -68,8 +68,8 @@ static uint8_t *build(ab_codec_t *cl, const size_t *lens, int count, uint8_t **p
 static void roundtrip(const ab_codec_vt_t *vt, uint64_t max_msg, const size_t *lens,
                       int count, size_t split) {
   ab_outbuf_t cob, sob;
-  ab_outbuf_init(&cob, NULL, NULL);
-  ab_outbuf_init(&sob, NULL, NULL);
+  ab_outbuf_init(&cob);
+  ab_outbuf_init(&sob);
   ab_codec_t *cl = NULL, *sv = NULL;
   CHECK(ab_codec_create(vt, &cob, max_msg, 1, &cl) == 0);
   CHECK(ab_codec_create(vt, &sob, max_msg, 0, &sv) == 0);

@@ -46,8 +46,8 @@ static void on_msg(void *ctx, const uint8_t *p, size_t n) {
   if (k->reply_to) CHECK(k->reply_to->vt->server_reply(k->reply_to, p, n) == 0);
 }
 
-static const uint8_t *ob_data(ab_outbuf_t *ob) { return ob->buf[ob->active]; }
-static size_t ob_len(ab_outbuf_t *ob) { return ob->len[ob->active]; }
+static const uint8_t *ob_data(ab_outbuf_t *ob) { return ob->buf; }
+static size_t ob_len(ab_outbuf_t *ob) { return ob->len; }
 
 typedef struct {
   ab_outbuf_t ob;
@@ -55,7 +55,7 @@ typedef struct {
 } one_t;
 
 static void one_open(one_t *o, int is_client, uint64_t max_msg) {
-  ab_outbuf_init(&o->ob, NULL, NULL);
+  ab_outbuf_init(&o->ob);
   CHECK(ab_codec_create(&ab_codec_http, &o->ob, max_msg, is_client, &o->c) == 0);
 }
 

@@ -42,9 +42,9 @@ static void on_msg(void *ctx, const uint8_t *p, size_t n) {
   if (k->reply_to) CHECK(k->reply_to->vt->server_reply(k->reply_to, p, n) == 0);
 }
 
-static const uint8_t *ob_data(ab_outbuf_t *ob) { return ob->buf[ob->active]; }
-static size_t ob_len(ab_outbuf_t *ob) { return ob->len[ob->active]; }
-static void ob_clear(ab_outbuf_t *ob) { ob->len[ob->active] = 0; }
+static const uint8_t *ob_data(ab_outbuf_t *ob) { return ob->buf; }
+static size_t ob_len(ab_outbuf_t *ob) { return ob->len; }
+static void ob_clear(ab_outbuf_t *ob) { ob->len = 0; }
 
 /* An independent frame encoder: minimal length, masked when key != NULL. */
 static size_t frame(uint8_t *d, uint8_t b0, const void *payload, size_t n,
@@ -212,8 +212,8 @@ typedef struct {
 } pair_t;
 
 static void pair_open(pair_t *p, uint64_t max_msg) {
-  ab_outbuf_init(&p->cob, NULL, NULL);
-  ab_outbuf_init(&p->sob, NULL, NULL);
+  ab_outbuf_init(&p->cob);
+  ab_outbuf_init(&p->sob);
   CHECK(ab_codec_create(&ab_codec_ws, &p->cob, max_msg, 1, &p->cl) == 0);
   CHECK(ab_codec_create(&ab_codec_ws, &p->sob, max_msg, 0, &p->sv) == 0);
 }
@@ -301,7 +301,7 @@ static int parse_both(int is_client, uint64_t max_msg, const uint8_t *in, size_t
   int first = 0;
   for (size_t split = 0; split <= 1; split++) {
     ab_outbuf_t ob;
-    ab_outbuf_init(&ob, NULL, NULL);
+    ab_outbuf_init(&ob);
     ab_codec_t *c = NULL;
     CHECK(ab_codec_create(&ab_codec_ws, &ob, max_msg, is_client, &c) == 0);
     parse_fn fn = is_client ? ab_codec_ws.client_parse : ab_codec_ws.server_parse;
