@@ -43,7 +43,7 @@ static void loop_free(ab__loop_t *l) {
   free(l);
 }
 
-/* DESIGN §8.5: nothing sent is lost from the books. */
+/* The accounting identity (docs/run-object.md): nothing sent is lost from the books. */
 static void check_identity(const ab__loop_t *l) {
   CHECK_EQ_U64(l->sent, l->completed + l->drained + l->timed_out + l->message_errors +
                             l->unfinished + l->meas_inflight);
