@@ -1,5 +1,5 @@
 /* window.h -- the window: everything about issuing and accounting one
- * connection's messages (docs/run-object.md, docs/architecture.md).  It owns the in-flight slot table
+ * connection's messages (docs/run-object.md).  It owns the in-flight slot table
  * (window_state.h), the phase gate and its deadline, stamping, completion
  * (in order for a stream, by sequence with late/duplicate/reordered
  * counts for datagrams), release after an error, the timeout sweep and the
