@@ -10,10 +10,12 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/ab_error.h"
 #include "drivers/drivers_int.h"
 #include "drivers/registry.h"
+#include "proto/caps.h"
 
 /* tls ciphertext is read into one per-loop buffer of this size */
 #define CIPHER_RX 65536
@@ -225,13 +227,14 @@ const ab_driver_t ab__driver_coroutine = {
 };
 
 const ab_driver_t *ab_driver_for(int protocol, int execution) {
-  if (execution == AB_EXEC_COROUTINE) return protocol == AB_PROTO_UDP ? NULL : &ab__driver_coroutine;
+  /* by the protocol's row, not its name: a new protocol needs no line here */
+  const ab_proto_cap_t *cap = ab_caps_protocol(protocol);
+  if (cap == NULL || !(cap->executions & AB_EXEC_BIT(execution))) return NULL;
+  int datagram = cap->transport == AB_TRANSPORT_DATAGRAM;
+  /* plain framed bytes take the callback tcp path with its shared buffers */
+  int bare = !datagram && !cap->tls && cap->codec && strcmp(cap->codec, "framing") == 0;
+  if (execution == AB_EXEC_COROUTINE) return datagram ? NULL : &ab__driver_coroutine;
   if (execution != AB_EXEC_CALLBACK) return NULL;
-  switch (protocol) {
-  case AB_PROTO_TCP: return &ab__driver_tcp_callback;
-  case AB_PROTO_UDP: return &ab__driver_udp_callback;
-  case AB_PROTO_TLS: case AB_PROTO_WS: case AB_PROTO_WSS: case AB_PROTO_HTTP:
-  case AB_PROTO_HTTPS: return &ab__driver_stream_callback;
-  default: return NULL;
-  }
+  if (datagram) return &ab__driver_udp_callback;
+  return bare ? &ab__driver_tcp_callback : &ab__driver_stream_callback;
 }
