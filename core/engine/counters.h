@@ -39,6 +39,9 @@ enum { AB_GROUP_RUN = 1, AB_GROUP_DATAGRAM = 2 };
   X(message_errors, AB_MERGE_SUM, AB_GROUP_RUN,                                             \
     "messages lost to a connection error or a bad reply")                                   \
   X(unfinished, AB_MERGE_SUM, AB_GROUP_RUN, "messages still in flight when the run ended")  \
+  X(unsent, AB_MERGE_SUM, AB_GROUP_RUN,                                                    \
+    "open loop: measure-phase messages intended before the deadline and never sent (0 in "  \
+    "closed loop)")                                                                         \
   X(warmup_completed, AB_MERGE_SUM, AB_GROUP_RUN,                                           \
     "warm-up replies received (their samples are dropped)")                                 \
   X(server_connections, AB_MERGE_SUM, AB_GROUP_RUN, "connections the server side accepted") \

@@ -17,6 +17,7 @@
 #include <netinet/in.h>
 #include <stdio.h>
 #include <sys/socket.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,6 +144,8 @@ void ab__loop_check_progress(ab__loop_t *l) {
   }
 }
 
+static void measure_end(ab__loop_t *l);
+
 static void phase_timer_cb(uv_timer_t *t) {
   ab__loop_t *l = t->data;
   uint64_t now = ab_now_ns();
@@ -163,6 +166,7 @@ static void phase_timer_cb(uv_timer_t *t) {
     break;
   case AB__PH_MEASURE:
     if (now < l->deadline_ns) { arm_phase_timer(l, l->deadline_ns); return; }
+    measure_end(l);
     l->phase = AB__PH_DRAIN;
     arm_phase_timer(l, l->drain_end_ns);
     ab__loop_check_progress(l);
@@ -179,6 +183,86 @@ static void phase_timer_cb(uv_timer_t *t) {
 /* A sending phase began: every client may fill its window. */
 static void wake_all(ab__loop_t *l) {
   for (uint32_t i = 0; i < l->nclients; i++) l->eng->drv->wake(ab__loop_client(l, i));
+}
+
+/* ---- the rate timer (open loop) ------------------------------------------
+ * One timerfd per loop, absolute CLOCK_MONOTONIC expirations (libuv's
+ * timers are milliseconds), watched by the loop: it fires at the loop's
+ * next intended send, the pumps of the clients whose message is due are
+ * woken, and it is re-armed to the next one.  The loop's messages are in
+ * time order along rate_cursor (the clients' phases are increasing and
+ * under one period), so finding the next is O(1) per message; a client
+ * whose window is full is refilled by its own replies. */
+
+static void rate_arm(ab__loop_t *l, uint64_t at_ns) {
+  struct itimerspec its;
+  memset(&its, 0, sizeof(its));
+  if (at_ns != 0) { /* 0 disarms */
+    its.it_value.tv_sec = (time_t)(at_ns / 1000000000u);
+    its.it_value.tv_nsec = (long)(at_ns % 1000000000u);
+  }
+  timerfd_settime(l->rate_fd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+static uint64_t rate_time(const ab__loop_t *l, uint64_t cursor) {
+  return ab__win_intended(&ab__loop_client(l, (uint32_t)(cursor % l->nclients))->win, cursor / l->nclients);
+}
+
+/* Wakes the clients whose messages are due and arms the timer at the next
+ * intended send of the phase (or disarms it). */
+static void rate_run(ab__loop_t *l) {
+  uint32_t n = l->nclients;
+  uint64_t dl, now = ab_now_ns(), t = 0;
+  if (!l->open_loop || n == 0) return;
+  if (ab__win_phase(l, now, &dl) == 0) {
+    rate_arm(l, 0);
+    return;
+  }
+  for (uint32_t steps = 0; (t = rate_time(l, l->rate_cursor)) <= now; steps++) {
+    if (steps == n) {
+      /* more than a round behind (a stall): every client was woken and
+       * grants all it has due; jump the cursor to the present */
+      const ab__win_t *w0 = &ab__loop_client(l, 0)->win;
+      double r = ((double)(now - w0->sched_t0) - w0->sched_off) / w0->sched_period;
+      uint64_t c = r > 1 ? ((uint64_t)r - 1) * n : 0;
+      if (c > l->rate_cursor) l->rate_cursor = c;
+      while ((t = rate_time(l, l->rate_cursor)) <= now) l->rate_cursor++;
+      break;
+    }
+    l->eng->drv->wake(ab__loop_client(l, (uint32_t)(l->rate_cursor % n)));
+    l->rate_cursor++;
+  }
+  rate_arm(l, t < dl ? t : 0);
+}
+
+static void rate_cb(uv_poll_t *p, int status, int events) {
+  ab__loop_t *l = p->data;
+  uint64_t expirations;
+  (void)status;
+  (void)events;
+  if (read(l->rate_fd, &expirations, sizeof(expirations)) < 0 && errno != EAGAIN) return;
+  rate_run(l);
+}
+
+/* A sending phase begins at t0: closed loop, every client fills its
+ * window; open loop, every schedule restarts at t0. */
+static void phase_begin(ab__loop_t *l, uint64_t t0) {
+  if (!l->open_loop) {
+    wake_all(l);
+    return;
+  }
+  for (uint32_t i = 0; i < l->nclients; i++) ab__win_sched_start(&ab__loop_client(l, i)->win, t0);
+  l->rate_cursor = 0;
+  rate_run(l);
+}
+
+/* The measure deadline passed: open loop, what the schedules meant to
+ * send before it and did not is unsent. */
+static void measure_end(ab__loop_t *l) {
+  if (!l->open_loop) return;
+  rate_arm(l, 0);
+  for (uint32_t i = 0; i < l->nclients; i++)
+    l->unsent += ab__win_unsent(&ab__loop_client(l, i)->win, l->deadline_ns);
 }
 
 /* The timeout sweep runs at least every tick_interval_ms(), and sooner
@@ -286,16 +370,18 @@ static void ctl_cb(uv_async_t *a) {
     l->warm_deadline_ns = t0;
     arm_phase_timer(l, t0);
     start_tick(l);
-    wake_all(l);
+    phase_begin(l, ab_now_ns());
     break;
   case AB__CMD_MEASURE:
     l->phase = AB__PH_MEASURE;
     l->start_ns = t0;
     l->deadline_ns = t1;
     l->drain_end_ns = t1 + (uint64_t)(eng->cfg->timeout_s * 1e9);
+    l->iv_i = 0;
+    l->iv_end_ns = l->iv_n == 1 ? UINT64_MAX : t0 + l->iv_ns < t1 ? t0 + l->iv_ns : t1;
     arm_phase_timer(l, t1);
     start_tick(l);
-    wake_all(l);
+    phase_begin(l, t0);
     break;
   case AB__CMD_STOP:
     l->phase = AB__PH_STOPPING;
@@ -303,6 +389,7 @@ static void ctl_cb(uv_async_t *a) {
     uv_close((uv_handle_t *)&l->phase_timer, close_cb_noop);
     uv_close((uv_handle_t *)&l->tick, close_cb_noop);
     uv_close((uv_handle_t *)&l->ctl, close_cb_noop);
+    if (l->rate_fd >= 0) uv_close((uv_handle_t *)&l->rate_poll, close_cb_noop);
     if (eng->pool) uv_close((uv_handle_t *)&l->pool_done, close_cb_noop);
     break;
   default:
@@ -352,6 +439,15 @@ static int sleep_or_abort(ab__engine_t *eng, uint64_t t_ns) {
   return aborted;
 }
 
+/* The number of intervals of the time series: the last may be shorter. */
+static uint32_t interval_count(const ab_case_cfg_t *cfg) {
+  double iv = cfg->interval_s > 0 ? cfg->interval_s : 1.0;
+  double n = cfg->duration_s / iv;
+  uint32_t k = (uint32_t)n;
+  if ((double)k < n - 1e-9) k++;
+  return k < 1 ? 1 : k;
+}
+
 /* Against the capability table (proto/caps.h): the scenario checks
  * (the arkbench.scenario.check module) refuse the same cases first, in the
  * words users read; this is the safety net for any other caller. */
@@ -375,6 +471,9 @@ int ab_case_check(const ab_case_cfg_t *cfg, char *err, size_t errlen) {
   if (cfg->threads < lim->threads_min || cfg->threads > lim->threads_max) BAD("topology N %u out of range %u .. %u", cfg->threads, lim->threads_min, lim->threads_max);
   if (cfg->work > lim->work_max) BAD("work %llu over %llu", (unsigned long long)cfg->work, (unsigned long long)lim->work_max);
   if (!(cfg->warmup_s >= 0) || !(cfg->duration_s > 0) || !(cfg->timeout_s > 0)) BAD("warmup >= 0, duration > 0 and timeout > 0 are required");
+  if (!(cfg->rate >= 0) || cfg->rate > 1e9) BAD("rate must be >= 0 (0: closed loop) and at most 1e9 messages/s");
+  if (cfg->interval_s != 0 && !((cfg->interval_s >= 0.01 || cfg->interval_s == cfg->duration_s) && cfg->interval_s <= cfg->duration_s)) BAD("interval must be from 0.01 s to the duration");
+  if (interval_count(cfg) > AB_MAX_INTERVALS) BAD("duration / interval is over %d intervals", AB_MAX_INTERVALS);
   if ((double)cfg->clients * cfg->window * cfg->payload > (double)lim->inflight_max) BAD("clients x window x payload exceeds %llu bytes", (unsigned long long)lim->inflight_max);
   const ab_driver_t *d = cfg->driver;
   if (d == NULL) BAD("no driver runs this protocol with this execution");
@@ -393,6 +492,30 @@ static void free_clients(ab__loop_t *l) {
     ab__win_free(&ab__loop_client(l, i)->win);
   }
   free(l->clients);
+  l->clients = NULL;
+  free(l->iv);
+  free(l->iv_lag);
+  l->iv = NULL;
+  l->iv_lag = NULL;
+  if (l->rate_fd >= 0) close(l->rate_fd);
+  l->rate_fd = -1;
+}
+
+/* The loop's time series and open-loop histograms, preallocated. */
+static int alloc_series(ab__loop_t *l, const ab_case_cfg_t *cfg) {
+  l->iv_ns = (uint64_t)((cfg->interval_s > 0 ? cfg->interval_s : 1.0) * 1e9);
+  l->iv_n = interval_count(cfg);
+  l->iv_end_ns = UINT64_MAX;
+  l->iv = calloc(l->iv_n, sizeof(ab__iv_t));
+  if (l->iv == NULL) return AB_ENOMEM;
+  for (uint32_t i = 0; i < l->iv_n; i++) ab_hist_init(&l->iv[i].rtt);
+  ab_hist_init(&l->rtt_raw);
+  ab_hist_init(&l->send_lag);
+  if (!l->open_loop) return 0;
+  l->iv_lag = calloc(l->iv_n, sizeof(ab_hist_t));
+  if (l->iv_lag == NULL) return AB_ENOMEM;
+  for (uint32_t i = 0; i < l->iv_n; i++) ab_hist_init(&l->iv_lag[i]);
+  return 0;
 }
 
 /* A setup step failed with r: the sentence for out->error. */
@@ -418,6 +541,8 @@ static int alloc_loops(ab__engine_t *eng, ab_result_t *out) {
     ab__loop_t *l = &eng->loops[li];
     l->eng = eng;
     l->index = li;
+    l->rate_fd = -1;
+    l->open_loop = cfg->rate > 0;
     ab_hist_init(&l->rtt);
     ab_hist_init(&l->connect);
     ab_hist_init(&l->handshake);
@@ -434,12 +559,13 @@ static int alloc_loops(ab__engine_t *eng, ab_result_t *out) {
     l->client_size = eng->drv->client_size;
     if (l->client_size < sizeof(ab__client_t)) l->client_size = sizeof(ab__client_t);
     l->clients = calloc(l->nclients ? l->nclients : 1, l->client_size);
-    if (l->clients == NULL) return AB_ENOMEM;
+    if (l->clients == NULL || alloc_series(l, cfg) < 0) return AB_ENOMEM;
     for (uint32_t k = 0; k < l->nclients; k++) {
       ab__client_t *c = ab__loop_client(l, k);
       c->loop = l;
       c->id = li + k * eng->nloops;
-      if (ab__win_init(&c->win, cfg->window, win_kind) < 0) return AB_ENOMEM;
+      if (ab__win_init(&c->win, cfg->window, win_kind, l->open_loop) < 0) return AB_ENOMEM;
+      if (l->open_loop) ab__win_sched_init(&c->win, cfg->rate, c->id, cfg->clients);
     }
   }
   return 0;
@@ -463,6 +589,13 @@ static int open_loops(ab__engine_t *eng, uint32_t workers, uint32_t *started, ab
     if (workers) {
       uv_async_init(&l->loop, &l->pool_done, pool_done_cb);
       l->pool_done.data = l;
+    }
+    if (l->open_loop && l->nclients > 0) {
+      l->rate_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+      if (l->rate_fd < 0) return setup_error(out, -errno);
+      if ((r = uv_poll_init(&l->loop, &l->rate_poll, l->rate_fd)) < 0) return setup_error(out, r);
+      l->rate_poll.data = l;
+      uv_poll_start(&l->rate_poll, UV_READABLE, rate_cb);
     }
     if ((r = eng->drv->loop_open(l, out->error, sizeof(out->error))) < 0)
       return out->error[0] ? r : setup_error(out, r);
@@ -548,14 +681,28 @@ static void measure(ab__engine_t *eng, ab_result_t *out) {
 }
 
 /* Folds one loop's measurements into the result (engine/counters.h). */
-static void merge_loop(ab_result_t *out, const ab__loop_t *l) {
+static void merge_loop(ab_result_t *out, ab__loop_t *l) {
 #define MERGE_COUNTER(name, merge, group, doc)                                              \
   out->name = (merge) == AB_MERGE_MAX ? (out->name > l->name ? out->name : l->name)         \
                                       : out->name + l->name;
   AB_COUNTERS(MERGE_COUNTER)
 #undef MERGE_COUNTER
   out->unfinished += l->meas_inflight; /* stuck at stop */
+  /* the loop's RTT histogram is its intervals' together */
+  for (uint32_t i = 0; i < l->iv_n; i++) ab_hist_merge(&l->rtt, &l->iv[i].rtt);
   ab_hist_merge(&out->rtt, &l->rtt);
+  ab_hist_merge(&out->rtt_raw, &l->rtt_raw);
+  ab_hist_merge(&out->send_lag, &l->send_lag);
+  for (uint32_t i = 0; i < l->iv_n && i < out->niv; i++) {
+    ab__iv_t *o = &out->iv[i];
+    const ab__iv_t *v = &l->iv[i];
+    o->sent += v->sent;
+    o->completed += v->completed;
+    o->errors += v->errors;
+    o->timed_out += v->timed_out;
+    ab_hist_merge(&o->rtt, &v->rtt);
+    if (out->iv_lag && l->iv_lag) ab_hist_merge(&out->iv_lag[i], &l->iv_lag[i]);
+  }
   ab_hist_merge(&out->connect, &l->connect);
   ab_hist_merge(&out->handshake, &l->handshake);
   if (l->status_failures) {
@@ -570,6 +717,22 @@ static void merge_loop(ab_result_t *out, const ab__loop_t *l) {
     ab__errors_add(out->errors, &out->nerrors, l->errors[k].code, l->errors[k].count);
   if (out->error[0] == '\0' && l->first_error[0] != '\0')
     snprintf(out->error, sizeof(out->error), "%s", l->first_error);
+}
+
+/* The result's time series, empty, for the loops to be merged into. */
+static int alloc_result_series(const ab_case_cfg_t *cfg, ab_result_t *out) {
+  uint32_t n = interval_count(cfg);
+  out->interval_s = cfg->interval_s > 0 ? cfg->interval_s : 1.0;
+  out->iv = calloc(n, sizeof(ab__iv_t));
+  if (out->iv == NULL) return AB_ENOMEM;
+  out->niv = n;
+  for (uint32_t i = 0; i < n; i++) ab_hist_init(&out->iv[i].rtt);
+  if (cfg->rate > 0) {
+    out->iv_lag = calloc(n, sizeof(ab_hist_t));
+    if (out->iv_lag == NULL) return AB_ENOMEM;
+    for (uint32_t i = 0; i < n; i++) ab_hist_init(&out->iv_lag[i]);
+  }
+  return 0;
 }
 
 /* STOP: the pool is joined, every loop closes its handles and its thread
@@ -588,6 +751,8 @@ static void stop_and_merge(ab__engine_t *eng, ab_result_t *out) {
    * a peak below what is resident now */
   out->rss_peak_bytes = cend.maxrss_bytes > out->rss_end_bytes ? cend.maxrss_bytes
                                                                : out->rss_end_bytes;
+  if (alloc_result_series(eng->cfg, out) < 0 && out->error[0] == '\0')
+    snprintf(out->error, sizeof(out->error), "out of memory merging the time series");
   for (uint32_t li = 0; li < eng->nloops; li++) {
     ab__loop_t *l = &eng->loops[li];
     merge_loop(out, l);
@@ -663,6 +828,8 @@ int ab_run_case(const ab_case_cfg_t *cfg, ab_result_t *out) {
   ab_hist_init(&out->rtt);
   ab_hist_init(&out->connect);
   ab_hist_init(&out->handshake);
+  ab_hist_init(&out->rtt_raw);
+  ab_hist_init(&out->send_lag);
   int r = ab_case_check(cfg, out->error, sizeof(out->error));
   if (r < 0) return r;
 
@@ -703,4 +870,8 @@ int ab_run_case(const ab_case_cfg_t *cfg, ab_result_t *out) {
 void ab_result_free(ab_result_t *r) {
   free(r->conns_per_loop);
   r->conns_per_loop = NULL;
+  free(r->iv);
+  free(r->iv_lag);
+  r->iv = NULL;
+  r->iv_lag = NULL;
 }

@@ -23,6 +23,7 @@
 #include "proto/caps.h" /* AB_PROTO_*, AB_EXEC_*, AB_FRAMING_*, AB_MODEL_* */
 #include "engine/counters.h"
 #include "engine/driver.h"
+#include "engine/window_state.h"
 #include "proto/transport.h"
 
 
@@ -39,6 +40,9 @@ typedef struct {
   double warmup_s;   /* >= 0 */
   double duration_s; /* > 0 */
   double timeout_s;  /* per-message reply timeout, > 0 */
+  double rate;       /* open loop: messages/s for the whole case, spread
+                        evenly over the clients; 0 = closed loop */
+  double interval_s; /* time series interval, 0.01 .. duration (0: 1 s) */
   /* role: AB_ROLE_BOTH runs both ends here over loopback; AB_ROLE_CLIENT
    * connects to `addr` (scenario key target); AB_ROLE_SERVER listens on
    * `addr` (port 0 = any; several loops share it with SO_REUSEPORT), calls
@@ -61,6 +65,9 @@ enum { AB_ROLE_BOTH = 0, AB_ROLE_CLIENT = 1, AB_ROLE_SERVER = 2 };
 
 #define AB_MAX_ERROR_CLASSES 32
 #define AB_MAX_NOTES 8
+/* the longest time series: duration / interval (each interval holds a
+ * histogram per loop, ~17 KiB) */
+#define AB_MAX_INTERVALS 2000
 
 typedef struct {
   int code;        /* ab_error.h code or negated errno */
@@ -87,6 +94,16 @@ struct ab_result_s {
   ab_hist_t handshake;     /* per-connection session setup after the
                               connect (the driver's handshakes), ns */
   ab_session_info_t session; /* the drivers' (proto/transport.h) */
+  /* open loop: rtt above is from the intended send time (corrected);
+   * these are the RTT from the actual send and actual - intended, ns */
+  ab_hist_t rtt_raw, send_lag;
+  /* the time series: niv intervals of interval_s from the start (the last
+   * also holds what was counted after the deadline), merged across
+   * loops; malloc'd, ab_result_free().  iv_lag: open loop only, else NULL */
+  ab__iv_t *iv;
+  ab_hist_t *iv_lag;
+  uint32_t niv;
+  double interval_s;
 };
 
 /* Checks cfg; returns 0 or AB_ECONFIG with a sentence in err[0..errlen). */

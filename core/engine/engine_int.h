@@ -122,8 +122,25 @@ struct ab__loop_s {
   uint64_t warm_inflight;       /* warm-up messages in flight */
   uint64_t meas_inflight;       /* measure messages in flight */
 
-  /* per-loop results, merged by the coordinator */
+  /* open loop (engine.c's rate timer): a timerfd armed at the loop's
+   * next intended send; its messages, across the loop's clients, in
+   * time order: cursor c is client c mod nclients' message c / nclients */
+  int open_loop;                /* cfg->rate > 0 */
+  int rate_fd;                  /* timerfd, -1 when closed loop */
+  uv_poll_t rate_poll;
+  uint64_t rate_cursor;
+  /* the time series of the measure phase: iv_n intervals of iv_ns from
+   * start_ns, the current one iv_i (ends at iv_end_ns); window.h */
+  ab__iv_t *iv;
+  ab_hist_t *iv_lag;            /* open loop: per interval send lag, ns */
+  uint32_t iv_n, iv_i;
+  uint64_t iv_ns, iv_end_ns;
+
+  /* per-loop results, merged by the coordinator; rtt is filled from the
+   * intervals' histograms when the loop stops */
   ab_hist_t rtt, connect, handshake;
+  ab_hist_t rtt_raw, send_lag;  /* open loop: RTT from the actual send,
+                                   actual - intended send time; ns */
   AB_COUNTER_FIELDS             /* sent, completed, ... (engine/counters.h) */
   /* client: whole replies whose status says the request failed (a driver
    * sets the count and the error class it is reported as) */

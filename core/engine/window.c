@@ -7,13 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-int ab__win_init(ab__win_t *w, uint32_t window, int kind) {
+int ab__win_init(ab__win_t *w, uint32_t window, int kind, int open_loop) {
   memset(w, 0, sizeof(*w));
   w->kind = (uint8_t)kind;
   w->seq = calloc(window, sizeof(uint64_t));
   w->ns = calloc(window, sizeof(uint64_t));
   w->phase = calloc(window, 1);
   if (w->seq == NULL || w->ns == NULL || w->phase == NULL) return AB_ENOMEM;
+  if (open_loop && (w->origin = calloc(window, sizeof(uint64_t))) == NULL) return AB_ENOMEM;
   if (kind == AB__WIN_DATAGRAM) {
     /* four windows of history tell late from duplicated; older replies are
      * late in any case */
@@ -29,16 +30,40 @@ void ab__win_free(ab__win_t *w) {
   free(w->seq);
   free(w->ns);
   free(w->phase);
+  free(w->origin);
   free(w->out_seq);
   free(w->out_state);
   memset(w, 0, sizeof(*w));
 }
 
+void ab__win_sched_init(ab__win_t *w, double rate, uint32_t index, uint32_t clients) {
+  w->sched_off = (double)index * 1e9 / rate;
+  w->sched_period = (double)clients * 1e9 / rate;
+}
+
+void ab__win_sched_start(ab__win_t *w, uint64_t t0) {
+  w->sched_t0 = t0;
+  w->sched_k = 0;
+}
+
+uint64_t ab__win_unsent(const ab__win_t *w, uint64_t deadline) {
+  if (w->origin == NULL || deadline <= w->sched_t0) return 0;
+  /* the first message intended at or after the deadline; the estimate is
+   * corrected against the exact times (rounding) */
+  double est = ((double)(deadline - w->sched_t0) - w->sched_off) / w->sched_period;
+  uint64_t k = est > 0 ? (uint64_t)est : 0;
+  while (k > 0 && ab__win_intended(w, k - 1) >= deadline) k--;
+  while (ab__win_intended(w, k) < deadline) k++;
+  return k > w->sched_k ? k - w->sched_k : 0;
+}
+
 /* Frees slot i (in flight) without a reply: a measure message counts in
- * *as. */
+ * *as, and a timeout or an error in the current interval too. */
 static void give_up(ab__loop_t *l, ab__win_t *w, uint32_t i, uint64_t *as) {
   if (w->phase[i] == AB_PHASE_MEASURE) {
     (*as)++;
+    if (as == &l->timed_out) ab__iv_at(l, ab_now_ns())->timed_out++;
+    else if (as == &l->message_errors) ab__iv_at(l, ab_now_ns())->errors++;
     l->meas_inflight--;
   } else {
     l->warm_inflight--;

@@ -19,13 +19,16 @@
  *
  * and its read path calls ab__win_complete() (or _datagram) per reply.
  *
- * Issuing is a policy of this module.  Today it is the closed loop: while
- * the phase is open, every free slot may be issued at once.  An open-loop
- * rate schedule is a second policy here, not in the drivers: grant() then
- * also bounds n by the messages whose intended send time has come (a
- * schedule per connection kept in ab__win_t), and stamp() records the
- * intended time as the RTT origin beside the actual hand-off time t; the
- * engine wakes the pumps at the next intended time.  Drivers do not change.
+ * Issuing is a policy of this module.  Closed loop (rate 0): while the
+ * phase is open, every free slot may be issued at once.  Open loop (a
+ * rate): each connection has an evenly spaced schedule (sched_* in
+ * ab__win_t, set by the engine at each phase start); grant() also bounds
+ * n by the messages whose intended time has come, stamp() records each
+ * one's intended time as its RTT origin (origin[]) beside the actual
+ * hand-off time t (ns[], the raw view and the timeout clock) and its send
+ * lag; the engine wakes the pumps at the next intended time (engine.c's
+ * rate timer).  Drivers do not change.  Measure-phase counts also go to
+ * the loop's current interval of the time series (ab__iv_at).
  *
  * Threads: everything runs on the connection's loop thread; no locks.
  * Times are CLOCK_MONOTONIC nanoseconds (ab_now_ns()).  Return codes
@@ -38,6 +41,7 @@
 #include <stdint.h>
 
 #include "base/ab_error.h"
+#include "base/clock.h"
 #include "base/histogram.h"
 #include "engine/engine_int.h"
 #include "engine/window_state.h"
@@ -64,8 +68,21 @@ enum {
 /* ---- setup (window.c) -------------------------------------------------- */
 
 /* Allocates w's slot table for `window` messages (and, for a datagram
- * window, its outcome ring).  0 or AB_ENOMEM; ab__win_free() either way. */
-int ab__win_init(ab__win_t *w, uint32_t window, int kind);
+ * window, its outcome ring; with open_loop, the intended times).  0 or
+ * AB_ENOMEM; ab__win_free() either way. */
+int ab__win_init(ab__win_t *w, uint32_t window, int kind, int open_loop);
+
+/* Open loop: connection `index` of `clients` follows a schedule at
+ * rate/clients messages/s, its phase index/rate s into the period. */
+void ab__win_sched_init(ab__win_t *w, double rate, uint32_t index, uint32_t clients);
+
+/* Open loop: a sending phase begins at t0: message 0 of the phase is
+ * intended at t0 + the connection's phase. */
+void ab__win_sched_start(ab__win_t *w, uint64_t t0);
+
+/* Open loop: how many messages of the current phase are intended before
+ * `deadline` and were not stamped (0 in closed loop). */
+uint64_t ab__win_unsent(const ab__win_t *w, uint64_t deadline);
 void ab__win_free(ab__win_t *w);
 
 /* ---- the phase gate and issuing --------------------------------------- */
@@ -96,6 +113,25 @@ static inline uint8_t ab__win_phase(const ab__loop_t *l, uint64_t now, uint64_t 
   return ph;
 }
 
+/* Open loop: the intended send time of message k of the current phase
+ * (its k-th since the phase began), ns.  Fixed in advance: the schedule
+ * never moves when sends are late. */
+static inline uint64_t ab__win_intended(const ab__win_t *w, uint64_t k) {
+  return w->sched_t0 + (uint64_t)(w->sched_off + (double)k * w->sched_period);
+}
+
+/* The interval of the time series that time t falls in (the measure
+ * phase's; events come in nearly increasing time order on a loop, so this
+ * only moves forward: a compare per call). */
+static inline ab__iv_t *ab__iv_at(ab__loop_t *l, uint64_t t) {
+  while (t >= l->iv_end_ns && l->iv_i + 1 < l->iv_n) {
+    l->iv_i++;
+    uint64_t e = l->start_ns + (uint64_t)(l->iv_i + 1) * l->iv_ns;
+    l->iv_end_ns = l->iv_i + 1 == l->iv_n ? UINT64_MAX : e < l->deadline_ns ? e : l->deadline_ns;
+  }
+  return &l->iv[l->iv_i];
+}
+
 /* How many messages c may issue now (closed loop: every free slot while
  * the phase is open; a datagram window stops at a slot an older message
  * still holds).  Fills *g and returns g->n (0: issue nothing).  `now` is a
@@ -106,9 +142,16 @@ static inline uint32_t ab__win_grant(ab__client_t *c, uint64_t now, ab__win_gran
   g->n = 0;
   uint8_t ph = ab__win_phase(l, now, &g->deadline);
   if (ph == 0 || w->inflight >= l->window) return 0;
-  /* the issuing policy, closed loop: every free slot at once (a rate
-   * schedule bounds this by the messages already due) */
+  /* the issuing policy, closed loop: every free slot at once */
   uint32_t n = l->window - w->inflight;
+  if (w->origin != NULL) {
+    /* open loop: only the messages whose intended time has come (a fresh
+     * clock: the caller's may be the last read's) */
+    uint64_t t = ab_now_ns();
+    uint32_t k = 0;
+    while (k < n && ab__win_intended(w, w->sched_k + k) <= t) k++;
+    n = k;
+  }
   if (w->kind == AB__WIN_DATAGRAM) {
     uint32_t s = ab__win_slot(l, w->next_seq), k = 0;
     while (k < n && w->ns[s] == 0) {
@@ -139,12 +182,28 @@ static inline uint32_t ab__win_stamp(ab__client_t *c, ab__win_grant_t *g, uint32
     w->ns[slot] = t;
     w->phase[slot] = g->phase;
   }
+  if (w->origin != NULL) {
+    /* open loop: each message's RTT starts at its intended time; how late
+     * it went out is the send lag */
+    slot = ab__win_slot(l, seq);
+    for (uint32_t i = 0; i < n; i++, slot = slot + 1 == l->window ? 0 : slot + 1) {
+      uint64_t it = ab__win_intended(w, w->sched_k + i);
+      w->origin[slot] = it;
+      if (g->phase == AB_PHASE_MEASURE) {
+        uint64_t lag = t > it ? t - it : 0;
+        ab_hist_record(&l->send_lag, lag);
+        ab_hist_record(&l->iv_lag[ab__iv_at(l, t) - l->iv], lag);
+      }
+    }
+    w->sched_k += n;
+  }
   if (w->inflight == 0) w->oldest_seq = seq;
   w->next_seq = seq + n;
   w->inflight += n;
   if (g->phase == AB_PHASE_MEASURE) {
     l->sent += n;
     l->meas_inflight += n;
+    ab__iv_at(l, t)->sent += n;
   } else {
     l->warm_inflight += n;
   }
@@ -162,10 +221,20 @@ static inline int ab__win_account(ab__loop_t *l, ab__win_t *w, uint32_t slot, ui
   w->ns[slot] = 0;
   w->inflight--;
   if (w->phase[slot] == AB_PHASE_MEASURE) {
-    ab_hist_record(&l->rtt, rtt);
+    ab__iv_t *iv = ab__iv_at(l, now);
+    if (w->origin != NULL) {
+      /* open loop: the raw view from the actual send, the corrected one
+       * (rtt) from the intended time */
+      ab_hist_record(&l->rtt_raw, rtt);
+      uint64_t o = w->origin[slot];
+      rtt = now > o ? now - o : 0;
+    }
+    /* the run's histogram is the merge of its intervals' (engine.c) */
+    ab_hist_record(&iv->rtt, rtt);
     l->meas_inflight--;
     if (now <= l->deadline_ns) {
       l->completed++;
+      iv->completed++;
       return AB__WIN_MEASURED;
     }
     l->drained++;
@@ -238,6 +307,7 @@ static inline int ab__win_complete_datagram(ab__client_t *c, uint8_t ph, uint32_
     w->inflight--;
     if (w->phase[slot] == AB_PHASE_MEASURE) {
       l->timed_out++;
+      ab__iv_at(l, now)->timed_out++;
       l->meas_inflight--;
     } else {
       l->warm_inflight--;

@@ -12,6 +12,8 @@
 
 #include <stdint.h>
 
+#include "base/histogram.h"
+
 /* How replies come back, which decides how they complete. */
 enum {
   AB__WIN_ORDERED = 0,  /* a stream: replies in request order, the oldest
@@ -36,11 +38,31 @@ typedef struct ab__win_s {
   uint64_t *ns;                 /* when it was handed to the socket (the
                                    RTT origin), ns; 0 = the slot is free */
   uint8_t *phase;               /* AB_PHASE_* it was sent in */
+  /* open loop only (NULL / 0 in closed loop): the rate schedule */
+  uint64_t *origin;             /* per slot: the message's intended send
+                                   time, its RTT origin, ns */
+  uint64_t sched_t0;            /* the current phase's schedule start, ns */
+  uint64_t sched_k;             /* messages of this phase stamped so far:
+                                   the next one is message sched_k */
+  double sched_off;             /* this connection's phase in the schedule,
+                                   ns after sched_t0 (id / rate) */
+  double sched_period;          /* ns between two of its messages
+                                   (clients / rate) */
   /* datagram only */
   uint64_t highest_seq;         /* highest sequence whose reply arrived */
   uint64_t *out_seq;            /* outcome ring, out_n entries */
   uint8_t *out_state;
   uint32_t out_n;
 } ab__win_t;
+
+/* One interval of the measure phase's time series (DESIGN §9): what
+ * happened in [t, t + interval) after the start, by the time it was
+ * counted (a send by its stamp, a reply by its completion; the last
+ * interval also takes what is counted after the deadline: the drain).
+ * Preallocated per loop at setup, written by the loop's thread only. */
+typedef struct {
+  uint64_t sent, completed, errors, timed_out;
+  ab_hist_t rtt;                /* the RTTs the run's histogram gets, ns */
+} ab__iv_t;
 
 #endif

@@ -166,9 +166,7 @@ static const char *read_shape(lua_State *L, ab_case_cfg_t *cfg) {
   if (sscanf(topo, "%15[a-z]:%u", model, &n) != 2) return "topology must be sharded:N or shared:N";
   cfg->model = ab_caps_id(models, nmodel, model);
   cfg->threads = n;
-  if (opt_number(L, "rate", 0) > 0 && !ab_caps_limits()->open_loop)
-    return "open-loop rate (docs/scenarios.md) is not built into the engine yet; "
-           "remove rate to run closed loop";
+  cfg->rate = opt_number(L, "rate", 0);
   cfg->payload = (uint32_t)opt_number(L, "payload", 1024);
   cfg->clients = (uint32_t)opt_number(L, "clients", 1);
   cfg->window = (uint32_t)opt_number(L, "window", 1);
@@ -176,6 +174,10 @@ static const char *read_shape(lua_State *L, ab_case_cfg_t *cfg) {
   cfg->warmup_s = opt_number(L, "warmup", 0.25);
   cfg->duration_s = opt_number(L, "duration", 1);
   cfg->timeout_s = opt_number(L, "timeout", 2);
+  /* the time series' interval: 1 s unless given; never longer than the
+   * duration (--quick shortens the duration after the scenario check) */
+  cfg->interval_s = opt_number(L, "interval", 1);
+  if (cfg->interval_s > cfg->duration_s) cfg->interval_s = cfg->duration_s;
   return NULL;
 }
 
@@ -378,6 +380,67 @@ static void push_host(lua_State *L, const ab_case_cfg_t *cfg, const ab_result_t 
   SETNUM("logical_cpus", ncpu);
 }
 
+/* load_model and, open loop, the rate accounting and the raw RTT and send
+ * lag views (DESIGN §7; docs/run-object.md). */
+static void push_load(lua_State *L, const ab_case_cfg_t *cfg, const ab_result_t *r) {
+  if (!(cfg->rate > 0)) {
+    lua_pushliteral(L, "closed");
+    lua_setfield(L, -2, "load_model");
+    return;
+  }
+  lua_pushliteral(L, "open");
+  lua_setfield(L, -2, "load_model");
+  double achieved = r->measured_s > 0 ? (double)r->sent / r->measured_s : 0;
+  SETNUM("rate_asked", cfg->rate);
+  SETNUM("rate_achieved", achieved);
+  lua_pushboolean(L, achieved >= 0.99 * cfg->rate && r->unsent == 0);
+  lua_setfield(L, -2, "rate_met");
+  push_stats(L, &r->rtt_raw);
+  lua_setfield(L, -2, "rtt_raw_us");
+  push_encoded(L, &r->rtt_raw);
+  lua_setfield(L, -2, "rtt_raw_histogram");
+  push_stats(L, &r->send_lag);
+  lua_setfield(L, -2, "send_lag_us");
+  push_encoded(L, &r->send_lag);
+  lua_setfield(L, -2, "send_lag_histogram");
+}
+
+/* A histogram's percentile p in us, nil when empty. */
+static void set_pct(lua_State *L, const char *key, const ab_hist_t *h, double p) {
+  if (h->count == 0) lua_pushnil(L);
+  else lua_pushnumber(L, (double)(p >= 100 ? h->max : ab_hist_percentile(h, p)) / 1000.0);
+  lua_setfield(L, -2, key);
+}
+
+/* intervals = { {t_s, duration_s, sent, completed, errors, timed_out,
+ * round_trips_per_s, p50_us, p90_us, p99_us, max_us, [send_lag_p99_us],
+ * rtt_histogram}, ... } (DESIGN §9). */
+static void push_intervals(lua_State *L, const ab_result_t *r) {
+  lua_createtable(L, (int)r->niv, 0);
+  for (uint32_t i = 0; i < r->niv; i++) {
+    const ab__iv_t *v = &r->iv[i];
+    double t = (double)i * r->interval_s;
+    double len = t + r->interval_s <= r->measured_s ? r->interval_s : r->measured_s - t;
+    lua_createtable(L, 0, 14);
+    SETNUM("t_s", t);
+    SETNUM("duration_s", len > 0 ? len : 0);
+    SETNUM("sent", v->sent);
+    SETNUM("completed", v->completed);
+    SETNUM("errors", v->errors);
+    SETNUM("timed_out", v->timed_out);
+    SETNUM("round_trips_per_s", len > 0 ? (double)v->completed / len : 0);
+    set_pct(L, "p50_us", &v->rtt, 50);
+    set_pct(L, "p90_us", &v->rtt, 90);
+    set_pct(L, "p99_us", &v->rtt, 99);
+    set_pct(L, "max_us", &v->rtt, 100);
+    if (r->iv_lag) set_pct(L, "send_lag_p99_us", &r->iv_lag[i], 99);
+    push_encoded(L, &v->rtt);
+    lua_setfield(L, -2, "rtt_histogram");
+    lua_rawseti(L, -2, (int)i + 1);
+  }
+  lua_setfield(L, -2, "intervals");
+}
+
 /* The result table of a run that happened (docs/run-object.md). */
 static void push_result(lua_State *L, const ab_case_cfg_t *cfg, const ab_result_t *r) {
   lua_newtable(L);
@@ -396,8 +459,8 @@ static void push_result(lua_State *L, const ab_case_cfg_t *cfg, const ab_result_
       cfg->protocol == AB_PROTO_HTTPS)
     push_tls(L, r);
   push_host(L, cfg, r);
-  lua_pushliteral(L, "closed");
-  lua_setfield(L, -2, "load_model");
+  push_load(L, cfg, r);
+  push_intervals(L, r);
   if (cfg->protocol == AB_PROTO_UDP) push_udp(L, r);
 }
 

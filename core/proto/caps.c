@@ -52,7 +52,7 @@ static const ab_caps_limits_t limits = {
     .threads_max = 256,
     .work_max = 10000000,
     .inflight_max = 1073741824, /* 1 GiB */
-    .open_loop = 0,
+    .open_loop = 1,
 };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))

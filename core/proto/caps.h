@@ -63,7 +63,7 @@ typedef struct {
   uint64_t work_max;                 /* iterations of server work per echo */
   uint64_t inflight_max;             /* bytes: clients x window x payload */
   int open_loop;                     /* 1 when rate (open-loop load) is
-                                        built; 0 today: a rate is refused */
+                                        built (it is); 0 refuses a rate */
 } ab_caps_limits_t;
 
 /* The rows, in the order users see them listed; *n gets the count. */

@@ -55,7 +55,7 @@ describe("scenario.load", function()
         it("lists the known keys when nothing is near", function()
             assert.equals(F .. "unknown_far.lua:2: unknown key 'frobnicate'; known keys: name, "
                 .. "description, protocol, framing, payload, clients, window, load, topology, "
-                .. "execution, work, warmup, duration, repetitions, rate, timeout, placement, "
+                .. "execution, work, warmup, duration, repetitions, rate, interval, timeout, placement, "
                 .. "target, tls, udp, client, server, message, expect",
                 load_err("unknown_far.lua"))
         end)
@@ -441,10 +441,28 @@ describe("scenario.load", function()
                 .. "(each conn:call is one round trip at a time)" }, assert(spec).warnings)
         end)
 
-        it("refuses rate while the table says open loop is not built", function()
-            assert.is_false(caps.limits.open_loop)
-            assert.equals("--set rate=5000: key 'rate': rate (open-loop load) is not built yet; "
-                .. "remove it to run closed loop", load_err("minimal.lua", { "rate=5000" }))
+        it("takes rate > 0 now that the table says open loop is built, and refuses rate <= 0",
+           function()
+            assert.is_true(caps.limits.open_loop)
+            local spec = assert(scenario.load(F .. "minimal.lua", { "rate=5000" }))
+            assert.equals(5000, spec.keys.rate)
+            assert.equals("--set rate=0: key 'rate': got 0; expected a number > 0 (messages per"
+                .. " second, all connections together)", load_err("minimal.lua", { "rate=0" }))
+        end)
+
+        it("takes interval from 0.01 s to the duration, one value, at most 2000 per case",
+           function()
+            local spec = assert(scenario.load(F .. "minimal.lua", { "interval=0.25" }))
+            assert.equals(0.25, spec.keys.interval)
+            assert.equals("--set interval=0.001: key 'interval': got 0.001; expected a number"
+                .. " from 0.01 to the duration (seconds per interval of the time series)",
+                load_err("minimal.lua", { "interval=0.001" }))
+            assert.matches("key 'interval': got 5; expected at most the duration %(1 s%)",
+                load_err("minimal.lua", { "interval=5", "duration=1" }))
+            assert.matches("expected duration / interval at most 2000 %(duration 100 s%)",
+                load_err("minimal.lua", { "interval=0.01", "duration=100" }))
+            assert.matches("interval is not a matrix axis",
+                load_err("minimal.lua", { "interval=0.1,0.2" }))
         end)
 
         it("takes the in-flight limit from the table", function()

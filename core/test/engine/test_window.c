@@ -7,13 +7,14 @@
 #include <string.h>
 
 #include "base/ab_error.h"
+#include "base/clock.h"
 #include "engine/window.h"
 #include "test/ab_test.h"
 
 #define TIMEOUT 1000000u /* 1 ms */
 #define DEADLINE 1000000000u
 
-static ab__loop_t *loop_new(uint32_t nclients, uint32_t window, int kind) {
+static ab__loop_t *loop_new_open(uint32_t nclients, uint32_t window, int kind, int open) {
   ab__loop_t *l = calloc(1, sizeof(*l));
   l->window = window;
   l->window_pow2 = (window & (window - 1)) == 0;
@@ -23,6 +24,16 @@ static ab__loop_t *loop_new(uint32_t nclients, uint32_t window, int kind) {
   l->start_ns = 1;
   l->deadline_ns = DEADLINE;
   ab_hist_init(&l->rtt);
+  ab_hist_init(&l->rtt_raw);
+  ab_hist_init(&l->send_lag);
+  /* one interval of the time series: the run's RTTs land in it */
+  l->iv = calloc(1, sizeof(ab__iv_t));
+  l->iv_lag = calloc(1, sizeof(ab_hist_t));
+  ab_hist_init(&l->iv[0].rtt);
+  ab_hist_init(&l->iv_lag[0]);
+  l->iv_n = 1;
+  l->iv_ns = DEADLINE;
+  l->iv_end_ns = UINT64_MAX;
   l->nclients = nclients;
   /* a driver's client is larger than the engine's header: the window and
    * the release of every client must step by client_size */
@@ -32,14 +43,21 @@ static ab__loop_t *loop_new(uint32_t nclients, uint32_t window, int kind) {
     ab__loop_client(l, i)->loop = l;
     ab__loop_client(l, i)->id = i;
     ab__loop_client(l, i)->alive = 1;
-    CHECK(ab__win_init(&ab__loop_client(l, i)->win, window, kind) == 0);
+    CHECK(ab__win_init(&ab__loop_client(l, i)->win, window, kind, open) == 0);
   }
+  l->open_loop = open;
   return l;
+}
+
+static ab__loop_t *loop_new(uint32_t nclients, uint32_t window, int kind) {
+  return loop_new_open(nclients, window, kind, 0);
 }
 
 static void loop_free(ab__loop_t *l) {
   for (uint32_t i = 0; i < l->nclients; i++) ab__win_free(&ab__loop_client(l, i)->win);
   free(l->clients);
+  free(l->iv);
+  free(l->iv_lag);
   free(l);
 }
 
@@ -155,10 +173,10 @@ static void test_ordered(void) {
   CHECK(ab__win_complete(c, AB_PHASE_WARMUP, 1, 0, 1500) == AB_ESEQ);
   CHECK(ab__win_complete(c, AB_PHASE_MEASURE, 1, 7, 1500) == AB_ESEQ);
   CHECK_EQ_U64(c->win.inflight, 4);
-  CHECK_EQ_U64(l->rtt.count, 0);
+  CHECK_EQ_U64(l->iv[0].rtt.count, 0);
   CHECK(ab__win_complete(c, AB_PHASE_MEASURE, 1, 0, 1500) == AB__WIN_MEASURED);
-  CHECK_EQ_U64(l->rtt.count, 1);
-  CHECK_EQ_U64(l->rtt.min, 500);
+  CHECK_EQ_U64(l->iv[0].rtt.count, 1);
+  CHECK_EQ_U64(l->iv[0].rtt.min, 500);
   CHECK_EQ_U64(l->completed, 1);
   CHECK_EQ_U64(c->win.oldest_seq, 1);
   CHECK_EQ_U64(c->win.inflight, 3);
@@ -172,8 +190,8 @@ static void test_ordered(void) {
   CHECK(ab__win_complete(c, AB_PHASE_MEASURE, 1, 3, 1801) == AB__WIN_FREED);
   CHECK_EQ_U64(l->completed, 3);
   CHECK_EQ_U64(l->drained, 1);
-  CHECK_EQ_U64(l->rtt.count, 4);
-  CHECK_EQ_U64(l->rtt.max, 801);
+  CHECK_EQ_U64(l->iv[0].rtt.count, 4);
+  CHECK_EQ_U64(l->iv[0].rtt.max, 801);
   CHECK_EQ_U64(l->meas_inflight, 0);
   CHECK(ab__win_complete_oldest(c, 1900) == AB_ESEQ); /* nothing in flight */
   check_identity(l);
@@ -185,7 +203,7 @@ static void test_ordered(void) {
   CHECK(ab__win_complete(c, AB_PHASE_WARMUP, 1, 4, 2100) == AB__WIN_FREED);
   CHECK_EQ_U64(l->warmup_completed, 1);
   CHECK_EQ_U64(l->warm_inflight, 3);
-  CHECK_EQ_U64(l->rtt.count, 4);
+  CHECK_EQ_U64(l->iv[0].rtt.count, 4);
 
   /* exact timeouts: a reply is late when it comes more than `timeout` after
    * its send, whatever the sweep did; it stays in flight for the release */
@@ -201,7 +219,7 @@ static void test_ordered(void) {
   CHECK_EQ_U64(issue(c, 10), 1);
   CHECK(ab__win_complete(c, AB_PHASE_MEASURE, 0, 0, 11 + TIMEOUT) == AB_ETIMEDOUT);
   CHECK_EQ_U64(l->completed, 0);
-  CHECK_EQ_U64(l->rtt.count, 0);
+  CHECK_EQ_U64(l->iv[0].rtt.count, 0);
   ab__win_release(c, &l->timed_out);
   CHECK_EQ_U64(l->timed_out, 1);
   check_identity(l);
@@ -219,12 +237,12 @@ static void test_datagram(void) {
   CHECK(ab__win_complete_datagram(c, AB_PHASE_MEASURE, 0, 1, 1200) == AB__WIN_MEASURED);
   CHECK_EQ_U64(l->reordered, 1);
   CHECK_EQ_U64(l->completed, 2);
-  CHECK_EQ_U64(l->rtt.count, 2);
+  CHECK_EQ_U64(l->iv[0].rtt.count, 2);
   /* a second reply: duplicated, nothing freed, no sample */
   CHECK(ab__win_complete_datagram(c, AB_PHASE_MEASURE, 0, 2, 1300) == AB__WIN_NONE);
   CHECK_EQ_U64(l->duplicated, 1);
   CHECK_EQ_U64(l->completed, 2);
-  CHECK_EQ_U64(l->rtt.count, 2);
+  CHECK_EQ_U64(l->iv[0].rtt.count, 2);
   /* never sent, or another connection's: AB_ESEQ */
   CHECK(ab__win_complete_datagram(c, AB_PHASE_MEASURE, 0, 9, 1300) == AB_ESEQ);
   CHECK(ab__win_complete_datagram(c, AB_PHASE_MEASURE, 5, 0, 1300) == AB_ESEQ);
@@ -337,7 +355,78 @@ static void test_finish(void) {
   loop_free(l);
 }
 
+/* The open-loop policy (DESIGN §7): a grant holds only the messages whose
+ * intended time has come, stamping records the intended time as the RTT
+ * origin (the raw view and the send lag from the actual hand-off), and what
+ * the schedule meant to send before the deadline and did not is unsent.
+ * The grant reads the clock itself, so the schedule is set around the real
+ * clock with margins of half a second. */
+static void test_rate(void) {
+  const uint64_t S = 1000000000u;
+  ab__loop_t *l = loop_new_open(2, 4, AB__WIN_ORDERED, 1);
+  ab__client_t *c0 = ab__loop_client(l, 0), *c1 = ab__loop_client(l, 1);
+  /* 1 message/s over 2 connections: each every 2 s, the second 1 s later */
+  ab__win_sched_init(&c0->win, 1.0, 0, 2);
+  ab__win_sched_init(&c1->win, 1.0, 1, 2);
+  uint64_t now = ab_now_ns();
+  /* a schedule not begun yet grants nothing, even with free slots */
+  ab__win_sched_start(&c0->win, now + 10 * S);
+  ab__win_grant_t g;
+  l->deadline_ns = now + 100 * S;
+  CHECK_EQ_U64(ab__win_grant(c0, now, &g), 0);
+  /* begun 4.5 s ago: c0's messages at 0, 2, 4 s are due, c1's at 1, 3 s */
+  uint64_t t0 = now - 45 * S / 10;
+  ab__win_sched_start(&c0->win, t0);
+  ab__win_sched_start(&c1->win, t0);
+  l->start_ns = t0;
+  l->deadline_ns = t0 + 9 * S;
+  CHECK_EQ_U64(ab__win_intended(&c1->win, 1), t0 + 3 * S);
+  CHECK_EQ_U64(ab__win_grant(c0, now, &g), 3);
+  CHECK_EQ_U64(ab__win_grant(c1, now, &g), 2);
+  /* c0 sends two of its three now: their origins are the intended times */
+  uint64_t t = ab_now_ns();
+  CHECK_EQ_U64(ab__win_grant(c0, t, &g), 3);
+  CHECK_EQ_U64(ab__win_stamp(c0, &g, 2, t), 2);
+  CHECK_EQ_U64(c0->win.origin[ab__win_slot(l, 0)], t0);
+  CHECK_EQ_U64(c0->win.origin[ab__win_slot(l, 1)], t0 + 2 * S);
+  CHECK_EQ_U64(c0->win.ns[ab__win_slot(l, 1)], t);
+  CHECK_EQ_U64(l->send_lag.count, 2);
+  CHECK_EQ_U64(l->send_lag.max, t - t0);
+  CHECK_EQ_U64(l->send_lag.min, t - t0 - 2 * S);
+  CHECK_EQ_U64(l->iv_lag[0].count, 2);
+  CHECK_EQ_U64(l->iv[0].sent, 2);
+  /* the third is still due; none after it yet */
+  CHECK_EQ_U64(ab__win_grant(c0, t, &g), 1);
+  CHECK_EQ_U64(g.seq, 2);
+  /* the first reply: corrected RTT from t0, raw from t */
+  uint64_t done = t + 1000;
+  CHECK(ab__win_complete(c0, AB_PHASE_MEASURE, 0, 0, done) == AB__WIN_MEASURED);
+  CHECK_EQ_U64(l->iv[0].rtt.count, 1);
+  CHECK_EQ_U64(l->iv[0].rtt.min, done - t0);
+  CHECK_EQ_U64(l->rtt_raw.count, 1);
+  CHECK_EQ_U64(l->rtt_raw.min, 1000);
+  CHECK_EQ_U64(l->iv[0].completed, 1);
+  /* unsent at the deadline (9 s): c0 meant 0, 2, 4, 6, 8 and sent 2; c1
+   * meant 1, 3, 5, 7 and sent none */
+  CHECK_EQ_U64(ab__win_unsent(&c0->win, l->deadline_ns), 3);
+  CHECK_EQ_U64(ab__win_unsent(&c1->win, l->deadline_ns), 4);
+  /* exactly at an intended time: that message is not before the deadline */
+  CHECK_EQ_U64(ab__win_unsent(&c0->win, t0 + 8 * S), 2);
+  CHECK_EQ_U64(ab__win_unsent(&c0->win, t0 + 8 * S + 1), 3);
+  /* a closed-loop window has no schedule */
+  ab__loop_t *cl = loop_new(1, 4, AB__WIN_ORDERED);
+  CHECK(ab__loop_client(cl, 0)->win.origin == NULL);
+  CHECK_EQ_U64(ab__win_unsent(&ab__loop_client(cl, 0)->win, DEADLINE), 0);
+  CHECK_EQ_U64(issue(ab__loop_client(cl, 0), 10), 4);
+  loop_free(cl);
+  l->phase = AB__PH_DRAIN;
+  ab__win_finish(l);
+  check_identity(l);
+  loop_free(l);
+}
+
 int main(void) {
+  test_rate();
   test_stamping();
   test_phase_gate();
   test_ordered();

@@ -67,6 +67,6 @@ int main(void) {
   CHECK_EQ_U64(lim->window_max, 4096);
   CHECK_EQ_U64(lim->threads_max, 256);
   CHECK_EQ_U64(lim->inflight_max, 1073741824);
-  CHECK(lim->open_loop == 0);
+  CHECK(lim->open_loop == 1);
   TEST_DONE();
 }

@@ -31,7 +31,7 @@ local _M = {}
 _M.KEYS = {
     "name", "description", "protocol", "framing", "payload", "clients",
     "window", "load", "topology", "execution", "work", "warmup", "duration",
-    "repetitions", "rate", "timeout", "placement", "target", "tls", "udp",
+    "repetitions", "rate", "interval", "timeout", "placement", "target", "tls", "udp",
     "client", "server", "message", "expect",
 }
 local KNOWN = {}
@@ -40,6 +40,8 @@ for _, k in ipairs(_M.KEYS) do KNOWN[k] = true end
 -- the capability table (core/proto/caps.h), read once
 local CAPS = core.capabilities()
 local LIMITS = CAPS.limits
+-- the longest time series (core/engine/engine.h AB_MAX_INTERVALS)
+local MAX_INTERVALS = 2000
 local PROTOCOLS, PROTOCOL_NAMES, TLS_PROTOCOLS, TLS_NAMES = {}, {}, {}, {}
 for _, p in ipairs(CAPS.protocols) do
     PROTOCOLS[p.name] = p
@@ -157,6 +159,10 @@ local RULES = {
         expected = "a number > 0 (messages per second, all connections together)",
     },
     timeout = seconds(false),
+    interval = {
+        test = function(v) return is_finite(v) and v >= 0.01 and v <= 3600 end,
+        expected = "a number from 0.01 to the duration (seconds per interval of the time series)",
+    },
     placement = one_of({ "same-process", "split" }),
     target = {
         test = valid_target,
@@ -494,6 +500,16 @@ local function validate(ctx, t)
         end
     end
 
+    if t.interval ~= nil then
+        local v = t.interval
+        if type(v) == "table" then
+            fail(ctx, "interval", "key 'interval': got a list; expected "
+                 .. RULES.interval.expected .. ", one value (interval is not a matrix axis)")
+        elseif check_value(ctx, "interval", "key 'interval'", v, RULES.interval) then
+            keys.interval = v
+        end
+    end
+
     if t.tls ~= nil then keys.tls = check_tls(ctx, t.tls) end
     if t.udp ~= nil then keys.udp = check_udp(ctx, t.udp) end
     check_hooks(ctx, t, hooks)
@@ -596,6 +612,24 @@ local function cross_check(ctx, t, spec)
     if keys.rate ~= nil and not LIMITS.open_loop then
         fail(ctx, "rate", "key 'rate': rate (open-loop load) is not built yet; remove it to run"
              .. " closed loop")
+    end
+
+    -- the time series: an interval fits in every duration, and no case has
+    -- more than MAX_INTERVALS of them (each holds a histogram per loop)
+    if keys.interval ~= nil then
+        local durations = type(keys.duration) == "table" and keys.duration or { keys.duration or 1 }
+        for _, d in ipairs(durations) do
+            if keys.interval > d then
+                fail(ctx, "interval", str_format("key 'interval': got %s; expected at most the"
+                     .. " duration (%s s)", describe(keys.interval), tostring(d)))
+                break
+            elseif d / keys.interval > MAX_INTERVALS + 1e-9 then
+                fail(ctx, "interval", str_format("key 'interval': got %s; expected duration /"
+                     .. " interval at most %d (duration %s s)", describe(keys.interval),
+                     MAX_INTERVALS, tostring(d)))
+                break
+            end
+        end
     end
 
     -- topology vs clients, per case (see matrix.lua): such cases run with

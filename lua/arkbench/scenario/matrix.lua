@@ -139,6 +139,7 @@ expand_one = function(spec)
             repetitions = keys.repetitions,
             tls = keys.tls,
             udp = keys.udp,
+            interval = keys.interval,
         }
         local id = {}
         for i, dim in ipairs(dims) do
