@@ -208,8 +208,19 @@ static uint64_t rate_time(const ab__loop_t *l, uint64_t cursor) {
   return ab__win_intended(&ab__loop_client(l, (uint32_t)(cursor % l->nclients))->win, cursor / l->nclients);
 }
 
-/* Wakes the clients whose messages are due and arms the timer at the next
- * intended send of the phase (or disarms it). */
+/* When a loop's sends are far apart (its thread sleeps between them), the
+ * timer fires this long before an intended send and the loop waits out
+ * the rest reading the clock: waking a sleeping thread takes tens of
+ * microseconds (more on a busy machine), which would otherwise all be send
+ * lag.  At most RATE_EARLY_NS is spent spinning per wake, so at most
+ * RATE_EARLY_NS / RATE_SPIN_GAP_NS of the thread (16 %); a loop whose
+ * sends are closer than RATE_SPIN_GAP_NS is busy anyway and never spins
+ * (it would delay its replies). */
+#define RATE_EARLY_NS 40000u
+#define RATE_SPIN_GAP_NS 250000u
+
+/* Wakes the clients whose messages are due and arms the timer just before
+ * the next intended send of the phase (or disarms it). */
 static void rate_run(ab__loop_t *l) {
   uint32_t n = l->nclients;
   uint64_t dl, now = ab_now_ns(), t = 0;
@@ -218,7 +229,13 @@ static void rate_run(ab__loop_t *l) {
     rate_arm(l, 0);
     return;
   }
-  for (uint32_t steps = 0; (t = rate_time(l, l->rate_cursor)) <= now; steps++) {
+  for (uint32_t steps = 0;; steps++) {
+    t = rate_time(l, l->rate_cursor);
+    if (t > now) {
+      if (t - now > l->rate_early_ns || t >= dl) break;
+      while ((now = ab_now_ns()) < t) {
+      }
+    }
     if (steps == n) {
       /* more than a round behind (a stall): every client was woken and
        * grants all it has due; jump the cursor to the present */
@@ -232,7 +249,7 @@ static void rate_run(ab__loop_t *l) {
     l->eng->drv->wake(ab__loop_client(l, (uint32_t)(l->rate_cursor % n)));
     l->rate_cursor++;
   }
-  rate_arm(l, t < dl ? t : 0);
+  rate_arm(l, t < dl ? t - l->rate_early_ns : 0);
 }
 
 static void rate_cb(uv_poll_t *p, int status, int events) {
@@ -253,6 +270,9 @@ static void phase_begin(ab__loop_t *l, uint64_t t0) {
   }
   for (uint32_t i = 0; i < l->nclients; i++) ab__win_sched_start(&ab__loop_client(l, i)->win, t0);
   l->rate_cursor = 0;
+  /* the loop's sends are sched_period / nclients apart */
+  double gap = l->nclients ? ab__loop_client(l, 0)->win.sched_period / l->nclients : 0;
+  l->rate_early_ns = gap >= RATE_SPIN_GAP_NS ? RATE_EARLY_NS : 0;
   rate_run(l);
 }
 

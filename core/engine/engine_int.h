@@ -129,6 +129,8 @@ struct ab__loop_s {
   int rate_fd;                  /* timerfd, -1 when closed loop */
   uv_poll_t rate_poll;
   uint64_t rate_cursor;
+  uint64_t rate_early_ns;       /* the timer fires this early; the rest is
+                                   waited out on the clock (engine.c) */
   /* the time series of the measure phase: iv_n intervals of iv_ns from
    * start_ns, the current one iv_i (ends at iv_end_ns); window.h */
   ab__iv_t *iv;
