@@ -8,8 +8,10 @@
  * and samples CPU; all socket IO happens on the loop threads.
  *
  * Timing: RTT per message, CLOCK_MONOTONIC, from just before the message's
- * first byte is handed to the socket to the read that completes its echo;
- * one histogram per loop, merged at the end.  See docs/run-object.md for
+ * first byte is handed to the socket (open loop, cfg->rate > 0: from its
+ * intended send time; the raw view and the send lag beside) to the read
+ * that completes its echo; one histogram per loop and interval of the
+ * time series, merged at the end.  See docs/run-object.md for
  * the accounting identity.
  */
 #ifndef AB_ENGINE_H

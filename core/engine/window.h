@@ -6,7 +6,9 @@
  * forced end of a measurement.  It writes the loop's counters (sent,
  * completed, drained, timed_out, message_errors, unfinished,
  * warmup_completed, meas_inflight, warm_inflight, late, reordered,
- * duplicated) and its RTT histogram; nothing else does.
+ * duplicated), its RTT histograms (per interval; open loop also the raw
+ * view and the send lag) and the time series' counts; nothing else does.
+ * (`unsent` is the engine's, from ab__win_unsent at the deadline.)
  *
  * A driver's pump does only this:
  *

@@ -425,8 +425,47 @@ static void test_rate(void) {
   loop_free(l);
 }
 
+/* The time series: sends count in the interval of their stamp, replies in
+ * that of their completion; the last interval also takes what comes after
+ * the deadline (the drain); the intervals' histograms hold every RTT. */
+static void test_intervals(void) {
+  ab__loop_t *l = loop_new(1, 8, AB__WIN_ORDERED);
+  ab__client_t *c = ab__loop_client(l, 0);
+  free(l->iv);
+  /* 3 intervals of 400 ns from start 1000, deadline 2000: [1000, 1400),
+   * [1400, 1800), [1800, 2000] and the drain */
+  l->iv_n = 3;
+  l->iv = calloc(3, sizeof(ab__iv_t));
+  for (int i = 0; i < 3; i++) ab_hist_init(&l->iv[i].rtt);
+  l->start_ns = 1000;
+  l->deadline_ns = 2000;
+  l->iv_ns = 400;
+  l->iv_i = 0;
+  l->iv_end_ns = 1400;
+  CHECK_EQ_U64(issue(c, 1100), 8);
+  CHECK(ab__win_complete(c, AB_PHASE_MEASURE, 0, 0, 1300) == AB__WIN_MEASURED);
+  CHECK(ab__win_complete(c, AB_PHASE_MEASURE, 0, 1, 1500) == AB__WIN_MEASURED);
+  CHECK(ab__win_complete(c, AB_PHASE_MEASURE, 0, 2, 1900) == AB__WIN_MEASURED);
+  CHECK(ab__win_complete(c, AB_PHASE_MEASURE, 0, 3, 2500) == AB__WIN_FREED); /* drained */
+  CHECK_EQ_U64(l->iv_i, 2);
+  CHECK_EQ_U64(l->iv_end_ns, UINT64_MAX);
+  CHECK_EQ_U64(l->iv[0].sent, 8);
+  CHECK_EQ_U64(l->iv[0].completed, 1);
+  CHECK_EQ_U64(l->iv[1].completed, 1);
+  CHECK_EQ_U64(l->iv[2].completed, 1);
+  CHECK_EQ_U64(l->iv[0].rtt.count + l->iv[1].rtt.count + l->iv[2].rtt.count, 4);
+  CHECK_EQ_U64(l->iv[2].rtt.max, 1400);
+  /* errors and timeouts in the interval they are counted in */
+  ab__win_release(c, &l->message_errors);
+  CHECK_EQ_U64(l->iv[2].errors, 4);
+  CHECK_EQ_U64(l->message_errors, 4);
+  check_identity(l);
+  loop_free(l);
+}
+
 int main(void) {
   test_rate();
+  test_intervals();
   test_stamping();
   test_phase_gate();
   test_ordered();
