@@ -55,7 +55,7 @@ typedef struct ab__win_s {
   uint32_t out_n;
 } ab__win_t;
 
-/* One interval of the measure phase's time series (DESIGN §9): what
+/* One interval of the measure phase's time series (docs/run-object.md, intervals): what
  * happened in [t, t + interval) after the start, by the time it was
  * counted (a send by its stamp, a reply by its completion; the last
  * interval also takes what is counted after the deadline: the drain).

@@ -381,7 +381,7 @@ static void push_host(lua_State *L, const ab_case_cfg_t *cfg, const ab_result_t 
 }
 
 /* load_model and, open loop, the rate accounting and the raw RTT and send
- * lag views (DESIGN §7; docs/run-object.md). */
+ * lag views (docs/run-object.md, docs/scenarios.md: rate). */
 static void push_load(lua_State *L, const ab_case_cfg_t *cfg, const ab_result_t *r) {
   if (!(cfg->rate > 0)) {
     lua_pushliteral(L, "closed");
@@ -414,7 +414,7 @@ static void set_pct(lua_State *L, const char *key, const ab_hist_t *h, double p)
 
 /* intervals = { {t_s, duration_s, sent, completed, errors, timed_out,
  * round_trips_per_s, p50_us, p90_us, p99_us, max_us, [send_lag_p99_us],
- * rtt_histogram}, ... } (DESIGN §9). */
+ * rtt_histogram}, ... } (docs/run-object.md). */
 static void push_intervals(lua_State *L, const ab_result_t *r) {
   lua_createtable(L, (int)r->niv, 0);
   for (uint32_t i = 0; i < r->niv; i++) {

@@ -1,5 +1,5 @@
--- open_loop_spec.lua -- issue 12, the C side of open-loop load (DESIGN §7,
--- §9): `rate` runs every protocol in every execution mode on the rate
+-- open_loop_spec.lua -- issue 12, the C side of open-loop load (docs/scenarios.md
+-- rate and interval, docs/run-object.md): `rate` runs every protocol in every execution mode on the rate
 -- schedule (--quick), with the rate accounting, the two latency views, the
 -- send lag and the time series in the run object; a peer that stalls once
 -- shows corrected latency far above the raw view; a peer slower than the

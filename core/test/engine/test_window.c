@@ -355,7 +355,7 @@ static void test_finish(void) {
   loop_free(l);
 }
 
-/* The open-loop policy (DESIGN §7): a grant holds only the messages whose
+/* The open-loop policy (docs/scenarios.md, rate): a grant holds only the messages whose
  * intended time has come, stamping records the intended time as the RTT
  * origin (the raw view and the send lag from the actual hand-off), and what
  * the schedule meant to send before the deadline and did not is unsent.
