@@ -22,7 +22,8 @@
  *   core.write_fd(fd, data) -> true | nil, err, code
  *       writes all of data to an inherited descriptor (the worker's result
  *       channel, see core/io/proc.h), retrying on EINTR and short writes.
- *   core.file_kind(path) -> "file" | "directory" | "other" | nil
+ *   core.file_kind(path) -> "file" | "directory" | "FIFO" | "character device" |
+ *       "block device" | "socket" | "special file" | nil  (stat: follows links)
  *   core.dir_entries(path) -> { name, ... } (sorted, no "." / "..") | nil, err, code
  */
 #include <dirent.h>
@@ -166,7 +167,16 @@ static int l_file_kind(lua_State *L) {
     lua_pushnil(L);
     return 1;
   }
-  lua_pushstring(L, S_ISREG(st.st_mode) ? "file" : S_ISDIR(st.st_mode) ? "directory" : "other");
+  /* "file" and "directory" are what callers test; the others are words
+   * for messages ("is a FIFO") */
+  const char *kind = S_ISREG(st.st_mode)    ? "file"
+                     : S_ISDIR(st.st_mode)  ? "directory"
+                     : S_ISFIFO(st.st_mode) ? "FIFO"
+                     : S_ISCHR(st.st_mode)  ? "character device"
+                     : S_ISBLK(st.st_mode)  ? "block device"
+                     : S_ISSOCK(st.st_mode) ? "socket"
+                                            : "special file";
+  lua_pushstring(L, kind);
   return 1;
 }
 

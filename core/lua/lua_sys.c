@@ -9,6 +9,7 @@
  *   core.uname() -> { sysname=, release=, version=, machine=, nodename= }
  *   core.build_info() -> { compiler=, c_flags=, build_type=, luajit=,
  *                          libuv=, openssl=, sanitizers= }
+ *   core.pid_alive(pid) -> boolean (a process with that id exists)
  *   core.nofile_limit([want]) -> soft, hard  (raises the soft limit towards
  *                                             `want` when given)
  */
@@ -16,6 +17,7 @@
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/resource.h>
 #include <sys/utsname.h>
 #include <time.h>
@@ -157,6 +159,17 @@ static int l_pin_cpu(lua_State *L) {
   return 1;
 }
 
+/* core.pid_alive(pid) -> boolean: a process with that id exists (kill 0;
+ * EPERM still means it exists). */
+static int l_pid_alive(lua_State *L) {
+  lua_Number n = luaL_checknumber(L, 1);
+  int alive = 0;
+  if (n >= 1 && n <= 4194304 && n == (lua_Number)(pid_t)n)
+    alive = kill((pid_t)n, 0) == 0 || errno == EPERM;
+  lua_pushboolean(L, alive);
+  return 1;
+}
+
 static int l_nofile_limit(lua_State *L) {
   struct rlimit rl;
   if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return ab_lua_fail(L, -errno);
@@ -185,6 +198,7 @@ void ab_lua_register_sys(lua_State *L) {
       {"sha256", l_sha256},           {"sha256_file", l_sha256_file},
       {"uname", l_uname},             {"build_info", l_build_info},
       {"nofile_limit", l_nofile_limit}, {"pin_cpu", l_pin_cpu},
+      {"pid_alive", l_pid_alive},
       {NULL, NULL}};
   for (const luaL_Reg *r = fns; r->name; r++) {
     lua_pushcfunction(L, r->func);

@@ -1,9 +1,13 @@
 /* lua_tls.c -- TLS settings checked at load (proto/tls.h).
  *
  *   core.tls_check({ version = "1.2" | "1.3" | nil, ciphers = string | nil,
- *                    alpn = "a,b" | nil }) -> true | nil, reason
- *       builds (and frees) a client context with OpenSSL's own parsers, so
- *       that a cipher list OpenSSL refuses is refused before any run starts.
+ *                    alpn = "a,b" | nil, ca = path | nil }) -> true | nil, reason
+ *       builds (and frees) a client context with OpenSSL's own parsers and
+ *       runs one in-memory handshake against a server context made as a run
+ *       makes it (ab_tls_opts_check), so that settings OpenSSL refuses --
+ *       or that leave no cipher, or refuse the certificate's key -- are
+ *       refused before any run starts.  ca: a readable file with at least
+ *       one PEM certificate (reason "tls ca \"path\": holds no PEM ...").
  *       reason is one line ("tls ciphers \"NOPE\": no usable TLS 1.3
  *       cipher").  Strings with NUL bytes are refused here (C cannot pass
  *       them on).
@@ -39,10 +43,20 @@ static int l_tls_check(lua_State *L) {
   o.version = opt_string(L, "version", &nul);
   o.ciphers = opt_string(L, "ciphers", &nul);
   o.alpn = opt_string(L, "alpn", &nul);
+  const char *ca = opt_string(L, "ca", &nul);
   if (nul) {
     lua_pushnil(L);
     lua_pushstring(L, "tls: a string contains a NUL byte");
     return 2;
+  }
+  if (ca != NULL && ab_tls_ca_file_check(ca) != 0) {
+    lua_pushnil(L);
+    lua_pushfstring(L, "tls ca \"%s\": %s", ca, ab_tls_last_error());
+    return 2;
+  }
+  if (o.version == NULL && o.ciphers == NULL && o.alpn == NULL) {
+    lua_pushboolean(L, 1); /* the defaults: nothing to try */
+    return 1;
   }
   int err = ab_tls_opts_check(&o);
   if (err != 0) {

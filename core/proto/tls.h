@@ -94,10 +94,19 @@ int ab_tls_client_ctx_new(const ab_tls_opts_t *o, const char *ca_pem,
 
 /* Checks o as a client context would use it -- version, ciphers (with
  * OpenSSL's own parser: SSL_CTX_set_ciphersuites for 1.3, _cipher_list for
- * 1.2), the ALPN list -- without keeping anything, so that a scenario is
- * refused at load rather than failing every run.  Returns 0, AB_ECONFIG
+ * 1.2), the ALPN list -- then makes a server context as a run does (its
+ * generated EC P-256 certificate) and a client trusting it and runs one
+ * handshake between them in memory, so that a cipher list left empty at
+ * the security level ("no ciphers available") or a level refusing the key
+ * ("ee key too small") is refused at load rather than failing every run.
+ * Nothing is kept; costs one key generation and one handshake (~ms).  Returns 0, AB_ECONFIG
  * (reason in ab_tls_last_error()) or AB_ENOMEM. */
 int ab_tls_opts_check(const ab_tls_opts_t *o);
+
+/* Checks that path is a readable file holding at least one PEM
+ * certificate (the tls.ca of a scenario).  Returns 0 or AB_ECONFIG (reason
+ * in ab_tls_last_error(), without the path). */
+int ab_tls_ca_file_check(const char *path);
 
 /* Frees a context (NULL is fine).  Every connection made from it must have
  * been freed first. */

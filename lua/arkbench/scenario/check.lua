@@ -364,12 +364,25 @@ local function check_tls(ctx, v)
         out[k] = copy_list(x)
     end
     -- the cipher list through OpenSSL's own parser, for the version it is for
+    -- and one handshake in memory with the certificate a run uses, so that
+    -- a list left empty at the security level fails here, not in every run
     if ok and type(out.ciphers) == "string" then
         local core = require("arkbench.core")
         local good, why = core.tls_check({ version = out.version, ciphers = out.ciphers })
         if not good then
             fail(ctx, "tls", label .. ": key 'ciphers': got " .. describe(out.ciphers) .. "; "
-                 .. tostring(why):gsub("^tls ciphers \"[^\n]*\": ", "OpenSSL refuses it: "))
+                 .. (tostring(why):gsub("^tls ciphers \"[^\n]*\": ", "OpenSSL refuses it: ")
+                     :gsub("^the ", "with it the ")))
+            ok = false
+        end
+    end
+    if ok and type(out.ca) == "string" then
+        local core = require("arkbench.core")
+        local good, why = core.tls_check({ ca = out.ca })
+        if not good then
+            fail(ctx, "tls", label .. ": key 'ca': got " .. describe(out.ca) .. "; expected a"
+                 .. " readable PEM file of certificates, but it "
+                 .. (tostring(why):gsub("^tls ca \"[^\n]*\": ", "")))
             ok = false
         end
     end
