@@ -221,7 +221,10 @@ describe("compare.run", function()
         assert(os.execute("mkdir -p '" .. d .. "'"))
         dirs[#dirs + 1] = d
         local f = assert(io.open(d .. "/runs.jsonl", "w"))
-        for _, r in ipairs(runs) do f:write(json.encode(r), "\n") end
+        for _, r in ipairs(runs) do
+            r.schema_version = r.schema_version or 1
+            f:write(json.encode(r), "\n")
+        end
         f:close()
         if env then
             f = assert(io.open(d .. "/env.json", "w"))

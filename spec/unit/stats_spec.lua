@@ -289,15 +289,17 @@ end)
 
 describe("stats.read_jsonl", function()
     it("reads one object per line and skips blank lines", function()
-        local path = tmpfile('{"case_id":"a","ok":true}\n\n  \n{"case_id":"b","ok":false}\r\n')
+        local path = tmpfile('{"schema_version":1,"case_id":"a","repetition":1,"ok":true}\n\n  \n'
+                             .. '{"schema_version":1,"case_id":"b","repetition":1,"ok":false}\r\n')
         local runs, err = stats.read_jsonl(path)
         os.remove(path)
         assert.is_nil(err)
-        assert.are.same({ { case_id = "a", ok = true }, { case_id = "b", ok = false } }, runs)
+        assert.are.same({ { schema_version = 1, case_id = "a", repetition = 1, ok = true },
+                          { schema_version = 1, case_id = "b", repetition = 1, ok = false } }, runs)
     end)
 
     it("names path:line of a malformed line", function()
-        local path = tmpfile('{"ok":true}\n\n{"ok":tru\n')
+        local path = tmpfile('{"schema_version":1,"case_id":"a","repetition":1,"ok":true}\n\n{"ok":tru\n')
         local runs, err = stats.read_jsonl(path)
         os.remove(path)
         assert.is_nil(runs)

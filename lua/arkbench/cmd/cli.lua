@@ -200,30 +200,46 @@ function _M.run(args)
     local started = core.wall_s()
     local folder = require("arkbench.run.folder")
     local sha = core.sha256_file(o.path)
-    local dir, cerr
+    -- what an --append must match (env.json records it)
+    local settings = { sets = json.array(), filters = json.array(), quick = o.quick == true }
+    for _, v in ipairs(o.sets) do settings.sets[#settings.sets + 1] = v end
+    for _, v in ipairs(o.filters) do settings.filters[#settings.filters + 1] = v end
+    local dir, cerr, prior
     if o.out then
-        dir, cerr = folder.claim_out(o.out, { append = o.append, sha256 = sha })
+        dir, cerr, prior = folder.claim_out(o.out, { append = o.append, sha256 = sha,
+                                                     settings = settings })
     else
-        dir, cerr = folder.claim_new("results/" .. folder.sanitize(spec.name), env.utc_stamp(started))
+        dir, cerr, prior = folder.claim_new("results/" .. folder.sanitize(spec.name),
+                                            env.utc_stamp(started))
     end
-    if not dir then return die(cerr) end
-    if o.append then
+    if not dir then
+        if prior == true then -- a mkdir failed: a write failure
+            io_stderr:write("arkbench: ", cerr, "\n")
+            return 1
+        end
+        return die(cerr)
+    end
+    if type(prior) ~= "table" then prior = nil end
+    if prior then
         -- a cut last line would end up in the middle of the file, where
-        -- readers refuse it: take it off first (it holds no complete run)
+        -- readers refuse it: take it off first (it holds no complete run);
+        -- a whole last run without its newline gets the newline
         local rpath = dir .. "/runs.jsonl"
         local f = io.open(rpath, "rb")
         local text = f and f:read("*a")
         if f then f:close() end
         if text and #text > 0 and text:sub(-1) ~= "\n" then
-            local keep = text:match("^(.*\n)") or ""
+            local keep = prior.warning and (text:match("^(.*\n)") or "") or text .. "\n"
             local ok, werr = write_file(rpath, keep)
             if not ok then
                 folder.release(dir)
                 io_stderr:write("arkbench: cannot write ", tostring(werr), "\n")
                 return 1
             end
-            io_stderr:write(str_format("arkbench: warning: %s: removed a cut last line (%d bytes)\n",
-                                       rpath, #text - #keep))
+            if prior.warning then
+                io_stderr:write(str_format("arkbench: warning: %s: removed a cut last line (%d bytes)\n",
+                                           rpath, #text - #keep))
+            end
         end
     end
     -- a busy machine makes every number wrong: say so before measuring
@@ -231,6 +247,14 @@ function _M.run(args)
     if busy then io_stderr:write(busy, "\n") end
     local envinfo = env.collect({ scenario_path = o.path, started_utc = env.utc_iso(started),
                                   binary = core.exe_path and core.exe_path() or nil })
+    envinfo.run_settings = settings
+    -- an append keeps the first run's environment and lists each append's
+    local this_env = envinfo
+    if prior and prior.env then
+        envinfo = prior.env
+        if type(envinfo.appends) ~= "table" then envinfo.appends = json.array() end
+        envinfo.appends[#envinfo.appends + 1] = this_env
+    end
     local ok, werr = write_file(dir .. "/env.json", json.encode(envinfo, { indent = 2 }) .. "\n")
     if not ok then
         folder.release(dir)
@@ -243,21 +267,22 @@ function _M.run(args)
     local code, runs, rerr = runner.run({
         spec = spec, cases = cases, sets = o.sets, quick = o.quick, out_dir = dir,
         on_run = progress_printer(runs_total),
+        rep_base = prior and require("arkbench.report.runfile").last_repetitions(prior.runs),
     })
     local ended = core.wall_s()
-    envinfo.ended_utc = env.utc_iso(ended)
-    envinfo.load_average_end = env.load_average() or json.null
+    this_env.ended_utc = env.utc_iso(ended)
+    this_env.load_average_end = env.load_average() or json.null
     local eok, eerr = write_file(dir .. "/env.json", json.encode(envinfo, { indent = 2 }) .. "\n")
     if not eok then io_stderr:write("arkbench: cannot write ", tostring(eerr), "\n") end
     runs = runs or {}
-    if o.append then
+    if prior then
         -- the summary covers every run in the folder, earlier ones too
         local all, aerr, warning = require("arkbench.report.stats").read_jsonl(dir .. "/runs.jsonl")
         if warning then io_stderr:write("arkbench: warning: ", warning, "\n") end
         if all then runs = all elseif aerr then io_stderr:write("arkbench: ", aerr, "\n") end
     end
     local _, wrote = finish_results(dir, spec.name, runs, {
-        scenario = spec.name, started_utc = env.utc_iso(started), ended_utc = envinfo.ended_utc,
+        scenario = spec.name, started_utc = envinfo.started_utc, ended_utc = this_env.ended_utc,
         interrupted = code == 130,
     })
     folder.release(dir)
@@ -281,8 +306,15 @@ function _M.report(args)
     end
     if not dir then return die("report needs a result folder: arkbench report results/tcp/<UTC>") end
     local stats = require("arkbench.report.stats")
+    local runfile = require("arkbench.report.runfile")
     local runs, err, warning = stats.read_jsonl(dir .. "/runs.jsonl")
     if not runs then return die(err) end
+    local e, eerr = runfile.read_json(dir .. "/env.json")
+    if eerr then return die(eerr) end
+    -- a live run (or report) is writing there: refuse; a stale lock is cleared
+    local folder = require("arkbench.run.folder")
+    local locked, lerr = folder.lock_existing(dir)
+    if not locked then return die(lerr) end
     if warning then io_stderr:write("arkbench: warning: ", warning, "\n") end
     -- an interrupted run says so in its own records
     local interrupted = false
@@ -290,21 +322,24 @@ function _M.report(args)
         if r.status == "interrupted" then interrupted = true end
     end
     local meta = { interrupted = interrupted }
-    local json = require("arkbench.util.json")
-    local f = io.open(dir .. "/env.json")
-    if f then
-        local e = json.decode(f:read("*a"))
-        f:close()
-        if type(e) == "table" then
-            meta.started_utc, meta.ended_utc = e.started_utc, e.ended_utc
-        end
+    if e then
+        meta.started_utc, meta.ended_utc = e.started_utc, e.ended_utc
+        -- after --append the last append ended last
+        local last = type(e.appends) == "table" and e.appends[#e.appends]
+        if type(last) == "table" and last.ended_utc then meta.ended_utc = last.ended_utc end
     end
     local summary, wrote = finish_results(dir, nil, runs, meta)
     if want_csv then
         local paths, cerr = require("arkbench.report.csv").write(dir, runs, summary)
-        if not paths then return die("cannot write the CSV files: " .. tostring(cerr)) end
+        if not paths then
+            folder.release(dir)
+            -- a write failure, like the other files': exit 1
+            io_stderr:write("arkbench: cannot write the CSV files: ", tostring(cerr), "\n")
+            return 1
+        end
         io_stderr:write("wrote ", paths[1], " and ", paths[2], "\n")
     end
+    folder.release(dir)
     return wrote and 0 or 1
 end
 

@@ -239,8 +239,9 @@ function _M.terminal_table(summary, axes)
         rows[#rows + 1] = row
     end
 
-    -- widths from content; a FAILED text spans the number columns and widens
-    -- the last of them when it does not fit.
+    -- widths from content; a FAILED text spans the number columns; one that
+    -- does not fit there goes whole on a line of its own below its row, so
+    -- that no column is widened by it.
     local w = {}
     for j, col in ipairs(cols) do w[j] = width(col.title) end
     for _, row in ipairs(rows) do
@@ -252,11 +253,6 @@ function _M.terminal_table(summary, axes)
         local s = 2 * (last_num - first_num)
         for j = first_num, last_num do s = s + w[j] end
         return s
-    end
-    for _, row in ipairs(rows) do
-        if row.failed and width(row.failed) > span_width() then
-            w[last_num] = w[last_num] + width(row.failed) - span_width()
-        end
     end
 
     local lines = {}
@@ -273,13 +269,18 @@ function _M.terminal_table(summary, axes)
     for _, row in ipairs(rows) do
         local cells = {}
         for j = 1, first_num - 1 do cells[#cells + 1] = pad(row[j], w[j], cols[j].right) end
-        if row.failed then
+        local below
+        if row.failed and width(row.failed) > span_width() then
+            below = row.failed
+            cells[#cells + 1] = pad("FAILED (below)", span_width(), false)
+        elseif row.failed then
             cells[#cells + 1] = pad(row.failed, span_width(), false)
         else
             for j = first_num, last_num do cells[#cells + 1] = pad(row[j], w[j], true) end
         end
         cells[#cells + 1] = pad(row[#cols], w[#cols], true)
         emit(cells)
+        if below then lines[#lines + 1] = "  " .. below end
     end
     return concat(lines, "\n") .. "\n"
 end

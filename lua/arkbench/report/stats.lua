@@ -7,8 +7,9 @@
 --   stats.summarize(runs, meta) -> summary
 --       runs: run objects (docs/run-object.md) in file order;
 --       meta: { scenario=, started_utc=, ended_utc=, interrupted= }.
---   stats.read_jsonl(path) -> runs | nil, err
---       blank lines skipped; a bad line is an error "path:line: reason".
+--   stats.read_jsonl(path) -> runs, nil, warning | nil, err
+--       report/runfile.lua's read: blank lines skipped; a line that is not a
+--       run object is an error "path:line: reason".
 --   stats.METRICS: the metric names of summary cases[i].metrics, in order.
 --
 -- The summary holds json.null (not nil) wherever a value is missing, so its
@@ -21,8 +22,6 @@ local core = require("arkbench.core")
 
 local type, pairs, ipairs, tostring = type, pairs, ipairs, tostring
 local sort = table.sort
-local open = io.open
-local core_kind = core.file_kind
 
 local null = json.null
 
@@ -219,41 +218,9 @@ function _M.summarize(runs, meta)
     }
 end
 
--- A cut last line (what a crash or a full disk leaves: a final line without
--- its newline that is not valid JSON) is skipped with a warning, the third
--- return value; any other bad line is an error naming it.
-function _M.read_jsonl(path)
-    local kind = core_kind(path)
-    if kind ~= nil and kind ~= "file" then return nil, path .. ": is a " .. kind .. ", not a runs.jsonl file" end
-    local f, err = open(path, "rb")
-    if not f then return nil, err end
-    local text, rerr = f:read("*a")
-    -- the last line is cut when the file does not end with a newline
-    local cut_possible = text ~= nil and #text > 0 and text:sub(-1) ~= "\n"
-    f:close()
-    if not text then return nil, path .. ": " .. tostring(rerr) end
-    local lines = {}
-    for line in text:gmatch("([^\n]*)\n?") do lines[#lines + 1] = line end
-    local last = #lines
-    while last > 0 and not lines[last]:find("%S") do last = last - 1 end
-    local runs, warning = {}, nil
-    for lineno = 1, last do
-        local line = lines[lineno]
-        if line:find("%S") then
-            local v, derr = json.decode(line)
-            if v == nil and lineno == last and cut_possible then
-                warning = string.format("%s:%d: the last line is cut (%d bytes, not JSON);"
-                                        .. " skipped", path, lineno, #line)
-            elseif v == nil then
-                return nil, path .. ":" .. lineno .. ": " .. tostring(derr)
-            elseif type(v) ~= "table" or v[1] ~= nil then
-                return nil, path .. ":" .. lineno .. ": not a JSON object"
-            else
-                runs[#runs + 1] = v
-            end
-        end
-    end
-    return runs, nil, warning
-end
+-- One run object per line, checked (report/runfile.lua): a cut last line is
+-- skipped with a warning, the third return value; any other bad line is an
+-- error naming it.
+_M.read_jsonl = require("arkbench.report.runfile").read
 
 return _M

@@ -4,20 +4,27 @@
 --   folder.sanitize(name) -> a folder-name component ([A-Za-z0-9._-], at most
 --       64 bytes, never "", "." or ".."): a scenario name with "/", spaces or
 --       invalid UTF-8 still gives one plain folder
---   folder.claim_new(parent, stamp) -> dir | nil, err
+--   folder.claim_new(parent, stamp) -> dir | nil, err, write_failed
 --       mkdir -p parent, then mkdir parent/stamp, parent/stamp-2, ... : mkdir
 --       is the claim, so two runs started in the same second get two folders
---   folder.claim_out(dir, opts) -> dir | nil, err       (--out DIR)
---       dir absent or empty: claimed. dir holding an arkbench result (its
---       runs.jsonl): refused unless opts.append, and then only when its runs
---       are of the same scenario file (opts.sha256). Anything else in it --
---       the user's files -- refuses it; nothing is written or removed.
+--   folder.claim_out(dir, opts) -> dir, nil, prior | nil, err, write_failed
+--       (--out DIR) dir absent or empty: claimed. dir holding an arkbench
+--       result (its runs.jsonl or env.json): refused unless opts.append, and
+--       then only when runs.jsonl is a regular file of run objects
+--       (report/runfile.lua), all of the same scenario file (opts.sha256),
+--       and env.json's run_settings equal opts.settings ({sets=, filters=,
+--       quick=}); prior = { runs=, env=, warning= } of what is there.
+--       Anything else in it -- the user's files -- refuses it; nothing is
+--       written or removed. write_failed: a mkdir failed (EROFS, ENOSPC,
+--       EACCES...), which the command line reports as exit 1, not 2.
+--   folder.lock_existing(dir) -> dir | nil, err     (report: the same lock)
 --   folder.release(dir)
 --
 -- The claim itself is the folder `.arkbench.lock` inside dir, made with one
--- mkdir (exclusive): a second run on the same dir at the same time is
--- refused. It is removed when the run ends; one left by a killed run names
--- itself in the message.
+-- mkdir (exclusive), holding the claimer's PID (lock/pid): a second run or
+-- report on the same dir at the same time is refused. It is removed when
+-- the run ends; one whose PID is gone (a killed run) is cleared by the next
+-- run or report with a warning.
 
 local core = require("arkbench.core")
 
@@ -54,41 +61,105 @@ local function mkdir_p(dir)
         if not ok then return nil, err end
     end
     local ok, err, code = core.mkdir(dir)
-    if not ok and code ~= "EEXIST" then return nil, dir .. ": " .. err end
+    if not ok and code ~= "EEXIST" then return nil, dir .. ": " .. err, true end
     return true
 end
 _M.mkdir_p = mkdir_p
 
-local function lock(dir)
-    local ok, err, code = core.mkdir(dir .. "/" .. _M.LOCK)
-    if ok then return dir end
-    if code == "EEXIST" then
-        return nil, format("%s is in use by another arkbench run (%s/%s exists; remove it"
-                           .. " if no run is writing there)", dir, dir, _M.LOCK)
+local function lock_pid(dir)
+    local f = io.open(dir .. "/" .. _M.LOCK .. "/pid", "rb")
+    local text = f and f:read(32)
+    if f then f:close() end
+    return tonumber(text and text:match("^%s*(%d+)%s*$"))
+end
+
+local function unlock(dir)
+    os.remove(dir .. "/" .. _M.LOCK .. "/pid")
+    os.remove(dir .. "/" .. _M.LOCK)
+end
+
+-- mkdir dir/.arkbench.lock, then our PID in it (lock/pid). A lock whose PID
+-- is gone was left by a killed run or report: it is cleared with a warning
+-- on stderr. A lock without a PID (being made, or from an older arkbench)
+-- counts as held.
+local function lock(dir, what)
+    for _ = 1, 2 do
+        local ok, err, code = core.mkdir(dir .. "/" .. _M.LOCK)
+        if ok then
+            local wok, werr = core.write_file(dir .. "/" .. _M.LOCK .. "/pid", core.getpid() .. "\n")
+            if not wok then
+                unlock(dir)
+                return nil, format("cannot write %s/%s/pid: %s", dir, _M.LOCK, tostring(werr))
+            end
+            return dir
+        end
+        if code ~= "EEXIST" then return nil, format("cannot claim %s: %s", dir, err) end
+        local pid = lock_pid(dir)
+        if pid and (pid == core.getpid() or core.pid_alive(pid)) then
+            return nil, format("%s is in use by another arkbench run (process %d, %s/%s); %s when"
+                               .. " that process has ended", dir, pid, dir, _M.LOCK, what or "try again")
+        elseif not pid then
+            return nil, format("%s is in use by another arkbench run (%s/%s exists; remove it"
+                               .. " if no run is writing there)", dir, dir, _M.LOCK)
+        end
+        io.stderr:write(format("arkbench: warning: %s/%s was left by process %d, which is gone;"
+                               .. " cleared\n", dir, _M.LOCK, pid))
+        unlock(dir)
     end
-    return nil, format("cannot claim %s: %s", dir, err)
+    return nil, format("cannot claim %s: its lock keeps coming back", dir)
+end
+
+-- For report: the folder's lock, or why not.
+function _M.lock_existing(dir)
+    return lock(dir, "rebuild the report")
 end
 
 function _M.claim_new(parent, stamp)
-    local ok, err = mkdir_p(parent)
-    if not ok then return nil, "cannot create " .. err end
+    local ok, err, wfail = mkdir_p(parent)
+    if not ok then return nil, "cannot create " .. err, wfail end
     for i = 1, 1000 do
         local dir = parent .. "/" .. stamp .. (i > 1 and ("-" .. i) or "")
         local made, merr, code = core.mkdir(dir)
         if made then return lock(dir) end
-        if code ~= "EEXIST" then return nil, format("cannot create %s: %s", dir, merr) end
+        if code ~= "EEXIST" then return nil, format("cannot create %s: %s", dir, merr), true end
     end
     return nil, "cannot find a free folder name under " .. parent
 end
 
--- The scenario sha256 of the first run in runs.jsonl, or nil.
-local function first_sha(path)
-    local f = io.open(path, "rb")
-    if not f then return nil end
-    local line = f:read("*l")
-    f:close()
-    local obj = line and require("arkbench.util.json").decode(line)
-    return type(obj) == "table" and type(obj.scenario) == "table" and obj.scenario.sha256 or nil
+-- What a result folder must be for --append: runs.jsonl a regular file of
+-- run objects of this scenario file (sha256), env.json recording the same
+-- settings (--set, --filter, --quick). -> { runs=, env=, warning= } | nil, err
+local function appendable(dir, opts)
+    local runfile = require("arkbench.report.runfile")
+    local rpath = dir .. "/runs.jsonl"
+    local kind = core.file_kind(rpath)
+    if kind == nil then
+        return nil, format("--out %s --append: it has no runs.jsonl to add to", dir)
+    elseif kind ~= "file" then
+        return nil, format("--out %s --append: its runs.jsonl is a %s, not a file", dir, kind)
+    end
+    local runs, rerr, warning = runfile.read(rpath)
+    if not runs then return nil, format("--out %s --append: %s", dir, rerr) end
+    for i, r in ipairs(runs) do
+        local sha = type(r.scenario) == "table" and r.scenario.sha256 or nil
+        if opts.sha256 and sha ~= opts.sha256 then
+            return nil, format("--out %s --append: its runs are of another scenario file"
+                               .. " (run %d: sha256 %s, this one %s)", dir, i, tostring(sha), opts.sha256)
+        end
+    end
+    local env, eerr = runfile.read_json(dir .. "/env.json")
+    if eerr then return nil, format("--out %s --append: %s", dir, eerr) end
+    local had = type(env) == "table" and env.run_settings
+    if type(had) ~= "table" then
+        return nil, format("--out %s --append: its env.json does not record the --set, --filter"
+                           .. " and --quick it was run with", dir)
+    end
+    local a, b = runfile.settings_text(had), runfile.settings_text(opts.settings)
+    if a ~= b then
+        return nil, format("--out %s --append: it was run with %s, this run with %s; runs of"
+                           .. " other settings go into another folder", dir, a, b)
+    end
+    return { runs = runs, env = env, warning = warning }
 end
 
 function _M.claim_out(dir, opts)
@@ -102,11 +173,11 @@ function _M.claim_out(dir, opts)
     if kind == nil then
         local parent = dir:match("^(.*)/[^/]+/*$")
         if parent and parent ~= "" then
-            local ok, err = mkdir_p(parent)
-            if not ok then return nil, "cannot create " .. err end
+            local ok, err, wfail = mkdir_p(parent)
+            if not ok then return nil, "cannot create " .. err, wfail end
         end
         local ok, err, code = core.mkdir(dir)
-        if not ok and code ~= "EEXIST" then return nil, format("cannot create %s: %s", dir, err) end
+        if not ok and code ~= "EEXIST" then return nil, format("cannot create %s: %s", dir, err), true end
         kind = core.file_kind(dir)
     end
     if kind ~= "directory" then return nil, format("--out %s: exists and is not a folder", dir) end
@@ -128,17 +199,20 @@ function _M.claim_out(dir, opts)
             return nil, format("--out %s: holds an earlier arkbench result (its %s); pass --append"
                                .. " to add runs to it, or choose another folder", dir, which)
         end
-        local sha = first_sha(dir .. "/runs.jsonl")
-        if opts.sha256 and sha and sha ~= opts.sha256 then
-            return nil, format("--out %s --append: its runs are of another scenario file"
-                               .. " (sha256 %s, this one %s)", dir, tostring(sha), opts.sha256)
+        local got, lerr = lock(dir)
+        if not got then return nil, lerr end
+        local prior, aerr = appendable(dir, opts)
+        if not prior then
+            unlock(dir)
+            return nil, aerr
         end
+        return dir, nil, prior
     end
     return lock(dir)
 end
 
 function _M.release(dir)
-    os.remove(dir .. "/" .. _M.LOCK)
+    unlock(dir)
 end
 
 return _M

@@ -14,6 +14,8 @@
 --   exe     = host binary (default core.exe_path()),
 --   on_run  = optional function(run, done, total), after each append,
 --   timeout_s = optional override of the per-run hard limit (tests),
+--   rep_base = optional {case_id -> n}: repetitions are numbered from n + 1
+--             (an --append continues a folder's numbering),
 -- }
 -- exit_code: 0 every run ok, 1 some run failed, 130 interrupted (SIGINT or
 -- SIGTERM; finished runs are kept and the cut-short one is written with
@@ -370,13 +372,15 @@ function _M.run(plan)
         for i, case in ipairs(plan.cases) do
             if reps_of(case) >= rep then
                 if core.interrupted() then interrupted = true; break end
-                local obj, line = run_one(plan, ctx, case, jsons[i], rep)
+                -- an --append continues each case's repetition numbers
+                local base = plan.rep_base and plan.rep_base[case.case_id] or 0
+                local obj, line = run_one(plan, ctx, case, jsons[i], base + rep)
                 local wok, werr = append_line(runs_path, line)
                 if not wok then
                     -- the runs before this one are complete lines in the file
                     stderr:write(format("arkbench: cannot append to %s: %s; %d earlier run(s)"
                                         .. " are in it, this one (%s rep %d) is lost\n",
-                                        runs_path, werr, done, tostring(case.case_id), rep))
+                                        runs_path, werr, done, tostring(case.case_id), base + rep))
                     return 1, runs, runs_path .. ": " .. werr
                 end
                 runs[#runs + 1] = obj
