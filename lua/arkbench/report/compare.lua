@@ -30,7 +30,6 @@ local report = require("arkbench.report.report")
 local type, ipairs, pairs, tostring = type, ipairs, pairs, tostring
 local format, rep = string.format, string.rep
 local concat, sort = table.concat, table.sort
-local open = io.open
 
 local num, stat = report.num, report.stat
 
@@ -41,21 +40,18 @@ _M.IGNORED = {
 }
 _M.HOST_KEYS = { "cpu_model", "hostname", "logical_cpus" }
 
-local function read_json(path)
-    local f = open(path, "rb")
-    if not f then return nil end
-    local v = json.decode(f:read("*a") or "")
-    f:close()
-    return type(v) == "table" and v or nil
-end
-
 function _M.load(dir)
     local runs, err, warning = stats.read_jsonl(dir .. "/runs.jsonl")
     if not runs then return nil, "not a result folder: " .. tostring(err) end
+    -- a run still writing there: its numbers are not all in yet
+    local busy = require("arkbench.run.folder").live_lock(dir)
+    if busy then return nil, busy end
+    local env, eerr = require("arkbench.report.runfile").read_json(dir .. "/env.json")
+    if eerr then return nil, eerr end
     if warning then io.stderr:write("arkbench: warning: ", warning, "\n") end
     return {
         dir = dir, runs = runs, summary = stats.summarize(runs, {}),
-        env = read_json(dir .. "/env.json"),
+        env = env,
     }
 end
 
@@ -85,6 +81,9 @@ local function values_of(side, key)
     local seen, out = {}, {}
     for _, c in ipairs(side.summary.cases) do
         local t = type(c.case) == "table" and scalar_text(c.case[key]) or nil
+        -- repetitions: more when the folder holds more runs (--append)
+        local runs, reps = tonumber(c.runs), type(c.case) == "table" and tonumber(c.case[key])
+        if key == "repetitions" and runs and reps and runs > reps then t = scalar_text(runs) end
         t = t or "-"
         if not seen[t] then seen[t] = true; out[#out + 1] = t end
     end

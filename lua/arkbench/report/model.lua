@@ -309,6 +309,19 @@ local function distinct(cases, key)
     return concat(out, "/")
 end
 
+-- The repetitions per case, as distinct(): the scenario's `repetitions`,
+-- or the runs the folder holds when more (after an --append).
+local function distinct_runs(cases)
+    local out, seen = {}, {}
+    for _, c in ipairs(cases) do
+        local reps, runs = num(scalar(case_value(c, "repetitions"))), num(c.runs)
+        local t = axis_text(scalar(case_value(c, "repetitions")))
+        if reps and runs and runs > reps then t = tostring(runs) end
+        if not seen[t] then seen[t] = true; out[#out + 1] = t end
+    end
+    return concat(out, "/")
+end
+
 -- model = {
 --   scenario, env, env_rows = { {label, text} }, settings = "...",
 --   cases, varying, row_axes, rows = { label }, row_index = {label -> i},
@@ -429,7 +442,7 @@ function _M.build(summary, runs, env)
     end
     m.settings = format("warm-up %s s, measured %s s, %s repetition(s) per case in fresh processes; "
         .. "%d cases, %d runs, %d failed", distinct(cases, "warmup"), distinct(cases, "duration"),
-        distinct(cases, "repetitions"), #cases, n_runs, n_failed)
+        distinct_runs(cases), #cases, n_runs, n_failed)
     return m
 end
 

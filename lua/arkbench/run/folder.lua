@@ -18,6 +18,7 @@
 --       written or removed. write_failed: a mkdir failed (EROFS, ENOSPC,
 --       EACCES...), which the command line reports as exit 1, not 2.
 --   folder.lock_existing(dir) -> dir | nil, err     (report: the same lock)
+--   folder.live_lock(dir) -> why | nil   (compare: a live lock refuses)
 --   folder.release(dir)
 --
 -- The claim itself is the folder `.arkbench.lock` inside dir, made with one
@@ -107,6 +108,16 @@ local function lock(dir, what)
         unlock(dir)
     end
     return nil, format("cannot claim %s: its lock keeps coming back", dir)
+end
+
+-- For compare, which only reads: why dir is not to be read now (a live
+-- run or report holds its lock) | nil.
+function _M.live_lock(dir)
+    if core.file_kind(dir .. "/" .. _M.LOCK) == nil then return nil end
+    local pid = lock_pid(dir)
+    if pid and not core.pid_alive(pid) then return nil end
+    return format("%s is in use by another arkbench run (%s/%s%s); its results are not"
+                  .. " complete yet", dir, dir, _M.LOCK, pid and (", process " .. pid) or "")
 end
 
 -- For report: the folder's lock, or why not.

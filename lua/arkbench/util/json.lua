@@ -23,7 +23,9 @@
 --   * strings are valid UTF-8 whatever the Lua string holds: each byte that
 --     is not part of a well-formed UTF-8 sequence (a stray continuation
 --     byte, a truncated sequence, an overlong form, a surrogate, a code
---     point past U+10FFFF) is written as \ufffd, one per byte; valid
+--     point past U+10FFFF) is written as \ufffd, one per byte (and U+FFFD
+--     itself always as \ufffd, so a replaced byte reads the same in every
+--     file whether or not it was decoded in between); valid
 --     sequences are written as they are (json.valid_utf8 tells them apart).
 -- Tables: a table whose keys are exactly 1..n (n >= 1), or one marked with
 -- json.array, is an array (holes up to the largest index are null); any
@@ -151,9 +153,13 @@ local function repaired_text(s)
     return table.concat(out)
 end
 
+-- U+FFFD itself is always written as \ufffd: a byte replaced here and one
+-- replaced on an earlier encode (and decoded since, as the worker's case
+-- is) then read the same in every file.
 local function string_text(s)
-    if s:find("[\128-\255]") and not valid_utf8(s) then
-        return '"' .. repaired_text(s) .. '"'
+    if s:find("[\128-\255]") then
+        local t = valid_utf8(s) and escape_ascii(s) or repaired_text(s)
+        return '"' .. t:gsub("\239\191\189", "\\ufffd") .. '"'
     end
     return '"' .. escape_ascii(s) .. '"'
 end
