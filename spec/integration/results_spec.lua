@@ -341,3 +341,234 @@ describe("report on a long value", function()
         assert.is_true(#names >= 4)
     end)
 end)
+
+-- Issue 11 trials (docs/reports.md, "Result folders"): --append checks the
+-- folder before anything runs; readers take only run objects; the lock.
+describe("--append checks the folder before anything runs", function()
+    local function one_line_refusal(argv, want, dir)
+        local before = dir and checksums(dir)
+        local rc, _, err, wall = proc.capture("", (function()
+            local a = { ark.BIN }
+            for _, x in ipairs(argv) do a[#a + 1] = x end
+            return a
+        end)())
+        assert.are.equal(2, rc, err)
+        assert.are.equal(1, #lines_of(err), err)
+        assert.truthy(err:find(want, 1, true), err)
+        assert.is_true(wall < 5, "took " .. wall .. " s")
+        if dir then assert.are.equal(before, checksums(dir), "nothing in " .. dir .. " changed") end
+    end
+
+    it("refuses a foreign, empty, directory or FIFO runs.jsonl, and other settings", function()
+        local d = tmpdir()
+        local path = scenario(d, "ap", "return { payload = 64, " .. QUICK .. " }")
+        local function folder_with(name, make)
+            local out = d .. "/" .. name
+            os.execute("mkdir -p " .. shq(out))
+            make(out .. "/runs.jsonl")
+            return out
+        end
+        local foreign = folder_with("foreign", function(p) write_file(p, "hello\nworld\n") end)
+        one_line_refusal({ "run", path, "--out", foreign, "--append" }, "runs.jsonl:1:", foreign)
+        local notrun = folder_with("notrun", function(p) write_file(p, '{"case_id":5}\n') end)
+        one_line_refusal({ "run", path, "--out", notrun, "--append" },
+                         "runs.jsonl:1: not an arkbench run object", notrun)
+        local empty = folder_with("empty", function(p) write_file(p, "") end)
+        one_line_refusal({ "run", path, "--out", empty, "--append" }, "runs.jsonl: holds no runs", empty)
+        local dirj = folder_with("dirj", function(p) os.execute("mkdir -p " .. shq(p)) end)
+        one_line_refusal({ "run", path, "--out", dirj, "--append" }, "its runs.jsonl is a directory", dirj)
+        local fifo = folder_with("fifo", function(p) os.execute("mkfifo " .. shq(p)) end)
+        one_line_refusal({ "run", path, "--out", fifo, "--append" }, "its runs.jsonl is a FIFO", nil)
+        one_line_refusal({ "report", fifo }, "runs.jsonl: is a FIFO, not a runs.jsonl file", nil)
+        -- a real result, then other --set / --quick: refused, nothing changes
+        local out = d .. "/r"
+        assert.are.equal(0, (run({ "run", path, "--out", out })))
+        one_line_refusal({ "run", path, "--out", out, "--append", "--set", "payload=128" },
+                         "it was run with no --set, --filter or --quick, this run with --set payload=128", out)
+        one_line_refusal({ "run", path, "--out", out, "--append", "--quick" }, "this run with --quick", out)
+    end)
+
+    it("continues the repetition numbers, keeps a whole last run and the first env.json", function()
+        local d = tmpdir()
+        local path = scenario(d, "reps", "return { payload = { 64, 128 }, warmup = 0.02,"
+            .. " duration = 0.05, repetitions = 2 }")
+        local out = d .. "/r"
+        assert.are.equal(0, (run({ "run", path, "--out", out })))
+        local env1 = cjson.decode(read_file(out .. "/env.json"))
+        -- the last run without its final newline is whole: it stays
+        local text = read_file(out .. "/runs.jsonl")
+        write_file(out .. "/runs.jsonl", text:sub(1, -2))
+        local rc, _, err = run({ "run", path, "--out", out, "--append" })
+        assert.are.equal(0, rc, err)
+        assert.is_nil(err:find("removed a cut last line", 1, true), err)
+        local runs = ark.read_runs(out .. "/runs.jsonl")
+        assert.are.equal(8, #runs)
+        local reps = {}
+        for _, r in ipairs(runs) do
+            reps[r.case_id] = reps[r.case_id] or {}
+            reps[r.case_id][#reps[r.case_id] + 1] = r.repetition
+        end
+        for id, list in pairs(reps) do
+            table.sort(list)
+            assert.are.same({ 1, 2, 3, 4 }, list, id)
+        end
+        local env = cjson.decode(read_file(out .. "/env.json"))
+        assert.are.equal(env1.started_utc, env.started_utc)
+        assert.are.equal(1, #env.appends)
+        assert.truthy(env.appends[1].started_utc and env.appends[1].ended_utc)
+        local summary = cjson.decode(read_file(out .. "/summary.json"))
+        assert.are.equal(8, summary.runs_total)
+        assert.are.equal(env.appends[1].ended_utc, summary.ended_utc)
+        assert.truthy(read_file(out .. "/report.md"):find("4 repetition(s) per case", 1, true))
+        rc, _, err = run({ "report", out })
+        assert.are.equal(0, rc, err)
+        assert.are.equal(summary.ended_utc, cjson.decode(read_file(out .. "/summary.json")).ended_utc)
+    end)
+end)
+
+describe("readers take only run objects", function()
+    it("refuses objects that are not runs, bad histograms, duplicates and huge lines, naming the line", function()
+        local d = tmpdir()
+        local path = scenario(d, "rd", "return { payload = 64, " .. QUICK .. " }")
+        local out = d .. "/r"
+        assert.are.equal(0, (run({ "run", path, "--out", out })))
+        local good = read_file(out .. "/runs.jsonl")
+        local r = cjson.decode(good)
+        local function with(line) return good .. line .. "\n" end
+        local bad_hist = cjson.decode(good); bad_hist.repetition = 2; bad_hist.rtt_histogram = "ab1:zzzz"
+        local bad_type = cjson.decode(good); bad_type.repetition = 2; bad_type.cpu_percent = "lots"
+        local cases = {
+            { "[]", with("[]"), ":2: not a JSON object" },
+            { "{}", with("{}"), ":2: not an arkbench run object" },
+            { "case_id 5", with('{"schema_version":1,"case_id":5,"repetition":1,"ok":true}'),
+              ":2: not a run object: case_id must be a non-empty string" },
+            { "bad histogram", with(cjson.encode(bad_hist)), ":2: rtt_histogram is not a valid ab1: histogram" },
+            { "ill-typed number", with(cjson.encode(bad_type)), ":2: not a run object: cpu_percent must be a number" },
+            { "duplicate", with(cjson.encode(r)), ":2: repeats line 1 (case default, repetition 1)" },
+            { "empty", "", "runs.jsonl: holds no runs" },
+        }
+        for _, c in ipairs(cases) do
+            write_file(out .. "/runs.jsonl", c[2])
+            for _, cmd in ipairs({ { "report", out }, { "compare", out, out, "--force" } }) do
+                local rc, _, err = run(cmd)
+                assert.are.equal(2, rc, c[1] .. ": " .. err)
+                assert.are.equal(1, #lines_of(err), c[1] .. ": " .. err)
+                assert.truthy(err:find(c[3], 1, true), c[1] .. ": " .. err)
+            end
+        end
+        -- a 20 MB foreign line: refused at the cap, quickly
+        proc.sh_ok("{ printf '{\"x\":\"'; head -c 20000000 /dev/zero | tr '\\0' a; printf '\"}\\n'; } > "
+                   .. shq(out .. "/runs.jsonl"))
+        local rc, _, err, wall = proc.capture("", { ark.BIN, "report", out })
+        assert.are.equal(2, rc, err)
+        assert.truthy(err:find("runs.jsonl:1: a line longer than 8388608 bytes: not a run object", 1, true), err)
+        assert.is_true(wall < 5, "took " .. wall .. " s")
+    end)
+
+    it("names garbage env.json with its line", function()
+        local d = tmpdir()
+        local path = scenario(d, "env", "return { payload = 64, " .. QUICK .. " }")
+        local out = d .. "/r"
+        assert.are.equal(0, (run({ "run", path, "--out", out })))
+        write_file(out .. "/env.json", "{\n  \"a\": 1,\n  oops\n}\n")
+        local rc, _, err = run({ "report", out })
+        assert.are.equal(2, rc)
+        assert.are.equal("arkbench: " .. out .. "/env.json is not valid JSON (line 3)\n", err)
+        rc, _, err = run({ "compare", out, out })
+        assert.are.equal(2, rc)
+        assert.truthy(err:find("env.json is not valid JSON (line 3)", 1, true), err)
+    end)
+end)
+
+describe("the folder lock", function()
+    it("refuses report and compare while a live process holds it; clears a stale one", function()
+        local d = tmpdir()
+        local path = scenario(d, "lk", "return { payload = 64, " .. QUICK .. " }")
+        local out = d .. "/r"
+        assert.are.equal(0, (run({ "run", path, "--out", out })))
+        os.execute("mkdir " .. shq(out .. "/.arkbench.lock"))
+        write_file(out .. "/.arkbench.lock/pid", "1\n") -- init: always alive
+        local before = checksums(out)
+        local rc, _, err = run({ "report", out })
+        assert.are.equal(2, rc)
+        assert.are.equal(1, #lines_of(err), err)
+        assert.truthy(err:find("in use by another arkbench run (process 1", 1, true), err)
+        assert.are.equal(before, checksums(out))
+        rc, _, err = run({ "compare", out, out })
+        assert.are.equal(2, rc)
+        assert.truthy(err:find("in use by another arkbench run", 1, true), err)
+        rc, _, err = run({ "run", path, "--out", out, "--append" })
+        assert.are.equal(2, rc)
+        assert.truthy(err:find("in use by another arkbench run (process 1", 1, true), err)
+        -- a PID that is gone: cleared with a warning, by report and by run
+        local dead = tonumber(proc.sh_out("sh -c 'echo $$'"))
+        write_file(out .. "/.arkbench.lock/pid", dead .. "\n")
+        rc, _, err = run({ "report", out })
+        assert.are.equal(0, rc, err)
+        assert.truthy(err:find("was left by process " .. dead .. ", which is gone; cleared", 1, true), err)
+        assert.is_nil(io.open(out .. "/.arkbench.lock/pid"))
+        os.execute("mkdir " .. shq(out .. "/.arkbench.lock"))
+        write_file(out .. "/.arkbench.lock/pid", dead .. "\n")
+        rc, _, err = run({ "run", path, "--out", out, "--append" })
+        assert.are.equal(0, rc, err)
+        assert.truthy(err:find("which is gone; cleared", 1, true), err)
+    end)
+end)
+
+describe("settings checked at load (trials)", function()
+    local d = tmpdir()
+    local pem = d .. "/empty.pem"
+    write_file(pem, "not a certificate\n")
+    local cases = {
+        { "NULL ciphers for 1.2", "tls = { version = '1.2', ciphers = 'NULL' }", "no ciphers available" },
+        { "eNULL:aNULL for 1.2", "tls = { version = '1.2', ciphers = 'eNULL:aNULL' }", "no ciphers available" },
+        { "SECLEVEL=5", "tls = { version = '1.2', ciphers = 'DEFAULT:@SECLEVEL=5' }", "ee key too small" },
+        { "a missing CA file", "tls = { ca = '/nonexistent/ca.pem' }", "key 'ca': got string \"/nonexistent/ca.pem\"" },
+        { "a CA file without a certificate", "tls = { ca = " .. string.format("%q", pem) .. " }",
+          "holds no PEM certificate" },
+    }
+    for i, c in ipairs(cases) do
+        it(c[1] .. ": exit 2, one line naming the key, within 5 s", function()
+            local p = scenario(d, "tls" .. i, "return { protocol = 'tls', payload = 64, " .. c[2] .. " }")
+            local rc, _, err, wall = proc.capture("", { ark.BIN, "run", p, "--list" })
+            assert.are.equal(2, rc, err)
+            assert.are.equal(1, #lines_of(err), err)
+            assert.truthy(err:find(c[3], 1, true), err)
+            assert.truthy(err:find("key 'tls': key '", 1, true), err)
+            assert.is_true(wall < 5, c[1] .. " took " .. wall .. " s")
+        end)
+    end
+    it("a usable TLS 1.2 cipher still loads", function()
+        local p = scenario(d, "tlsok", "return { protocol = 'tls', payload = 64, tls = { version = '1.2',"
+            .. " ciphers = 'ECDHE-ECDSA-AES128-GCM-SHA256' } }")
+        assert.are.equal(0, (run({ "run", p, "--list" })))
+    end)
+end)
+
+describe("write failures exit 1", function()
+    it("--out on a read-only file system and report --csv into a full one", function()
+        local d = tmpdir()
+        local mnt = d .. "/mnt"
+        os.execute("mkdir -p " .. shq(mnt))
+        if not proc.sh_ok("mount -t tmpfs -o size=64k tmpfs " .. shq(mnt) .. " 2>/dev/null") then
+            pending("mount -t tmpfs is not permitted here (needs root); skipped")
+            return
+        end
+        finally(function() os.execute("umount " .. shq(mnt) .. " 2>/dev/null") end)
+        local path = scenario(d, "wf", "return { payload = 64, " .. QUICK .. " }")
+        assert.are.equal(0, (run({ "run", path, "--out", d .. "/r" })))
+        -- report --csv into a full tmpfs
+        proc.sh_ok("mkdir -p " .. shq(mnt .. "/r") .. " && cp " .. shq(d .. "/r/runs.jsonl") .. " "
+                   .. shq(d .. "/r/env.json") .. " " .. shq(mnt .. "/r"))
+        assert.are.equal(0, (run({ "report", mnt .. "/r" })))
+        proc.sh_ok("head -c 65536 /dev/zero > " .. shq(mnt .. "/filler") .. " 2>/dev/null")
+        local rc, _, err = run({ "report", mnt .. "/r", "--csv" })
+        assert.are.equal(1, rc, err)
+        assert.truthy(err:find("ENOSPC", 1, true), err)
+        -- --out under a read-only mount
+        assert(proc.sh_ok("mount -o remount,ro " .. shq(mnt)))
+        rc, _, err = run({ "run", path, "--out", mnt .. "/x" })
+        assert.are.equal(1, rc, err)
+        assert.truthy(err:find(mnt .. "/x", 1, true) and err:find("EROFS", 1, true), err)
+    end)
+end)

@@ -218,3 +218,66 @@ describe("report padding", function()
         assert.is_true((core.now_ns() - t0) / 1e9 < 0.5)
     end)
 end)
+
+describe("report.runfile", function()
+    local runfile = require("arkbench.report.runfile")
+    local RUN = '{"schema_version":1,"case_id":"a","repetition":1,"ok":true}'
+
+    it("holds no line longer than MAX_LINE: refused while reading, naming the line", function()
+        local cap = runfile.MAX_LINE
+        runfile.MAX_LINE = 100
+        local path = files.tmpfile(RUN .. "\n" .. string.rep("x", 300000) .. "\n")
+        local runs, err = runfile.read(path)
+        runfile.MAX_LINE = cap
+        assert.is_nil(runs)
+        assert.are.equal(path .. ":2: a line longer than 100 bytes: not a run object", err)
+    end)
+
+    it("reads lines across its chunks and a whole last line without a newline", function()
+        local second = RUN:gsub('"a"', '"' .. string.rep("b", 70000) .. '"')
+        local path = files.tmpfile(RUN .. "\n" .. second)
+        local runs, err, warning = runfile.read(path)
+        assert.is_nil(err)
+        assert.is_nil(warning)
+        assert.are.equal(2, #runs)
+        assert.are.equal(70000, #runs[2].case_id)
+    end)
+
+    it("checks the fields of a run object", function()
+        assert.is_nil(runfile.check({ schema_version = 1, case_id = "a", repetition = 2, ok = false }))
+        assert.are.equal("not a run object: repetition must be an integer >= 1",
+                         runfile.check({ schema_version = 1, case_id = "a", repetition = 1.5, ok = true }))
+        assert.are.equal("not a run object: ok must be true or false",
+                         runfile.check({ schema_version = 1, case_id = "a", repetition = 1 }))
+        assert.truthy(runfile.check({ schema_version = 1, case_id = "a", repetition = 1, ok = true,
+                                      connect_histogram = "ab1:zzzz" }):find("connect_histogram", 1, true))
+    end)
+
+    it("names the line of a JSON file that does not parse, and says settings in words", function()
+        local path = files.tmpfile('{\n"a": 1,\n\n  x\n}')
+        local v, err = runfile.read_json(path)
+        assert.is_nil(v)
+        assert.are.equal(path .. " is not valid JSON (line 4)", err)
+        assert.is_nil((runfile.read_json(path .. ".absent")))
+        assert.are.equal("--set a=1 --filter b=2 --quick",
+                         runfile.settings_text({ sets = { "a=1" }, filters = { "b=2" }, quick = true }))
+        assert.are.equal("no --set, --filter or --quick", runfile.settings_text({ sets = {} }))
+    end)
+end)
+
+describe("run.folder's lock", function()
+    it("holds the PID; a lock whose PID is gone is cleared with a warning", function()
+        local d = files.tmpdir()
+        assert.are.equal(d, folder.claim_out(d))
+        assert.are.equal(tostring(core.getpid()) .. "\n", read_file(d .. "/" .. folder.LOCK .. "/pid"))
+        assert.truthy(folder.live_lock(d))
+        folder.release(d)
+        assert.is_nil(folder.live_lock(d))
+        assert.is_false(files.exists(d .. "/" .. folder.LOCK))
+        os.execute("mkdir " .. files.shq(d .. "/" .. folder.LOCK))
+        write_file(d .. "/" .. folder.LOCK .. "/pid", "4194303\n")
+        assert.is_nil(folder.live_lock(d))
+        assert.are.equal(d, folder.lock_existing(d))
+        folder.release(d)
+    end)
+end)

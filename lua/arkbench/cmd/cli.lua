@@ -313,7 +313,11 @@ function _M.report(args)
     if eerr then return die(eerr) end
     -- a live run (or report) is writing there: refuse; a stale lock is cleared
     local folder = require("arkbench.run.folder")
-    local locked, lerr = folder.lock_existing(dir)
+    local locked, lerr, wfail = folder.lock_existing(dir)
+    if not locked and wfail then
+        io_stderr:write("arkbench: ", lerr, "\n")
+        return 1
+    end
     if not locked then return die(lerr) end
     if warning then io_stderr:write("arkbench: warning: ", warning, "\n") end
     -- an interrupted run says so in its own records

@@ -103,8 +103,8 @@ local function each_line(f, path, each)
             local piece = str_sub(chunk, pos, nl and nl - 1 or -1)
             plen = plen + #piece
             if plen > _M.MAX_LINE then
-                return nil, format("%s:%d: a line longer than %d MiB: not a run object",
-                                   path, lineno + 1, _M.MAX_LINE / 1048576)
+                return nil, format("%s:%d: a line longer than %d bytes: not a run object",
+                                   path, lineno + 1, _M.MAX_LINE)
             end
             pending[#pending + 1] = piece
             if not nl then break end
@@ -140,7 +140,8 @@ function _M.read(path)
             return true
         end
         if v == nil then return nil, path .. ":" .. lineno .. ": " .. tostring(derr) end
-        local why = _M.check(v)
+        -- cjson reads [] as an empty table: tell it by its text
+        local why = not str_find(line, "^%s*{") and "not a JSON object" or _M.check(v)
         if why then return nil, path .. ":" .. lineno .. ": " .. why end
         local key = v.case_id .. "\0" .. v.repetition
         if seen[key] then

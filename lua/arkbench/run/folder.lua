@@ -17,7 +17,7 @@
 --       Anything else in it -- the user's files -- refuses it; nothing is
 --       written or removed. write_failed: a mkdir failed (EROFS, ENOSPC,
 --       EACCES...), which the command line reports as exit 1, not 2.
---   folder.lock_existing(dir) -> dir | nil, err     (report: the same lock)
+--   folder.lock_existing(dir) -> dir | nil, err, write_failed   (report)
 --   folder.live_lock(dir) -> why | nil   (compare: a live lock refuses)
 --   folder.release(dir)
 --
@@ -90,11 +90,11 @@ local function lock(dir, what)
             local wok, werr = core.write_file(dir .. "/" .. _M.LOCK .. "/pid", core.getpid() .. "\n")
             if not wok then
                 unlock(dir)
-                return nil, format("cannot write %s/%s/pid: %s", dir, _M.LOCK, tostring(werr))
+                return nil, format("cannot write %s/%s/pid: %s", dir, _M.LOCK, tostring(werr)), true
             end
             return dir
         end
-        if code ~= "EEXIST" then return nil, format("cannot claim %s: %s", dir, err) end
+        if code ~= "EEXIST" then return nil, format("cannot claim %s: %s", dir, err), true end
         local pid = lock_pid(dir)
         if pid and (pid == core.getpid() or core.pid_alive(pid)) then
             return nil, format("%s is in use by another arkbench run (process %d, %s/%s); %s when"
@@ -210,8 +210,8 @@ function _M.claim_out(dir, opts)
             return nil, format("--out %s: holds an earlier arkbench result (its %s); pass --append"
                                .. " to add runs to it, or choose another folder", dir, which)
         end
-        local got, lerr = lock(dir)
-        if not got then return nil, lerr end
+        local got, lerr, wfail = lock(dir)
+        if not got then return nil, lerr, wfail end
         local prior, aerr = appendable(dir, opts)
         if not prior then
             unlock(dir)
