@@ -10,8 +10,9 @@
 --   arkbench env                   print the environment as env.json has it
 --   arkbench help
 --
--- Exit codes: 0 all runs ok; 1 some run failed; 2 the scenario or command
--- line is wrong; 130 interrupted (results so far kept).
+-- Exit codes: 0 all runs ok; 1 some run failed, or a file could not be
+-- written (any command); 2 the scenario or command line is wrong; 130
+-- interrupted (results so far kept).
 
 local core = require("arkbench.core")
 
@@ -31,7 +32,7 @@ commands:
       --filter key=value  keep only matching cases (repeatable)
       --out DIR           write results into DIR instead (absent or empty)
       --append            with --out: add runs to an earlier result there
-                          (same scenario file)
+                          (same scenario file, --set, --filter, --quick)
       --quick             warmup=0.05 duration=0.2 repetitions=1
       --list              print the cases and exit
   calibrate           raw epoll echo floor vs arkbench, same process
@@ -51,8 +52,8 @@ commands:
   env                 print this host's environment (as env.json)
   help                this text
 
-exit codes: 0 ok, 1 some run failed, 2 bad scenario or command line,
-130 interrupted (finished runs are kept)
+exit codes: 0 ok, 1 some run failed or a write failed, 2 bad scenario or
+command line, 130 interrupted (finished runs are kept)
 ]]
 
 local function die(msg)
