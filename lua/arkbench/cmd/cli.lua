@@ -273,6 +273,8 @@ function _M.run(args)
     local ended = core.wall_s()
     this_env.ended_utc = env.utc_iso(ended)
     this_env.load_average_end = env.load_average() or json.null
+    -- after an append the folder's time range ends with this run
+    if this_env ~= envinfo then envinfo.ended_utc = this_env.ended_utc end
     local eok, eerr = write_file(dir .. "/env.json", json.encode(envinfo, { indent = 2 }) .. "\n")
     if not eok then io_stderr:write("arkbench: cannot write ", tostring(eerr), "\n") end
     runs = runs or {}

@@ -194,6 +194,18 @@ function _M.claim_out(dir, opts)
     if kind ~= "directory" then return nil, format("--out %s: exists and is not a folder", dir) end
     local names, lerr = core.dir_entries(dir)
     if not names then return nil, format("--out %s: %s", dir, lerr) end
+    -- a run holding the folder may have temporary names in it: "in use"
+    -- is the answer then, not "files arkbench did not write"
+    for _, n in ipairs(names) do
+        if n == _M.LOCK then
+            local got, err, wfail = lock(dir)
+            if not got then return nil, err, wfail end
+            unlock(dir) -- stale, cleared: judge the folder as it is
+            names, lerr = core.dir_entries(dir)
+            if not names then return nil, format("--out %s: %s", dir, lerr) end
+            break
+        end
+    end
     local ours = core.file_kind(dir .. "/runs.jsonl") or core.file_kind(dir .. "/env.json")
     local theirs = {}
     for _, n in ipairs(names) do
