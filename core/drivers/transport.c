@@ -3,6 +3,7 @@
  * the protocol, the TLS contexts, and the session parameters and socket
  * buffers copied into the result at the end.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,37 @@ static void warm_tls(ab__engine_t *eng) {
 /* The codec the capability table names for the protocol (proto/caps.h:
  * "ws", "http", else the framing key's; a datagram row names none and
  * frames like the framing key too). */
+
+/* The whole of a PEM file, NUL-terminated, in *out (the caller frees it).
+ * 0, a negated errno, or AB_ENOMEM; a file over 16 MiB is AB_EINVAL. */
+static int read_pem(const char *path, char **out) {
+  *out = NULL;
+  FILE *f = fopen(path, "rb");
+  if (f == NULL) return -errno;
+  size_t cap = 65536, len = 0;
+  char *buf = malloc(cap);
+  int r = buf ? 0 : AB_ENOMEM;
+  while (r == 0) {
+    if (len + 1 == cap) {
+      char *nb = cap >= ((size_t)16 << 20) ? NULL : realloc(buf, cap * 2);
+      if (nb == NULL) { r = cap >= ((size_t)16 << 20) ? AB_EINVAL : AB_ENOMEM; break; }
+      buf = nb;
+      cap *= 2;
+    }
+    size_t n = fread(buf + len, 1, cap - 1 - len, f);
+    len += n;
+    if (n == 0) {
+      if (ferror(f)) r = -EIO;
+      break;
+    }
+  }
+  fclose(f);
+  if (r < 0) { free(buf); return r; }
+  buf[len] = '\0';
+  *out = buf;
+  return 0;
+}
+
 static const ab_codec_vt_t *codec_for(const ab_proto_cap_t *cap, int framing) {
   if (cap->codec && strcmp(cap->codec, "ws") == 0) return &ab_codec_ws;
   if (cap->codec && strcmp(cap->codec, "http") == 0) return &ab_codec_http;
@@ -76,11 +108,15 @@ int ab__transport_open(ab__engine_t *eng, char *err, size_t errlen) {
     const char *ca = eng->dc->tls_server ? ab_tls_ctx_cert_pem(eng->dc->tls_server) : NULL;
     char *file_pem = NULL;
     if (ca == NULL && cfg->transport.tls_cert_out) {
-      FILE *f = fopen(cfg->transport.tls_cert_out, "rb");
-      if (f) {
-        file_pem = calloc(1, 65536);
-        if (file_pem) fread(file_pem, 1, 65535, f);
-        fclose(f);
+      /* a CA that cannot be read is an error, never a silent fall-back to
+       * the system store; a bundle is read whole, however long */
+      int e = read_pem(cfg->transport.tls_cert_out, &file_pem);
+      if (e < 0) {
+        snprintf(err, errlen, "TLS setup: cannot read the CA file %s: %s (%s)",
+                 cfg->transport.tls_cert_out, ab_strerror(e), ab_err_name(e));
+        ab_tls_ctx_free(eng->dc->tls_server);
+        eng->dc->tls_server = NULL;
+        return AB_ECONFIG;
       }
       ca = file_pem;
     }
