@@ -152,7 +152,6 @@ static int client_open(ab__dclient_t *c) {
     client_setup_failed(c, r, "connect", NULL);
     return -1;
   }
-  c->ly.t_connected = now;
   r = ab__conn_setup(l, &c->conn, 1, 1);
   c->conn.data = c;
   if (r == 0) r = ab_conn_start(&c->conn, &l->d->reactor, &c->tcp, 0,
@@ -198,11 +197,7 @@ static int client_open(ab__dclient_t *c) {
       }
     }
   }
-  c->ly.state = AB__LY_READY;
-  c->h.alive = 1;
-  c->h.loop->ready_clients++;
-  if (eng->dc->use_tls || eng->dc->use_ws) ab_hist_record(&l->handshake, ab_now_ns() - c->ly.t_connected);
-  ab__client_reported(c);
+  ab__client_ready(c);
   return 0;
 }
 
@@ -329,7 +324,6 @@ static void server_main(void *arg) {
   while (!s->conn.ready) {
     if (s->co_err || wait_event(&s->co_waiting) < 0) goto done;
   }
-  if (s->conn.tls) ab__record_tls(eng, &s->conn);
   if (eng->dc->use_ws) {
     ab_ws_hs_t hs;
     ab_ws_hs_init(&hs, 0, NULL);

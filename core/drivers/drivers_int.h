@@ -8,6 +8,8 @@
 #ifndef AB_DRIVERS_INT_H
 #define AB_DRIVERS_INT_H
 
+#include <stdatomic.h>
+
 #include "engine/engine_int.h"
 #include "base/outbuf.h"
 #include "io/conn.h"
@@ -25,7 +27,6 @@ enum { AB__LY_HS_TLS = 1, AB__LY_HS_WS, AB__LY_READY };
 typedef struct {
   int state;                    /* AB__LY_HS_TLS .. AB__LY_READY */
   ab_ws_hs_t *ws_hs;            /* during the WebSocket upgrade */
-  uint64_t t_connected;         /* TCP connect done (client) */
   int reported;                 /* counted towards the CONNECTED stage */
 } ab__layers_t;
 
@@ -125,6 +126,9 @@ struct ab__dcase_s {
   const ab_codec_vt_t *codec_vt;
   ab_tls_ctx_t *tls_server, *tls_client;
   ab_session_info_t session;    /* copied into the result at case_close */
+  /* session's TLS parameters / SNI recorded (set once, under eng->mu;
+   * read without it to skip the lock afterwards) */
+  atomic_int tls_params_taken, tls_sni_taken;
 };
 
 /* transport.c: per-case setup shared by every stream and datagram row:
@@ -148,7 +152,6 @@ void ab__client_on_closed(uv_handle_t *h);
  * quietly; anything else is an error. */
 void ab__sconn_read_failed(ab__sconn_t *s, ssize_t nread);
 /* Server side: the first completed TLS handshake's parameters. */
-void ab__record_tls(ab__engine_t *eng, ab_conn_t *conn);
 
 /* tcp_server.c */
 int ab__server_listen(ab__loop_t *l);
@@ -171,6 +174,12 @@ void ab__consume(uint8_t *buf, size_t *len, size_t used);
 /* A client's connect (and handshakes) finished, well or not: reports it to
  * the engine once (ab__loop_connect_done). */
 void ab__client_reported(ab__dclient_t *c);
+/* A client's session is up (its TLS and WebSocket handshakes are done):
+ * alive, counted ready, its handshake time (from ab__conn_setup to now)
+ * recorded for protocols with a handshake, and reported (above).  Every
+ * driver's client comes through here; the TLS session parameters are
+ * recorded earlier, by the conn itself (ab__conn_setup's on_tls_done). */
+void ab__client_ready(ab__dclient_t *c);
 /* Sets up a connection's ab_conn_t for the case's protocol: its TLS
  * connection (client or server side) when the protocol has TLS, and, with
  * `codec` set, the protocol's codec (a client's knows the peer's host).

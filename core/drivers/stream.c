@@ -16,6 +16,7 @@
  * the codec interface (codec.h): no codec is named here.  Plain `tcp` keeps
  * its own leaner loop (tcp_client.c, tcp_server.c) over the same conn.io.
  */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,8 +36,50 @@ void ab__layers_free(ab__layers_t *ly) {
   ly->ws_hs = NULL;
 }
 
+/* The case's session parameters come from the first TLS handshake that
+ * completes on the side the case measures (a server-only case: its
+ * accepted connections; otherwise the clients).  Runs once per
+ * connection from the conn (on_tls_done, set by ab__conn_setup), so every
+ * driver records it the same way; the engine lock is taken only until
+ * one has been recorded. */
+static void record_tls(ab__loop_t *l, ab_conn_t *conn, int want_params, int want_sni) {
+  ab__dcase_t *dc = l->eng->dc;
+  want_params = want_params && !atomic_load_explicit(&dc->tls_params_taken, memory_order_acquire);
+  want_sni = want_sni && !atomic_load_explicit(&dc->tls_sni_taken, memory_order_acquire);
+  ab_tls_info_t info;
+  if ((!want_params && !want_sni) || ab_conn_tls_info(conn, &info) != 0) return;
+  pthread_mutex_lock(&l->eng->mu);
+  ab_session_info_t *se = &dc->session;
+  if (want_sni && !atomic_load_explicit(&dc->tls_sni_taken, memory_order_relaxed) && info.sni &&
+      info.sni[0]) {
+    snprintf(se->tls_sni, sizeof(se->tls_sni), "%s", info.sni);
+    atomic_store_explicit(&dc->tls_sni_taken, 1, memory_order_release);
+  }
+  if (want_params && !atomic_load_explicit(&dc->tls_params_taken, memory_order_relaxed)) {
+    snprintf(se->tls_version, sizeof(se->tls_version), "%s", info.version ? info.version : "");
+    snprintf(se->tls_cipher, sizeof(se->tls_cipher), "%s", info.cipher ? info.cipher : "");
+    snprintf(se->tls_alpn, sizeof(se->tls_alpn), "%.63s", info.alpn);
+    se->tls_resumed = info.resumed;
+    atomic_store_explicit(&dc->tls_params_taken, 1, memory_order_release);
+  }
+  pthread_mutex_unlock(&l->eng->mu);
+}
+
+/* SNI is what a server received; the parameters come from the side the
+ * case measures. */
+static void client_tls_done(ab_conn_t *conn, void *arg) {
+  ab__loop_t *l = arg;
+  if (l->eng->cfg->role != AB_ROLE_SERVER) record_tls(l, conn, 1, 0);
+}
+
+static void server_tls_done(ab_conn_t *conn, void *arg) {
+  ab__loop_t *l = arg;
+  record_tls(l, conn, l->eng->cfg->role == AB_ROLE_SERVER, 1);
+}
+
 int ab__conn_setup(ab__loop_t *l, ab_conn_t *conn, int is_client, int codec) {
   ab__engine_t *eng = l->eng;
+  uint64_t t0 = ab_now_ns(); /* the session's setup starts here (handshake_us) */
   ab_tls_conn_t *tls = NULL;
   int r = 0;
   if (eng->dc->use_tls)
@@ -44,6 +87,9 @@ int ab__conn_setup(ab__loop_t *l, ab_conn_t *conn, int is_client, int codec) {
                         is_client ? eng->dc->verify_host : NULL, &tls);
   if (r < 0) return r;
   ab_conn_init(conn, tls, l->d->cipher_rx);
+  conn->t_setup = t0;
+  conn->on_tls_done = is_client ? client_tls_done : server_tls_done;
+  conn->tls_done_arg = l;
   if (!codec) return 0;
   const ab_codec_vt_t *vt = eng->dc->codec_vt;
   uint64_t max_msg = is_client || vt->fixed_size ? eng->cfg->payload : eng->max_frame;
@@ -64,23 +110,6 @@ void ab__consume(uint8_t *buf, size_t *len, size_t used) {
   if (used == 0) return;
   *len -= used;
   if (*len > 0) memmove(buf, buf + used, *len);
-}
-
-void ab__record_tls(ab__engine_t *eng, ab_conn_t *conn) {
-  ab_tls_info_t info;
-  if (ab_conn_tls_info(conn, &info) != 0) return;
-  /* once per run: the first handshake a server completes (engine lock:
-   * once per connection, never per message) */
-  pthread_mutex_lock(&eng->mu);
-  if (eng->dc->session.tls_sni[0] == '\0' && info.sni && info.sni[0])
-    snprintf(eng->dc->session.tls_sni, sizeof(eng->dc->session.tls_sni), "%s", info.sni);
-  if (eng->cfg->role == AB_ROLE_SERVER && eng->dc->session.tls_version[0] == '\0') {
-    snprintf(eng->dc->session.tls_version, sizeof(eng->dc->session.tls_version), "%s", info.version ? info.version : "");
-    snprintf(eng->dc->session.tls_cipher, sizeof(eng->dc->session.tls_cipher), "%s", info.cipher ? info.cipher : "");
-    snprintf(eng->dc->session.tls_alpn, sizeof(eng->dc->session.tls_alpn), "%.63s", info.alpn);
-    eng->dc->session.tls_resumed = info.resumed;
-  }
-  pthread_mutex_unlock(&eng->mu);
 }
 
 static ab_sockio_kept_t client_in(ab__dclient_t *c) {
@@ -112,21 +141,13 @@ static void handshake_failed(ab__dclient_t *c, int code, const char *what, const
   ab__client_reported(c);
 }
 
-static void client_ready(ab__dclient_t *c) {
+void ab__client_ready(ab__dclient_t *c) {
   ab__loop_t *l = c->h.loop;
   c->ly.state = AB__LY_READY;
   c->h.alive = 1;
-  c->h.loop->ready_clients++;
+  l->ready_clients++;
   if (l->eng->dc->use_tls || l->eng->dc->use_ws)
-    ab_hist_record(&l->handshake, ab_now_ns() - c->ly.t_connected);
-  ab_tls_info_t info;
-  if (c->h.id == 0 && ab_conn_tls_info(&c->conn, &info) == 0) {
-    ab__dcase_t *e = l->eng->dc;
-    snprintf(e->session.tls_version, sizeof(e->session.tls_version), "%s", info.version ? info.version : "");
-    snprintf(e->session.tls_cipher, sizeof(e->session.tls_cipher), "%s", info.cipher ? info.cipher : "");
-    snprintf(e->session.tls_alpn, sizeof(e->session.tls_alpn), "%.63s", info.alpn);
-    e->session.tls_resumed = info.resumed;
-  }
+    ab_hist_record(&l->handshake, ab_now_ns() - c->conn.t_setup);
   ab__client_reported(c);
 }
 
@@ -223,7 +244,7 @@ static int client_upgrade(ab__dclient_t *c) {
   if (h == 0) return 0;
   free(c->ly.ws_hs);
   c->ly.ws_hs = NULL;
-  client_ready(c);
+  ab__client_ready(c);
   return 1;
 }
 
@@ -281,7 +302,7 @@ static void client_on_readable(ab_conn_t *conn) {
 static void client_on_ready(ab_conn_t *conn) {
   ab__dclient_t *c = conn->data;
   if (c->h.loop->eng->dc->use_ws) send_upgrade(c);
-  else client_ready(c);
+  else ab__client_ready(c);
 }
 
 static void client_on_error(ab_conn_t *conn, int err) {
@@ -306,7 +327,6 @@ static void client_connected(uv_connect_t *req, int status) {
     handshake_failed(c, status, "connect", NULL);
     return;
   }
-  c->ly.t_connected = now;
   int r = ab__conn_setup(l, &c->conn, 1, 1);
   if (r < 0) {
     handshake_failed(c, r, "connection setup", NULL);
@@ -494,7 +514,6 @@ static void server_on_readable(ab_conn_t *conn) {
 static void server_on_ready(ab_conn_t *conn) {
   ab__sconn_t *s = conn->data;
   ab__engine_t *eng = s->loop->eng;
-  if (conn->tls) ab__record_tls(eng, conn);
   s->ly.state = eng->dc->use_ws ? AB__LY_HS_WS : AB__LY_READY;
 }
 

@@ -56,6 +56,7 @@ static void fail_handshake(ab_conn_t *c, int err) {
 static void become_ready(ab_conn_t *c) {
   c->ready = 1;
   int r = 0;
+  if (c->tls && c->on_tls_done) c->on_tls_done(c, c->tls_done_arg);
   if (c->tls) {
     r = decrypt_into_in(c);
     if (r == AB_ECLOSED) r = 0; /* the owner's next recv meets it */

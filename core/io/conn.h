@@ -75,6 +75,14 @@ struct ab_conn_s {
   int peer_closed;           /* TLS close_notify read */
   const ab_conn_cbs_t *cbs;
   void *data;                /* the owner's */
+  /* Whoever sets the connection up (the drivers, ab__conn_setup) watches
+   * its session here rather than in each owner's on_ready, so that no
+   * owner can forget it: on_tls_done (optional) runs once, when the TLS
+   * handshake has completed, before on_ready; t_setup is that party's
+   * stamp (ns, base/clock.h) of when setting up began. */
+  void (*on_tls_done)(ab_conn_t *c, void *arg);
+  void *tls_done_arg;
+  uint64_t t_setup;
 };
 
 #define AB_CONN_CIPHER_RX ((size_t)64 << 10)

@@ -26,13 +26,6 @@
 
 /* ---- client connections ----------------------------------------------- */
 
-static void report_connected(ab__dclient_t *c) {
-  ab__loop_t *l = c->h.loop;
-  if (c->ly.reported) return;
-  c->ly.reported = 1;
-  ab__loop_connect_done(l);
-}
-
 /* Appends everything the socket has now to k's buffer.  Returns the bytes
  * appended; *err gets a read error (AB_ECLOSED at end of stream, after the
  * bytes before it). */
@@ -80,7 +73,7 @@ static void client_on_error(ab_conn_t *conn, int err) {
   }
   k->err = err;
   ab__client_close(k->c);
-  report_connected(k->c);
+  ab__client_reported(k->c);
 }
 
 static void client_task_exit(ab_task_t *t, void *arg) {
@@ -103,10 +96,7 @@ static void start_client(ab__lx_conn_t *k) {
 
 static void client_on_ready(ab_conn_t *conn) {
   ab__lx_conn_t *k = conn->data;
-  ab__dclient_t *c = k->c;
-  c->h.alive = 1;
-  c->h.loop->ready_clients++;
-  report_connected(c);
+  ab__client_ready(k->c);
   if (k->lx->stopping) return;
   if (k->lx->mode == AB__LX_MODE_FULL) start_client(k);
   else ab__lx_light_pump(k);
@@ -132,7 +122,7 @@ static void on_connect(uv_connect_t *req, int status) {
       ab__loop_error(l, status, msg);
     }
     ab__client_close(c);
-    report_connected(c);
+    ab__client_reported(c);
     return;
   }
   int r = ab__conn_setup(l, &c->conn, 1, 0);
@@ -144,7 +134,7 @@ static void on_connect(uv_connect_t *req, int status) {
     /* alive for the failure to be counted like any other */
     c->h.alive = 1;
     ab__client_fail(c, r, "connection setup");
-    report_connected(c);
+    ab__client_reported(c);
   }
 }
 

@@ -126,6 +126,19 @@ local function assert_all_ok(runs, n, out)
     end
 end
 
+-- The connection object records every driver's TLS session the same way:
+-- the run names the negotiated version and cipher, and each client's
+-- handshake is timed once.
+local function assert_tls_session(r, version)
+    local tls = r.tls or {}
+    assert.are.equal(version or "TLSv1.3", tls.version, "tls: " .. cjson.encode(tls))
+    assert.is_truthy(tostring(tls.cipher):match("^TLS_"),
+        "tls: " .. cjson.encode(tls))
+    assert.is_table(r.handshake_us, "no handshake_us in " .. tostring(r.case_id))
+    assert.are.equal(r.case.clients, r.handshake_us.count)
+    assert.is_true(r.handshake_us.min > 0)
+end
+
 -- A scenario file in d that runs `scenario` (a shipped custom workload)
 -- over TLS against 127.0.0.1:port, trusting the PEM file `ca`.
 local function over_tls(d, scenario, port, ca)
@@ -242,6 +255,8 @@ local base = { execution = "lua", protocol = "tls", target = "127.0.0.1:%s",
 local function part(t) for k, v in pairs(base) do t[k] = v end return t end
 return {
     part { load = { { clients = 4, window = 16 } }, message = MSG, expect = 64 },
+    { execution = "coroutine", protocol = "tls", target = "127.0.0.1:%s",
+      tls = { ca = %q }, payload = 64, framing = "raw", clients = 3 },
     part { clients = 2, client = function(conn)
         while true do
             local r = conn:call(MSG, 64)
@@ -250,18 +265,23 @@ return {
         end
     end },
 }
-]]):format(port, cert))
+]]):format(port, cert, port, cert))
         local rc, runs, out = run({ d .. "/lua_tls.lua", "--quick" })
         os.execute("kill -TERM " .. pid .. " 2>/dev/null")
         assert.are.equal(0, rc, out)
-        assert_all_ok(runs, 2, out)
+        assert_all_ok(runs, 3, out)
+        local execs = {}
         for _, r in ipairs(runs) do
+            execs[#execs + 1] = r.case.execution
             assert.are.equal("tls", r.case.protocol)
+            assert_tls_session(r)
             assert.are.equal("table", type(r.errors))
             assert.is_nil(next(r.errors), "errors: " .. cjson.encode(r.errors))
             assert.is_true(math.abs(r.payload_mib_per_s * 1048576 * r.measured_s
                 - 64 * r.completed) < 1)
         end
+        table.sort(execs)
+        assert.are.same({ "coroutine", "lua", "lua" }, execs)
         -- a client that does not trust the certificate fails its handshakes
         write_file(d .. "/other.pem", read_file(select(1, make_cert(d))))
         local bad = d .. "/lua_tls_bad.lua"
@@ -288,6 +308,7 @@ return {
         assert_all_ok(runs, 5, out)
         for _, r in ipairs(runs) do
             assert.are.equal("tls", r.case.protocol)
+            assert_tls_session(r)
             assert.are.equal("table", type(r.errors))
             assert.is_nil(next(r.errors), "errors: " .. cjson.encode(r.errors))
             if r.case.payload == 16 then
@@ -316,6 +337,7 @@ return {
         assert_all_ok(runs, 2, out)
         for _, r in ipairs(runs) do
             assert.are.equal("tls", r.case.protocol)
+            assert_tls_session(r)
             assert.are.equal("table", type(r.errors))
             assert.is_nil(next(r.errors), "errors: " .. cjson.encode(r.errors))
             local per = r.payload_mib_per_s * 1048576 * r.measured_s / r.completed
