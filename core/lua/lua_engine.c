@@ -127,21 +127,28 @@ static void on_stop_signal(int sig) {
   serve_stop = 1;
 }
 
-static void print_listening(int port, void *arg) {
-  const char *host = arg;
-  fprintf(stdout, "listening on %s:%d\n", host, port);
-  fflush(stdout);
-}
+typedef struct case_strings_s case_strings_t;
+static void print_listening(int port, void *arg);
 
 #define SETNUM(name, v) (lua_pushnumber(L, (double)(v)), lua_setfield(L, -2, name))
 
 /* Strings the case config points into while the run goes: kept here, on
  * the C stack of l_run_case (Lua strings stay referenced by argument 1). */
-typedef struct {
+struct case_strings_s {
   char alpn[512];
   char listen_host[256];
   char target_host[256];
-} case_strings_t;
+  int listen_port; /* a server's real port once it listens (0: not yet) */
+};
+
+/* The port a server listens on is known only now (`listen` may ask for
+ * port 0): printed, and kept for the result (listen_port). */
+static void print_listening(int port, void *arg) {
+  case_strings_t *keep = arg;
+  keep->listen_port = port;
+  fprintf(stdout, "listening on %s:%d\n", keep->listen_host, port);
+  fflush(stdout);
+}
 
 /* protocol, framing, execution, topology, sizes and phases; returns NULL
  * or the sentence saying what is wrong. */
@@ -274,7 +281,7 @@ static const char *read_role(lua_State *L, ab_case_cfg_t *cfg, case_strings_t *k
   if (cfg->role == AB_ROLE_SERVER) {
     host_of(where, 0, keep->listen_host, sizeof(keep->listen_host));
     cfg->on_listening = print_listening;
-    cfg->on_listening_arg = keep->listen_host;
+    cfg->on_listening_arg = keep;
     cfg->stop = &serve_stop;
     serve_stop = 0;
     struct sigaction sa;
@@ -521,6 +528,7 @@ static int l_run_case(lua_State *L) {
     lua_pushstring(L, ab_err_name(rc));
   } else {
     push_result(L, &cfg, r);
+    if (keep.listen_port > 0) SETNUM("listen_port", keep.listen_port);
     if (lx) push_script_outcome(L, lx, r);
   }
   ab_result_free(r);

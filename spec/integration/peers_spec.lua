@@ -31,11 +31,11 @@ local PEERS = ROOT .. "/spec/fixtures/peers"
 
 ---------------------------------------------------------------------------
 describe("wrk (Lua POST /echo script) against arkbench serve --protocol http", function()
-    local rc, out, err, serve_json
+    local rc, out, err, serve_json, port
 
     setup(function()
         local srv = peers.serve("http")
-        local port = wait_listening(srv)
+        port = wait_listening(srv)
         rc, out, err = run_cmd({ "wrk", "-t1", "-c16", "-d1s", "--timeout", "5s",
             "-s", PEERS .. "/wrk_post_echo.lua", "http://127.0.0.1:" .. port .. "/echo" }, { limit = 30 })
         serve_json = last_json(stop(srv), "serve's output")
@@ -65,6 +65,11 @@ describe("wrk (Lua POST /echo script) against arkbench serve --protocol http", f
         assert.are.same({}, serve_json.errors, "serve counted errors: " .. cjson.encode(serve_json.errors)
             .. " (error: " .. tostring(serve_json.error) .. ")")
         assert.is_true(serve_json.ok, "serve's ok; error: " .. tostring(serve_json.error))
+    end)
+
+    it("serve's JSON names the port it listened on, not the 0 it was asked for", function()
+        assert.is_truthy(tonumber(port) and tonumber(port) > 0, "port " .. tostring(port))
+        assert.are.equal("127.0.0.1:" .. port, serve_json.listen)
     end)
 end)
 

@@ -16,7 +16,8 @@
 --
 -- Prints one line `listening on HOST:PORT` on stdout when every loop
 -- listens, serves until SIGINT or SIGTERM, then prints its counters as one
--- JSON object (connections, messages, bytes, CPU over the serving time,
+-- JSON object (listen: the address with the port really listened on;
+-- connections, messages, bytes, CPU over the serving time,
 -- RSS, errors). --listen defaults to 127.0.0.1:0 (an ephemeral port on
 -- loopback: servers bind loopback unless told otherwise). With
 -- sharded:N the N loops share the port (SO_REUSEPORT); the kernel spreads
@@ -106,8 +107,11 @@ function _M.main(args)
         io_stderr:write("arkbench serve: ", tostring(err), "\n")
         return 2
     end
+    -- the address really listened on: --listen may ask for port 0
+    local listen = o.listen
+    if r.listen_port then listen = o.listen:gsub(":%d+$", ":" .. r.listen_port) end
     local out = {
-        ok = r.ok, error = r.error, protocol = o.protocol, listen = o.listen,
+        ok = r.ok, error = r.error, protocol = o.protocol, listen = listen,
         topology = o.topology, loops = r.loops, workers = r.workers,
         connections = r.server_connections, messages = r.server_messages,
         bytes = r.server_bytes, resets = r.server_resets, served_s = r.measured_s, cpu_percent = r.cpu_percent,
