@@ -316,6 +316,18 @@ return {
                     - 7 * r.completed) < 1)
             end
         end
+        -- the same from the command line alone, the file unchanged
+        -- (docs/lua-api.md): --set protocol=tls --set tls.ca=FILE
+        local rc2, runs2, out2 = run({ "scenarios/custom/resp_ping.lua", "--quick",
+            "--filter", "payload=16", "--set", "protocol=tls", "--set", "tls.ca=" .. cert,
+            "--set", "target=127.0.0.1:" .. port })
+        assert.are.equal(0, rc2, out2 .. (read_file(d .. "/redis.log") or ""))
+        assert.is_true(#runs2 > 0, out2)
+        assert_all_ok(runs2, #runs2, out2)
+        for _, r in ipairs(runs2) do
+            assert.are.equal("tls", r.case.protocol)
+            assert_tls_session(r)
+        end
     end)
 
     it("runs http_get.lua over tls (https) against nginx", function()

@@ -281,6 +281,44 @@ describe("scenario.load", function()
                 load_err("minimal.lua", { "payload" }))
         end)
 
+        it("sets one key of a table-valued key with KEY.SUB=value, merged into the file's", function()
+            local spec = assert(scenario.load(F .. "minimal.lua",
+                { "protocol=tls", "tls.ca=/tmp/ca.pem", "tls.version=1.2", "tls.alpn=h2,http/1.1",
+                  "udp.send_buffer=65536" }))
+            -- version stays text ("1.2", as in a file), alpn a list, udp sizes numbers
+            assert.same({ ca = "/tmp/ca.pem", version = "1.2", alpn = { "h2", "http/1.1" } },
+                spec.keys.tls)
+            assert.same({ send_buffer = 65536 }, spec.keys.udp)
+            -- the file's own tls keys stay unless --set replaces them
+            local hooks = assert(scenario.load(F .. "hooks.lua",
+                { "protocol=tls", "tls.version=1.3", "tls.ca=/tmp/ca.pem" }))
+            assert.same({ version = "1.3", alpn = { "h2", "http/1.1" }, resume = true,
+                ca = "/tmp/ca.pem" }, hooks.keys.tls)
+        end)
+
+        it("refuses an unknown sub-key with a suggestion, and a wrong value in the file's words", function()
+            assert.equals("--set tls.cx=/tmp/ca.pem: key 'tls': unknown key 'cx'; did you mean 'ca'?",
+                load_err("minimal.lua", { "protocol=tls", "tls.cx=/tmp/ca.pem" }))
+            assert.equals("--set udp.send_bufer=1: key 'udp': unknown key 'send_bufer'; "
+                .. "did you mean 'send_buffer'?", load_err("minimal.lua", { "udp.send_bufer=1" }))
+            assert.equals("--set tls.version=1.4: key 'tls': key 'version': got string \"1.4\"; "
+                .. "expected \"1.2\" or \"1.3\"",
+                load_err("minimal.lua", { "protocol=tls", "tls.version=1.4" }))
+            assert.equals("--set tls.resume=maybe: key 'tls': key 'resume': got string \"maybe\"; "
+                .. "expected a boolean", load_err("minimal.lua", { "protocol=tls", "tls.resume=maybe" }))
+            assert.equals("--set udp.recv_buffer=big: key 'udp': key 'recv_buffer': got string "
+                .. "\"big\"; expected an integer from 1 to 1073741824 (bytes)",
+                load_err("minimal.lua", { "protocol=udp", "udp.recv_buffer=big" }))
+            assert.equals("--set payload.x=1: key 'payload' takes a value, not sub-keys; "
+                .. "--set KEY.SUB=value is for tls, udp", load_err("minimal.lua", { "payload.x=1" }))
+            assert.equals("--set tsl.ca=f: unknown key 'tsl'; did you mean 'tls'?",
+                load_err("minimal.lua", { "tsl.ca=f" }))
+            -- a whole table cannot be typed: the message says how to give it
+            assert.equals("--set tls={ca=f}: key 'tls': got string \"{ca=f}\"; expected a table with "
+                .. "keys version, ciphers, sni, alpn, resume, ca (on the command line: --set tls.ca=..., "
+                .. "one key at a time)", load_err("minimal.lua", { "protocol=tls", "tls={ca=f}" }))
+        end)
+
         it("lists --set errors before the file's", function()
             assert.equals("--set window=0: key 'window': got 0; expected an integer from 1 to 4096\n"
                 .. F .. "zero_clients.lua:4: key 'clients': got 0; expected an integer from 1 to 100000",

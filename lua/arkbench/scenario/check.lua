@@ -303,8 +303,11 @@ end
 local function check_tls(ctx, v)
     local label = "key 'tls'"
     if type(v) ~= "table" then
-        fail(ctx, "tls", label .. ": got " .. describe(v)
-             .. "; expected a table with keys " .. tbl_concat(TLS_KEYS, ", "))
+        local expected = "a table with keys " .. tbl_concat(TLS_KEYS, ", ")
+        if ctx.origin.tls then
+            expected = expected .. " (on the command line: --set tls.ca=..., one key at a time)"
+        end
+        fail(ctx, "tls", label .. ": got " .. describe(v) .. "; expected " .. expected)
         return nil
     end
     local ok, out = true, {}
@@ -392,8 +395,11 @@ end
 local function check_udp(ctx, v)
     local label = "key 'udp'"
     if type(v) ~= "table" then
-        fail(ctx, "udp", label .. ": got " .. describe(v)
-             .. "; expected a table with keys " .. tbl_concat(UDP_KEYS, ", "))
+        local expected = "a table with keys " .. tbl_concat(UDP_KEYS, ", ")
+        if ctx.origin.udp then
+            expected = expected .. " (on the command line: --set udp.send_buffer=..., one key at a time)"
+        end
+        fail(ctx, "udp", label .. ": got " .. describe(v) .. "; expected " .. expected)
         return nil
     end
     local ok, out = true, {}
@@ -708,6 +714,8 @@ local function cross_check(ctx, t, spec)
 end
 
 _M.KNOWN = KNOWN
+-- the keys whose value is a table of known sub-keys (--set KEY.SUB=value)
+_M.SUB_KEYS = { tls = TLS_KEYS, udp = UDP_KEYS }
 _M.LOAD_KEYS = LOAD_KEYS
 _M.is_finite = is_finite
 _M.values_of = values_of

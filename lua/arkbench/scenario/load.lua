@@ -46,6 +46,7 @@ local G = _G
 local matrix = require("arkbench.scenario.matrix")
 local check = require("arkbench.scenario.check")
 local msg = require("arkbench.scenario.msg")
+local overrides = require("arkbench.scenario.overrides")
 
 local new_ctx, texts, unknown_key = msg.new_ctx, msg.texts, msg.unknown_key
 local warn, fail_at = msg.warn, msg.fail_at
@@ -111,8 +112,12 @@ local function apply_sets(ctx, t, sets)
     for _, entry in ipairs(sets) do
         local key, raw = str_match(entry, "^([^=]+)=(.*)$")
         local at = "--set " .. entry
+        local base, sub
+        if key then base, sub = overrides.split(key) end
         if not key then
             fail_at(ctx, at, "expected key=value")
+        elseif base then -- tls.ca=FILE: one key of a table-valued key
+            given[base] = overrides.apply(ctx, t, base, sub, raw, at, _M.parse_value) or nil
         elseif not KNOWN[key] then
             fail_at(ctx, at, unknown_key(key, _M.KEYS))
         else
