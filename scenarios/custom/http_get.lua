@@ -9,9 +9,16 @@
 -- (status line, headers, Content-Length body). A status other than 2xx, a
 -- chunked body or a missing Content-Length ends the run as a script error.
 --
--- How to run (a server must be listening):
+-- How to run (a server must be listening; docs/lua-api.md, "Starting the
+-- peers", has the nginx configuration and command lines, plain and TLS):
 --   bin/arkbench run scenarios/custom/http_get.lua
 --   bin/arkbench run scenarios/custom/http_get.lua --quick
+--   bin/arkbench run scenarios/custom/http_get.lua --set protocol=tls \
+--       --set tls.ca=/path/to/cert.pem --set target=127.0.0.1:8443
+-- The server must keep each connection open for the whole run: a closed
+-- connection is not reopened (issue #10), and nginx by default closes one
+-- after 1000 requests (set keepalive_requests 100000000; and
+-- keepalive_time 24h; in its http block).
 -- Pointing it elsewhere: --set target=HOST:PORT (the Host header says
 -- "localhost"; edit REQUEST below for another host or path). Compare with
 --   wrk -t1 -c16 -d2s http://HOST:PORT/

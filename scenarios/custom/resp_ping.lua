@@ -12,10 +12,15 @@
 --               from a client function: each conn:call is one timed round
 --               trip, and every reply is checked.
 --
--- How to run (redis-server must be listening):
+-- How to run (redis-server must be listening; docs/lua-api.md, "Starting
+-- the peers", has the command lines, plain and TLS):
 --   redis-server --port 6379 --save '' --appendonly no &
 --   bin/arkbench run scenarios/custom/resp_ping.lua
 --   bin/arkbench run scenarios/custom/resp_ping.lua --quick --filter payload=16
+-- Over TLS, against redis-server --port 0 --tls-port 6380 --tls-cert-file
+-- cert.pem --tls-key-file key.pem --tls-auth-clients no:
+--   bin/arkbench run scenarios/custom/resp_ping.lua --set protocol=tls \
+--       --set tls.ca=/path/to/cert.pem --set target=127.0.0.1:6380
 -- Pointing it elsewhere: --set target=HOST:PORT (any RESP server: Redis,
 -- Valkey, KeyDB, a proxy). The keys written are arkbench:<connection id>.
 local format, sub, find, rep = string.format, string.sub, string.find, string.rep
