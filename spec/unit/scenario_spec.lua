@@ -281,24 +281,27 @@ describe("scenario.load", function()
                 load_err("minimal.lua", { "payload" }))
         end)
 
+        -- a PEM certificate (tls.ca must name a readable one)
+        local CA = F .. "ca.pem"
+
         it("sets one key of a table-valued key with KEY.SUB=value, merged into the file's", function()
             local spec = assert(scenario.load(F .. "minimal.lua",
-                { "protocol=tls", "tls.ca=/tmp/ca.pem", "tls.version=1.2", "tls.alpn=h2,http/1.1",
+                { "protocol=tls", "tls.ca=" .. CA, "tls.version=1.2", "tls.alpn=h2,http/1.1",
                   "udp.send_buffer=65536" }))
             -- version stays text ("1.2", as in a file), alpn a list, udp sizes numbers
-            assert.same({ ca = "/tmp/ca.pem", version = "1.2", alpn = { "h2", "http/1.1" } },
+            assert.same({ ca = CA, version = "1.2", alpn = { "h2", "http/1.1" } },
                 spec.keys.tls)
             assert.same({ send_buffer = 65536 }, spec.keys.udp)
             -- the file's own tls keys stay unless --set replaces them
             local hooks = assert(scenario.load(F .. "hooks.lua",
-                { "protocol=tls", "tls.version=1.3", "tls.ca=/tmp/ca.pem" }))
+                { "protocol=tls", "tls.version=1.3", "tls.ca=" .. CA }))
             assert.same({ version = "1.3", alpn = { "h2", "http/1.1" }, resume = true,
-                ca = "/tmp/ca.pem" }, hooks.keys.tls)
+                ca = CA }, hooks.keys.tls)
         end)
 
         it("refuses an unknown sub-key with a suggestion, and a wrong value in the file's words", function()
-            assert.equals("--set tls.cx=/tmp/ca.pem: key 'tls': unknown key 'cx'; did you mean 'ca'?",
-                load_err("minimal.lua", { "protocol=tls", "tls.cx=/tmp/ca.pem" }))
+            assert.equals("--set tls.cx=" .. CA .. ": key 'tls': unknown key 'cx'; did you mean 'ca'?",
+                load_err("minimal.lua", { "protocol=tls", "tls.cx=" .. CA }))
             assert.equals("--set udp.send_bufer=1: key 'udp': unknown key 'send_bufer'; "
                 .. "did you mean 'send_buffer'?", load_err("minimal.lua", { "udp.send_bufer=1" }))
             assert.equals("--set tls.version=1.4: key 'tls': key 'version': got string \"1.4\"; "
