@@ -23,8 +23,16 @@
  *   core.die_with_parent([ppid]) -> true | nil, err, code
  *       PR_SET_PDEATHSIG(SIGKILL) for this process; ESRCH when ppid is given
  *       and the parent is already gone.  Workers call it at start.
+ *   core.limit_self{ cpu_s = n, as_bytes = n } -> true | nil, err, code
+ *       setrlimit for this process: RLIMIT_CPU (soft n s, hard n + 1: SIGXCPU
+ *       then SIGKILL) and RLIMIT_AS (bytes of address space; allocations past
+ *       it fail).  A field left out keeps its limit.  The scenario loader
+ *       child calls it before it runs the user's file (uv_spawn has no hook
+ *       between fork and exec, so the child limits itself).
  */
+#include <errno.h>
 #include <limits.h>
+#include <sys/resource.h>
 #include <string.h>
 
 #include <lauxlib.h>
@@ -163,6 +171,41 @@ static int l_die_with_parent(lua_State *L) {
   return 1;
 }
 
+static int set_limit(int resource, rlim_t soft, rlim_t hard) {
+  struct rlimit cur;
+  if (getrlimit(resource, &cur) != 0) return -errno;
+  /* never above the current hard limit: an unprivileged process cannot
+   * raise it */
+  if (cur.rlim_max != RLIM_INFINITY && hard > cur.rlim_max) hard = cur.rlim_max;
+  if (soft > hard) soft = hard;
+  struct rlimit want = {soft, hard};
+  if (setrlimit(resource, &want) != 0) return -errno;
+  return 0;
+}
+
+static int l_limit_self(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  int err = 0;
+  lua_getfield(L, 1, "cpu_s");
+  if (!lua_isnil(L, -1)) {
+    lua_Number s = luaL_checknumber(L, -1);
+    if (!(s >= 1 && s < 1e9)) luaL_argerror(L, 1, "cpu_s must be from 1 to 1e9");
+    err = set_limit(RLIMIT_CPU, (rlim_t)s, (rlim_t)s + 1);
+  }
+  lua_pop(L, 1);
+  lua_getfield(L, 1, "as_bytes");
+  if (err == 0 && !lua_isnil(L, -1)) {
+    lua_Number b = luaL_checknumber(L, -1);
+    if (!(b >= 1 << 20 && b < 1e18))
+      luaL_argerror(L, 1, "as_bytes must be from 1 MiB to 1e18");
+    err = set_limit(RLIMIT_AS, (rlim_t)b, (rlim_t)b);
+  }
+  lua_pop(L, 1);
+  if (err != 0) return ab_lua_fail(L, err);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
 void ab_lua_register_proc(lua_State *L) {
   static const luaL_Reg fns[] = {{"spawn_wait", l_spawn_wait},
                                  {"signals_install", l_signals_install},
@@ -170,6 +213,7 @@ void ab_lua_register_proc(lua_State *L) {
                                  {"interrupt_clear", l_interrupt_clear},
                                  {"exe_path", l_exe_path},
                                  {"die_with_parent", l_die_with_parent},
+                                 {"limit_self", l_limit_self},
                                  {NULL, NULL}};
   for (const luaL_Reg *r = fns; r->name; r++) {
     lua_pushcfunction(L, r->func);

@@ -16,6 +16,7 @@
 #include <lua.h>
 #include <lauxlib.h>
 
+#include "io/proc.h"
 #include "lua/lua_host.h"
 
 struct start_args {
@@ -57,6 +58,11 @@ int main(int argc, char **argv) {
   /* a peer that closes while echoes are queued must be an EPIPE the run
    * counts, not a signal that kills the process */
   signal(SIGPIPE, SIG_IGN);
+  /* `run`: a Ctrl-C from the first millisecond on is recorded (and ends the
+   * run with exit 130), even one that arrives while the Lua state starts or
+   * the scenario loads -- a shell without job control starts background
+   * commands with SIGINT ignored, so installing it later would lose it */
+  if (argc > 1 && strcmp(argv[1], "run") == 0) (void)ab_proc_signals_install();
   lua_State *L = luaL_newstate();
   if (L == NULL) {
     fprintf(stderr, "arkbench: cannot create a Lua state (out of memory)\n");

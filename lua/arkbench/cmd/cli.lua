@@ -105,19 +105,11 @@ local function parse_run_args(args, first)
     return o
 end
 
+-- The scenario is loaded, validated and expanded in a child process with
+-- CPU, memory and time limits (arkbench.cmd.loader): the user's file never
+-- runs in this one.
 local function load_cases(o)
-    local scenario = require("arkbench.scenario.load")
-    local matrix = require("arkbench.scenario.matrix")
-    local spec, err = scenario.load(o.path, o.sets)
-    if not spec then return nil, err end
-    if o.quick then scenario.apply_quick(spec) end
-    local cases = matrix.expand(spec)
-    if #o.filters > 0 then
-        local kept, ferr = matrix.filter(cases, o.filters)
-        if not kept then return nil, ferr end
-        cases = kept
-    end
-    return spec, cases
+    return require("arkbench.cmd.loader").load_cases(o)
 end
 
 local function progress_printer(total_runs)
@@ -163,12 +155,19 @@ local function finish_results(dir, spec_name, runs, meta)
 end
 
 function _M.run(args)
+    -- a Ctrl-C from the start on ends the run with 130 (main.c installs the
+    -- handlers for `run` before the Lua state exists; this is a no-op then)
+    if core.signals_install then core.signals_install() end
     local o, err = parse_run_args(args, 2)
     if not o then return die(err) end
-    local spec, cases = load_cases(o)
+    local spec, cases, lcode = load_cases(o)
     if not spec then
         io_stderr:write(cases, "\n")
-        return 2
+        return lcode or 2
+    end
+    if core.interrupted() then
+        io_stderr:write("arkbench: interrupted by ", core.interrupted(), " before the first run\n")
+        return 130
     end
     for _, w in ipairs(spec.warnings or {}) do io_stderr:write("warning: ", w, "\n") end
     local runs_total = 0
@@ -416,6 +415,10 @@ function _M.main(args)
         return _M.compare(args)
     elseif cmd == "env" then
         return _M.env()
+    elseif cmd == "dev-load" then
+        local a = {}
+        for i = 2, #args do a[#a + 1] = args[i] end
+        return require("arkbench.cmd.loader").child(a)
     elseif cmd == "dev-busted" then
         return dev_busted(args)
     elseif cmd == "dev-lua" then

@@ -476,7 +476,8 @@ local function validate(ctx, t)
             keys.name = v
         else
             fail(ctx, "name", "key 'name': got " .. describe(v)
-                 .. "; expected a non-empty string without '/' (it names the results folder)")
+                 .. "; expected a non-empty string without '/', '\\' or control characters,"
+                 .. " and not '.' or '..' (it names the results folder)")
         end
     end
     if t.description ~= nil then
@@ -649,6 +650,14 @@ local function cross_check(ctx, t, spec)
                 break
             end
         end
+    end
+
+    -- bounded: the per-case checks below expand the matrix
+    local n = matrix.count(spec)
+    if n > matrix.MAX_CASES then
+        fail(ctx, nil, str_format("the scenario has %.0f cases; at most %d are allowed"
+             .. " (fewer values per axis, or several files)", n, matrix.MAX_CASES))
+        return
     end
 
     -- topology vs clients, per case (see matrix.lua): such cases run with

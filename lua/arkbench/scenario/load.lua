@@ -27,8 +27,23 @@
 --   * os.exit is refused inside the file (its `os` is a copy without it);
 --   * the table it returns is copied with rawget/next before validation and
 --     the copy has no metatables, so none of the user's metamethods run
---     while it is checked (cycles and nesting past 64 levels are refused).
--- These errors are one line, without a traceback.
+--     while it is checked (cycles and nesting past 64 levels are refused);
+--     the copy is bounded (MAX_KEYS entries in one table, MAX_ENTRIES in
+--     all) and so is the number of cases (MAX_CASES), so validation ends
+--     quickly whatever the file returns;
+--   * the standard library the file may have changed (string.format,
+--     table.concat, the string metatable, globals, package.loaded) is put
+--     back as it was before the file ran, so the code after it -- the
+--     validation here, a worker writing its run object -- runs on the real
+--     functions.
+-- These errors are one line, without a traceback; any error the file
+-- raises (a string, nil, a table, a megabyte) is one line of at most
+-- ERR_MAX bytes.
+--
+-- The orchestrator never runs the file in its own process: it asks a child
+-- (`arkbench dev-load`, arkbench.cmd.loader) with CPU, memory and wall-clock
+-- limits, so that what the hook above cannot stop -- a call blocking in C,
+-- the FFI, a crash -- ends that child, not the run.
 
 local type, pairs, ipairs, tostring, tonumber, error, next =
       type, pairs, ipairs, tostring, tonumber, error, next
@@ -39,8 +54,8 @@ local io_open = io.open
 local str_find, str_match, str_gmatch, str_gsub =
       string.find, string.match, string.gmatch, string.gsub
 local tbl_concat, tbl_sort = table.concat, table.sort
-local format = string.format
-local debug_traceback = debug.traceback
+local format, str_sub = string.format, string.sub
+local debug_getmetatable, debug_setmetatable = debug.getmetatable, debug.setmetatable
 local G = _G
 
 local matrix = require("arkbench.scenario.matrix")
@@ -191,27 +206,39 @@ end
 -- xpcall handler: the message, then the traceback of the scenario's own
 -- frames (everything from our xpcall down is cut).
 local OWN_SOURCE = debug.getinfo(1, "S").source
-local Refused = {}  -- metatable of a containment error (one line, no traceback)
+-- metatable of a containment error (one line, no traceback); tostring gives
+-- its text, so that a hook (execution = "lua") calling os.exit reports it
+local Refused = { __tostring = function(e) return e.text end }
 
 local function refuse(text)
     error(setmetatable({ text = text }, Refused), 0)
 end
 
+-- Bytes of the file's own error message kept (one line).
+_M.ERR_MAX = 300
+
+-- Any error object -> one line of at most ERR_MAX bytes. Runs while the
+-- file's changes to the standard library are still in place: only the
+-- functions captured above, no method calls, no tostring of a table (its
+-- __tostring is the user's).
+local function one_line(v)
+    local t = type(v)
+    local text
+    if t == "string" then text = v
+    elseif t == "number" or t == "boolean" then text = tostring(v)
+    elseif t == "table" and getmetatable(v) == Refused then text = v.text
+    else text = "(error object is a " .. t .. " value)" end
+    local first = str_match(text, "^[^\n]*")
+    local cut = #first < #text
+    if #first > _M.ERR_MAX then first, cut = str_sub(first, 1, _M.ERR_MAX), true end
+    first = str_gsub(first, "%c", " ")
+    return cut and (first .. " ...") or first
+end
+_M.one_line = one_line
+
 local function traceback(err)
     if type(err) == "table" and getmetatable(err) == Refused then return err end
-    local msg = tostring(err)
-    local tb = debug_traceback("", 2)
-    local kept = {}
-    for line in str_gmatch(tb, "[^\n]+") do
-        if str_find(line, "in function 'xpcall'", 1, true) then break end
-        if line ~= "stack traceback:" and not str_find(line, "^%s*%[C%]: in function 'error'") then
-            kept[#kept + 1] = line
-        end
-    end
-    if #kept > 0 then
-        return msg .. "\nstack traceback:\n" .. tbl_concat(kept, "\n")
-    end
-    return msg
+    return one_line(err)
 end
 
 local function file_stem(path)
@@ -272,9 +299,75 @@ local function load_part(path, source, env, result, sets)
 end
 
 _M.LOAD_BUDGET_S = 2
+
+-- The environment's ARKBENCH_LOAD_BUDGET_S (seconds, > 0 and at most 3600)
+-- -> seconds | nil, message naming it. Unset: LOAD_BUDGET_S.
+function _M.budget()
+    local text = os.getenv("ARKBENCH_LOAD_BUDGET_S")
+    if text == nil then return _M.LOAD_BUDGET_S end
+    local b = tonumber(text)
+    if not (b and b > 0 and b <= 3600) then
+        return nil, format("ARKBENCH_LOAD_BUDGET_S=%q: expected a number of seconds above 0"
+                           .. " and at most 3600 (the time a scenario file may take to load)",
+                           str_sub(text, 1, 40))
+    end
+    return b
+end
 do
-    local b = tonumber(os.getenv("ARKBENCH_LOAD_BUDGET_S") or "")
-    if b and b > 0 and b < math.huge then _M.LOAD_BUDGET_S = b end
+    local b = _M.budget()
+    if b then _M.LOAD_BUDGET_S = b end
+end
+
+-- What loading may hold: entries in one table of the returned tree, entries
+-- in all, and cases in the matrix.
+_M.MAX_KEYS, _M.MAX_ENTRIES, _M.MAX_CASES = 1000, 20000, matrix.MAX_CASES
+
+-- The standard library as it is now: the globals, each library table's
+-- fields (package.loaded among them) and the string metatable.
+local LIBS = { "string", "table", "math", "os", "io", "coroutine", "debug",
+               "package", "jit", "bit", "ffi" }
+local function copy_fields(t)
+    local c = {}
+    local k, v = next(t)
+    while k ~= nil do c[k] = v; k, v = next(t, k) end
+    return c
+end
+local function snapshot_stdlib()
+    local snap = { tables = {} }
+    local function keep(t)
+        if type(t) == "table" and snap.tables[t] == nil then
+            snap.tables[t] = { fields = copy_fields(t), mt = debug_getmetatable(t) }
+        end
+    end
+    keep(G)
+    for _, name in ipairs(LIBS) do keep(rawget(G, name)) end
+    local pkg = rawget(G, "package")
+    if type(pkg) == "table" then keep(rawget(pkg, "loaded")); keep(rawget(pkg, "preload")) end
+    keep(debug_getmetatable(""))
+    snap.string_mt = debug_getmetatable("")
+    return snap
+end
+-- Puts back what snapshot_stdlib saw (only next/rawset/debug calls: the
+-- file may have replaced everything else).
+local function restore_fields(t, saved)
+    local extra = {}
+    local k = next(t)
+    while k ~= nil do
+        if saved[k] == nil then extra[#extra + 1] = k end
+        k = next(t, k)
+    end
+    for i = 1, #extra do rawset(t, extra[i], nil) end
+    k = next(saved)
+    while k ~= nil do rawset(t, k, saved[k]); k = next(saved, k) end
+end
+local function restore_stdlib(snap)
+    local t, s = next(snap.tables)
+    while t ~= nil do
+        debug_setmetatable(t, s.mt)
+        restore_fields(t, s.fields)
+        t, s = next(snap.tables, t)
+    end
+    debug_setmetatable("", snap.string_mt)
 end
 
 -- The os table a scenario file sees: the real one without os.exit.
@@ -328,20 +421,25 @@ local function run_contained(path, chunk, env)
         end
     end
     rawset(env, "coroutine", co)
-    local has_jit = type(G.jit) == "table" and G.jit.status and G.jit.status()
-    if has_jit then G.jit.off() end
+    local jit_on, jit_off = nil, nil
+    if type(G.jit) == "table" and G.jit.status and G.jit.status() then
+        jit_on, jit_off = G.jit.on, G.jit.off
+    end
+    if jit_off then jit_off() end
+    local snap = snapshot_stdlib()
     sethook(hook, "", 1000)
     local ok, result = xpcall(chunk, traceback)
     stopped = true
     sethook()
-    if has_jit then G.jit.on() end
+    restore_stdlib(snap)
+    if jit_on then jit_on() end
     rawset(env, "coroutine", nil)
     if not ok then
         if type(result) == "table" and getmetatable(result) == Refused then
-            return false, result.text:sub(1, #path + 1) == path .. ":" and result.text
+            return false, str_sub(result.text, 1, #path + 1) == path .. ":" and result.text
                 or path .. ": " .. result.text
         end
-        return false, path .. ": error while running scenario: " .. tostring(result)
+        return false, path .. ": error while running scenario: " .. one_line(result)
     end
     return true, result
 end
@@ -351,15 +449,26 @@ end
 -- metamethods would run in validation), a cycle, or nesting past 64 levels.
 local function raw_copy(v, where, depth, seen)
     if type(v) ~= "table" then return v end
-    if debug.getmetatable(v) ~= nil then
+    if debug_getmetatable(v) ~= nil then
         return nil, where .. " has a metatable; scenario values must be plain tables"
     end
     if seen[v] then return nil, where .. " contains itself" end
     if depth > 64 then return nil, where .. " is nested more than 64 levels deep" end
     seen[v] = true
     local out = {}
+    local n = 0
     local k, x = next(v)
     while k ~= nil do
+        n = n + 1
+        seen.entries = (seen.entries or 0) + 1
+        if n > _M.MAX_KEYS then
+            return nil, format("%s has more than %d entries (too many keys); a scenario"
+                               .. " needs a few dozen", where, _M.MAX_KEYS)
+        end
+        if seen.entries > _M.MAX_ENTRIES then
+            return nil, format("the returned table holds more than %d keys and values in all"
+                               .. " (too many)", _M.MAX_ENTRIES)
+        end
         local ck, err = raw_copy(k, where .. " (a key)", depth + 1, seen)
         if err then return nil, err end
         local name = type(k) == "string" and ("key '" .. k .. "'")
@@ -393,7 +502,9 @@ function _M.load(path, sets)
     local source = read_all(path)
     if source == nil then
         local _, oerr = loadfile(path, "t")
-        return nil, (str_gsub(tostring(oerr or (path .. ": cannot read the scenario")), "\n.*", ""))
+        local text = str_gsub(tostring(oerr or ("cannot read " .. path)), "\n.*", "")
+        if str_find(text, "^cannot ") then text = "arkbench: " .. text end
+        return nil, text
     end
     if source:byte(1) == 27 then
         return nil, path .. ": is a compiled (bytecode) chunk; scenario files must be Lua source text"
@@ -415,10 +526,20 @@ function _M.load(path, sets)
     result = copy
     local vok, spec, verr = pcall(_M.load_parts, path, source, env, result, sets)
     if not vok then
-        return nil, path .. ": cannot validate the scenario: " .. (str_gsub(tostring(spec), "\n.*", ""))
+        return nil, path .. ": cannot validate the scenario: " .. one_line(spec)
+    end
+    if spec then
+        local n = _M.count_cases(spec)
+        if n > _M.MAX_CASES then
+            return nil, format("%s: the scenario has %.0f cases; at most %d are allowed"
+                               .. " (fewer values per axis, or several files)", path, n, _M.MAX_CASES)
+        end
     end
     return spec, verr
 end
+
+_M.count_cases = matrix.count
+
 
 function _M.load_parts(path, source, env, result, sets)
 

@@ -85,6 +85,25 @@ end
 -- matrix order.
 local expand_one
 
+-- Cases at most in one scenario (all its parts): loading refuses more.
+_M.MAX_CASES = 100000
+
+-- Cases expand would make of spec (a number, possibly huge, without making
+-- them): the product of the axis lengths, summed over the parts.
+function _M.count(spec)
+    local total = 0
+    for _, part in ipairs(spec.parts or { spec }) do
+        local n = 1
+        for _, k in ipairs(_M.AXES) do
+            local v = part.keys[k]
+            if type(v) == "table" and k ~= "load" then n = n * math.max(#v, 1)
+            elseif k == "load" and type(v) == "table" and type(v[1]) == "table" then n = n * #v end
+        end
+        total = total + n
+    end
+    return total
+end
+
 function _M.expand(spec)
     if type(spec) ~= "table" or type(spec.keys) ~= "table" then
         error("matrix.expand: expected a spec from scenario.load", 2)

@@ -149,6 +149,9 @@ local function fail_at(ctx, at, msg)
     ctx.errors[#ctx.errors + 1] = { rank = 0, seq = ctx.seq, text = at .. ": " .. msg }
 end
 
+-- Lines of problems (or warnings) printed at most, then "(and N more)".
+_M.MAX_LINES = 10
+
 local function texts(list, sorted)
     if sorted then
         tbl_sort(list, function(a, b)
@@ -156,8 +159,16 @@ local function texts(list, sorted)
             return a.seq < b.seq
         end)
     end
+    -- bounded: a file with hundreds of problems gets the first few and a
+    -- count, not a screenful per key
     local out = {}
-    for i, e in ipairs(list) do out[i] = e.text end
+    for i, e in ipairs(list) do
+        if i > _M.MAX_LINES then
+            out[#out + 1] = "(and " .. (#list - _M.MAX_LINES) .. " more)"
+            break
+        end
+        out[i] = e.text
+    end
     return out
 end
 
