@@ -371,12 +371,18 @@ local function restore_stdlib(snap)
 end
 
 -- The os table a scenario file sees: the real one without os.exit.
+-- While the file runs its os.exit raises a containment error (one line);
+-- later (a hook during a run) a plain error, which the run reports as the
+-- hook's script error with the hook's line.
+local loading = false
+local EXIT_REFUSED = "os.exit is not allowed in a scenario file (a scenario describes runs;"
+                     .. " arkbench decides when the process ends)"
 local function scenario_os()
     local t = {}
     for k, v in pairs(G.os) do t[k] = v end
     t.exit = function()
-        refuse("os.exit is not allowed in a scenario file (a scenario describes runs;"
-               .. " arkbench decides when the process ends)")
+        if loading then refuse(EXIT_REFUSED) end
+        error(EXIT_REFUSED, 2)
     end
     return t
 end
@@ -428,7 +434,9 @@ local function run_contained(path, chunk, env)
     if jit_off then jit_off() end
     local snap = snapshot_stdlib()
     sethook(hook, "", 1000)
+    loading = true
     local ok, result = xpcall(chunk, traceback)
+    loading = false
     stopped = true
     sethook()
     restore_stdlib(snap)
