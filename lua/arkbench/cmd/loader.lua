@@ -52,6 +52,8 @@ local function describe_functions(v, seen)
         local info = debug.getinfo(v, "S")
         return format("<function defined at %s:%s>",
                       tostring(info.short_src), tostring(info.linedefined))
+    elseif t == "userdata" or t == "thread" then
+        return "<" .. t .. ">"
     elseif t ~= "table" then
         return v
     end
