@@ -67,6 +67,32 @@ local function describe_functions(v, seen)
     return out
 end
 
+-- JSON carries text: a string that is not valid UTF-8 (a `name` of raw
+-- bytes) crosses as { [BYTES] = hex } and is restored byte for byte.
+local BYTES = "arkbench_bytes_hex"
+local function bytes_safe(v, valid_utf8)
+    local t = type(v)
+    if t == "string" then
+        if valid_utf8(v) then return v end
+        return { [BYTES] = (v:gsub(".", function(c) return format("%02x", c:byte()) end)) }
+    elseif t ~= "table" then
+        return v
+    end
+    local out = {}
+    for k, x in pairs(v) do out[bytes_safe(k, valid_utf8)] = bytes_safe(x, valid_utf8) end
+    return setmetatable(out, getmetatable(v))
+end
+local function bytes_restore(v)
+    if type(v) ~= "table" then return v end
+    local hex = v[BYTES]
+    if type(hex) == "string" and next(v, next(v)) == nil then
+        return (hex:gsub("%x%x", function(h) return string.char(tonumber(h, 16)) end))
+    end
+    local out = {}
+    for k, x in pairs(v) do out[bytes_restore(k)] = bytes_restore(x) end
+    return out
+end
+
 local function parse_child_args(args)
     local o = { sets = {}, filters = {} }
     local i = 1
@@ -94,7 +120,7 @@ function _M.child(args)
     local strip = require("arkbench.run.runner").strip
     local fd = tonumber(os.getenv("ARKBENCH_RESULT_FD") or "")
     local function answer(obj)
-        local line = json.encode(obj) .. "\n"
+        local line = json.encode(bytes_safe(obj, json.valid_utf8)) .. "\n"
         if fd then return core.write_fd(fd, line) and 0 or 1 end
         io.stdout:write(line)
         return 0
@@ -204,7 +230,7 @@ function _M.load_cases(o)
     local line = not res.channel_truncated and #(res.channel or "") <= ANSWER_MAX
                  and last_line(res.channel or "")
     if line then
-        local obj = json.decode(line)
+        local obj = bytes_restore(json.decode(line))
         spec, cases, told = read_answer(o, obj)
         if told then return nil, cases, 2 end
     end
