@@ -54,7 +54,7 @@ static inline void fz_run(const fz_target_t *t, const ab_codec_vt_t *vt, int is_
   memset(res, 0, sizeof(*res));
   res->hash = res->out_hash = UINT64_C(0xcbf29ce484222325);
   ab_outbuf_t ob;
-  ab_outbuf_init(&ob, NULL, NULL);
+  ab_outbuf_init(&ob);
   ab_codec_t *c = NULL;
   if (ab_codec_create(vt, &ob, max_msg, is_client, &c) < 0) {
     res->rc = -1;
@@ -94,8 +94,8 @@ static inline void fz_run(const fz_target_t *t, const ab_codec_vt_t *vt, int is_
         if (e < 0 && e != AB_ECLOSED) abort();
       }
     }
-    res->out_hash = fz_fnv(res->out_hash, ob.buf[ob.active], ob.len[ob.active]);
-    ob.len[ob.active] = 0;
+    res->out_hash = fz_fnv(res->out_hash, ob.buf, ob.len);
+    ob.len = 0;
     memmove(pend, pend + off, plen - off);
     plen -= off;
   }
