@@ -98,7 +98,7 @@ describe("scenario.load", function()
             assert.equals(F .. "unknown_far.lua:2: unknown key 'frobnicate'; known keys: name, "
                 .. "description, protocol, framing, payload, clients, window, load, topology, "
                 .. "execution, work, warmup, duration, repetitions, rate, interval, timeout, placement, "
-                .. "target, tls, udp, client, server, message, expect",
+                .. "target, tls, udp, thresholds, client, server, message, expect",
                 load_err("unknown_far.lua"))
         end)
 

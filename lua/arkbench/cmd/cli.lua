@@ -1,22 +1,26 @@
 -- arkbench.cmd.cli: the command line (README.md; docs/scenarios.md).
 --
 --   arkbench run FILE.lua [--set k=v]... [--filter k=v]... [--out DIR [--append]]
---                         [--quick] [--list]
+--                         [--quick] [--list] [--threshold RULE]...
+--   arkbench search FILE.lua --slo RULE [--from R0 --to R1] [--probes N]
+--                                  the highest rate meeting an SLO (cmd/search.lua)
 --   arkbench worker ...            (internal: one run in a fresh process)
 --   arkbench calibrate [...]       the physical floor vs arkbench
 --   arkbench report DIR [--csv]    rebuild summary.json, report.md,
 --                                  report.html, charts/ (+ runs.csv, cases.csv)
---   arkbench compare A B [--force] per-case ratios B/A; --pair KEY in one DIR
+--   arkbench compare A B [--force] [--max-regression P%]
+--                                  per-case ratios B/A; --pair KEY in one DIR
 --   arkbench env                   print the environment as env.json has it
 --   arkbench help
 --
 -- Exit codes: 0 all runs ok; 1 some run failed, or a file could not be
--- written (any command); 2 the scenario or command line is wrong; 130
--- interrupted (results so far kept).
+-- written (any command); 2 the scenario or command line is wrong; 3 a
+-- threshold was crossed (or compare --max-regression found a regression)
+-- and no run failed; 130 interrupted (results so far kept).
 
 local core = require("arkbench.core")
 
-local ipairs, tostring, type = ipairs, tostring, type
+local ipairs, tostring, tonumber, type = ipairs, tostring, tonumber, type
 local io_stderr, io_stdout = io.stderr, io.stdout
 local str_format = string.format
 
@@ -35,6 +39,15 @@ commands:
                           (same scenario file, --set, --filter, --quick)
       --quick             warmup=0.05 duration=0.2 repetitions=1
       --list              print the cases and exit
+      --threshold RULE    a pass/fail rule checked per case after the run,
+                          e.g. 'p99_us < 1000' (repeatable; adds to the
+                          scenario's thresholds); crossed -> exit 3
+  search FILE.lua     the highest rate whose runs meet an SLO (bisection,
+                      a fresh worker per probe, repetitions at the answer)
+      --slo RULE          e.g. 'p99_us<1000' (rate_met is always required)
+      --from R0 --to R1   the rate range in messages/s (default 100 .. 1000000)
+      --probes N          at most N probes (default 10)
+      --set, --filter, --out, --quick as for run
   calibrate           raw epoll echo floor vs arkbench, same process
       --pairs N --duration S --warmup S --payload B --clients C --window W
       --floor-only        the floor alone;  --cpu N | --no-pin  placement
@@ -46,6 +59,8 @@ commands:
       --csv               also write runs.csv (per run) and cases.csv (per case)
   compare A B         per-case ratios B/A (throughput, p99, CPU) and their median
       --force             compare different hosts, durations or repetitions
+      --max-regression P% exit 3 when B's throughput or p99 is more than P %
+                          worse than A's in the median of per-case ratios
   compare DIR --pair KEY
                       within one result: cases differing only in KEY against
                       its first value (e.g. --pair topology, --pair execution)
@@ -53,7 +68,8 @@ commands:
   help                this text
 
 exit codes: 0 ok, 1 some run failed or a write failed, 2 bad scenario or
-command line, 130 interrupted (finished runs are kept)
+command line, 3 a threshold crossed (no run failed), 130 interrupted
+(finished runs are kept)
 ]]
 
 local function die(msg)
@@ -70,7 +86,7 @@ local function write_file(path, text)
 end
 
 local function parse_run_args(args, first)
-    local o = { sets = {}, filters = {} }
+    local o = { sets = {}, filters = {}, thresholds = {} }
     local i = first
     while i <= #args do
         local a = args[i]
@@ -80,15 +96,17 @@ local function parse_run_args(args, first)
             i = i + 2
             return v
         end
-        if a == "--set" or a == "--filter" or a == "--out" then
+        if a == "--set" or a == "--filter" or a == "--out" or a == "--threshold" then
             local v = value()
             if v == nil then return nil, a .. " needs a value" end
             if a == "--out" then o.out = v
+            elseif a == "--threshold" then o.thresholds[#o.thresholds + 1] = v
             elseif a == "--set" then o.sets[#o.sets + 1] = v
             else o.filters[#o.filters + 1] = v end
         elseif a:match("^%-%-set=") then o.sets[#o.sets + 1] = a:sub(7); i = i + 1
         elseif a:match("^%-%-filter=") then o.filters[#o.filters + 1] = a:sub(10); i = i + 1
         elseif a:match("^%-%-out=") then o.out = a:sub(7); i = i + 1
+        elseif a:match("^%-%-threshold=") then o.thresholds[#o.thresholds + 1] = a:sub(13); i = i + 1
         elseif a == "--quick" then o.quick = true; i = i + 1
         elseif a == "--append" then o.append = true; i = i + 1
         elseif a == "--list" then o.list = true; i = i + 1
@@ -97,6 +115,10 @@ local function parse_run_args(args, first)
         else return nil, "unexpected argument '" .. a .. "'" end
     end
     if not o.path then return nil, "run needs a scenario file: arkbench run scenarios/tcp.lua" end
+    for _, t in ipairs(o.thresholds) do
+        local ok, why = require("arkbench.report.thresholds").parse(t)
+        if not ok then return nil, "--threshold " .. why end
+    end
     if o.append and not o.out then return nil, "--append needs --out DIR (the result to add to)" end
     if o.out and o.out:sub(1, 1) == "-" then
         return nil, "--out '" .. o.out .. "': looks like an option; write ./" .. o.out
@@ -126,21 +148,64 @@ local function progress_printer(total_runs)
             obj.ok and "ok" or tostring(obj.status or "failed"),
             obj.round_trips_per_s and str_format(" %.0f rt/s", obj.round_trips_per_s) or "",
             failed, math.floor(eta + 0.5))
+        -- a run that misses its rate says so, never silently (report/openloop.lua)
+        local warning = require("arkbench.report.openloop").rate_warning(obj)
+        if warning then line = line .. "  RATE NOT MET" end
         if tty then
-            io_stderr:write("\r\27[K", line, done == total and "\n" or "")
+            io_stderr:write("\r\27[K", line, (done == total or warning) and "\n" or "")
         else
             io_stderr:write(line, "\n")
+        end
+        if warning then
+            io_stderr:write(str_format("warning: %s rep %s: %s\n", tostring(obj.case_id),
+                                       tostring(obj.repetition), warning))
         end
         io_stderr:flush()
     end
 end
 
-local function finish_results(dir, spec_name, runs, meta)
+-- The threshold rules of a run: the scenario's (every part's) then the
+-- command line's, each once, in that order.
+local function threshold_rules(spec, extra)
+    local texts, seen = {}, {}
+    local function add(t)
+        if not seen[t] then seen[t] = true; texts[#texts + 1] = t end
+    end
+    for _, part in ipairs(spec and (spec.parts or { spec }) or {}) do
+        for _, t in ipairs(part.keys and part.keys.thresholds or {}) do add(t) end
+    end
+    for _, t in ipairs(extra or {}) do add(t) end
+    return texts
+end
+_M.threshold_rules = threshold_rules
+
+-- summary.thresholds = { rules = {text}, results = {...}, crossed = n }
+-- (report/thresholds.lua); prints the crossed ones. -> crossed count
+local function apply_thresholds(summary, texts)
+    if not texts or #texts == 0 then return 0 end
+    local th = require("arkbench.report.thresholds")
+    local json = require("arkbench.util.json")
+    local rules = th.parse_list(texts)
+    if not rules then return 0 end -- checked before the run
+    local results = th.check(summary, rules)
+    local crossed = th.crossed(results)
+    local saved = json.array()
+    for i, r in ipairs(results) do
+        saved[i] = { case_id = r.case_id, rule = r.rule, crossed = r.crossed, why = r.why,
+                     value = r.value == nil and json.null or r.value }
+    end
+    summary.thresholds = { rules = json.array(texts), results = saved, crossed = #crossed }
+    return #crossed
+end
+
+local function finish_results(dir, spec_name, runs, meta, rules)
     local stats = require("arkbench.report.stats")
     local json = require("arkbench.util.json")
     local report = require("arkbench.report.report")
     local summary = stats.summarize(runs, meta)
     summary.scenario = summary.scenario or spec_name
+    if meta and meta.search then summary.search = meta.search end
+    local crossed = apply_thresholds(summary, rules)
     local ok, err = write_file(dir .. "/summary.json", json.encode(summary, { indent = 2 }) .. "\n")
     if not ok then io_stderr:write("arkbench: cannot write ", tostring(err), "\n") end
     local written, rerr = report.write_reports(dir, runs, summary)
@@ -151,8 +216,23 @@ local function finish_results(dir, spec_name, runs, meta)
     local compare = require("arkbench.report.compare")
     local paired = compare.within({ dir = dir, summary = summary }, "execution")
     if paired then io_stdout:write("\n", compare.format(paired)) end
-    return summary, written ~= nil and ok == true
+    if summary.thresholds then
+        local th = require("arkbench.report.thresholds")
+        if crossed > 0 then
+            io_stdout:write("\n", th.format(summary.thresholds.results))
+        else
+            io_stdout:write(str_format("\nthresholds: all %d held in every case\n",
+                                       #summary.thresholds.rules))
+        end
+    end
+    return summary, written ~= nil and ok == true, crossed
 end
+_M.finish_results = finish_results
+
+_M.parse_run_args = parse_run_args
+_M.load_cases = load_cases
+_M.progress_printer = progress_printer
+_M.write_file = write_file
 
 function _M.run(args)
     -- a Ctrl-C from the start on ends the run with 130 (main.c installs the
@@ -283,10 +363,10 @@ function _M.run(args)
         if warning then io_stderr:write("arkbench: warning: ", warning, "\n") end
         if all then runs = all elseif aerr then io_stderr:write("arkbench: ", aerr, "\n") end
     end
-    local _, wrote = finish_results(dir, spec.name, runs, {
+    local _, wrote, crossed = finish_results(dir, spec.name, runs, {
         scenario = spec.name, started_utc = envinfo.started_utc, ended_utc = this_env.ended_utc,
         interrupted = code == 130,
-    })
+    }, threshold_rules(spec, o.thresholds))
     folder.release(dir)
     io_stdout:flush()
     io_stderr:write("results: ", dir, "\n")
@@ -294,6 +374,7 @@ function _M.run(args)
         io_stderr:write("arkbench: stopped: cannot write ", rerr, "\n")
     end
     if (not wrote or not eok) and code == 0 then code = 1 end
+    if code == 0 and crossed > 0 then code = 3 end
     return code
 end
 
@@ -334,7 +415,18 @@ function _M.report(args)
         local last = type(e.appends) == "table" and e.appends[#e.appends]
         if type(last) == "table" and last.ended_utc then meta.ended_utc = last.ended_utc end
     end
-    local summary, wrote = finish_results(dir, nil, runs, meta)
+    -- the rules the run was checked against are in its summary.json
+    local rules
+    local old = runfile.read_json(dir .. "/summary.json")
+    if type(old) == "table" then
+        if type(old.thresholds) == "table" and type(old.thresholds.rules) == "table" then
+            rules = {}
+            for _, t in ipairs(old.thresholds.rules) do
+                if type(t) == "string" then rules[#rules + 1] = t end
+            end
+        end
+    end
+    local summary, wrote, crossed = finish_results(dir, nil, runs, meta, rules)
     if want_csv then
         local paths, cerr = require("arkbench.report.csv").write(dir, runs, summary)
         if not paths then
@@ -346,7 +438,8 @@ function _M.report(args)
         io_stderr:write("wrote ", paths[1], " and ", paths[2], "\n")
     end
     folder.release(dir)
-    return wrote and 0 or 1
+    if not wrote then return 1 end
+    return crossed > 0 and 3 or 0
 end
 
 function _M.compare(args)
@@ -360,6 +453,14 @@ function _M.compare(args)
             if o.pair == nil then return die("--pair needs a key, e.g. --pair topology") end
             i = i + 1
         elseif a:match("^%-%-pair=") then o.pair = a:sub(8)
+        elseif a == "--max-regression" or a:match("^%-%-max%-regression=") then
+            local v = a:match("^%-%-max%-regression=(.*)$")
+            if not v then v = args[i + 1]; i = i + 1 end
+            local n = v and tonumber((v:gsub("%%$", "")))
+            if not n or n < 0 or n ~= n or n == math.huge then
+                return die("--max-regression needs a percentage, e.g. --max-regression 5%")
+            end
+            o.max_regression = n / 100
         elseif a:sub(1, 1) == "-" then return die("unknown option '" .. a .. "' (see arkbench help)")
         else o.dirs[#o.dirs + 1] = a end
         i = i + 1
@@ -413,6 +514,8 @@ function _M.main(args)
         return _M.report(args)
     elseif cmd == "compare" then
         return _M.compare(args)
+    elseif cmd == "search" then
+        return require("arkbench.cmd.search").main(args)
     elseif cmd == "env" then
         return _M.env()
     elseif cmd == "dev-load" then

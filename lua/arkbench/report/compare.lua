@@ -15,8 +15,11 @@
 --   compare.folders(a, b) -> result;  compare.within(side, key) -> result | nil, err
 --   compare.format(result) -> text
 --   compare.run(opts) -> exit code, text, err
---       opts = { dirs = { A [, B] }, force = bool, pair = KEY }
---       2 with err for a refusal or bad input; 0 otherwise.
+--       opts = { dirs = { A [, B] }, force = bool, pair = KEY,
+--                max_regression = fraction (0.05 for --max-regression 5%) }
+--       2 with err for a refusal or bad input; 3 when max_regression is given
+--       and compare.regressions finds one (each printed); 0 otherwise.
+--   compare.regressions(result, max) -> { "regression: throughput ...", ... }
 --
 -- result = { title, a_name, b_name, rows = { { label, a = case, b = case,
 --   rt, p99, cpu (ratios), why = "failed in A" } }, medians = { rt, p99,
@@ -350,7 +353,38 @@ function _M.run(opts)
         end
         note = "compared with --force despite: " .. concat(refusals, "; ") .. "\n"
     end
-    return 0, note .. _M.format(_M.folders(a, b))
+    local result = _M.folders(a, b)
+    local text = note .. _M.format(result)
+    if opts.max_regression then
+        local worse = _M.regressions(result, opts.max_regression)
+        if #worse > 0 then
+            return 3, text .. "\n" .. concat(worse, "\n") .. "\n"
+        end
+        text = text .. format("\nno regression beyond %s%% (throughput and p99, median of per-case"
+            .. " ratios)\n", json.number_text(opts.max_regression * 100))
+    end
+    return 0, text
+end
+
+-- The regressions past `max` (a fraction: 0.05 = 5 %) in the median of the
+-- per-case ratios B/A: throughput below 1 - max, p99 above 1 + max. No case
+-- in both folders is a regression too: nothing can be vouched for.
+function _M.regressions(result, max)
+    local m, out = result.medians or {}, {}
+    local pct = json.number_text(max * 100)
+    if (m.n or 0) == 0 then
+        out[1] = "regression: no case has an ok run in both folders, so nothing can be compared"
+        return out
+    end
+    if m.rt and m.rt < 1 - max then
+        out[#out + 1] = format("regression: throughput %.2fx of A (%.1f %% lower), more than %s %%"
+            .. " (median over %d cases)", m.rt, (1 - m.rt) * 100, pct, m.n)
+    end
+    if m.p99 and m.p99 > 1 + max then
+        out[#out + 1] = format("regression: p99 %.2fx of A (%.1f %% higher), more than %s %%"
+            .. " (median over %d cases)", m.p99, (m.p99 - 1) * 100, pct, m.n)
+    end
+    return out
 end
 
 return _M

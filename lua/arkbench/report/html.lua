@@ -120,6 +120,49 @@ local function html_table(header, rows, opts)
     return concat(out, "\n")
 end
 
+-- Thresholds and an SLO search (the texts of report_md.gate_lines).
+local function gates(model, add)
+    local th = model.thresholds
+    if th then
+        add('<h2 id="thresholds">Thresholds</h2>')
+        local rules = {}
+        for i, t in ipairs(type(th.rules) == "table" and th.rules or {}) do rules[i] = "<code>" .. h(t) .. "</code>" end
+        add("<p>Rules: " .. concat(rules, ", ") .. ", checked per case on the median over its ok"
+            .. " repetitions (rate_met: every ok repetition).</p>")
+        local rows = {}
+        for _, r in ipairs(type(th.results) == "table" and th.results or {}) do
+            if r.crossed == true then
+                rows[#rows + 1] = { cells = { tostring(r.case_id), tostring(r.rule), tostring(r.why or "-") },
+                                    failed = true }
+            end
+        end
+        if #rows == 0 then
+            add("<p>Every threshold held in every case.</p>")
+        else
+            add(format('<p class="crossed"><b>%d threshold%s crossed</b> (exit code 3):</p>', #rows,
+                       #rows == 1 and "" or "s"))
+            add(html_table({ { "case", false }, { "rule", false }, { "value", false } }, rows,
+                           { class = "thresholds" }))
+        end
+    end
+    local se = model.search
+    if se then
+        add('<h2 id="search">SLO search</h2>')
+        local slo = {}
+        for i, t in ipairs(type(se.slo) == "table" and se.slo or {}) do slo[i] = tostring(t) end
+        add(format("<p>SLO <code>%s</code> and rate met, rate %s .. %s /s: answer <b>%s</b>%s.</p>",
+            h(concat(slo, " and ")), h(report.format_count(se.from)), h(report.format_count(se.to)),
+            report.num(se.answer) and h(report.format_count(se.answer) .. " messages/s") or "none",
+            type(se.reason) == "string" and (" (" .. h(se.reason) .. ")") or ""))
+        local rows = {}
+        for i, p in ipairs(type(se.probes) == "table" and se.probes or {}) do
+            rows[i] = { cells = { tostring(i), report.format_count(p.rate), p.pass == true and "pass" or "fail",
+                                  type(p.why) == "string" and p.why or "-" }, sort = { i, p.rate } }
+        end
+        add(html_table({ { "probe", true }, { "rate/s", true }, { "result", false }, { "why", false } }, rows))
+    end
+end
+
 function _M.render(model, charts)
     local env = model.env
     local out = {}
@@ -149,6 +192,11 @@ function _M.render(model, charts)
     if model.interrupted then
         add("<p><b>This run was interrupted</b>: cases or repetitions after the interruption are missing.</p>")
     end
+    if model.open then
+        add('<p class="note">Open-loop cases (a <code>rate</code>): the p50/p95/p99 columns are the '
+            .. h(md.OPEN_NOTE) .. ".</p>")
+    end
+    gates(model, add)
 
     -- contents
     add("<nav><ul>")
@@ -172,10 +220,15 @@ function _M.render(model, charts)
         add(html_table(md.FINDING_HEADER, rows))
     end
 
-    local by_part = {}
+    local by_part, by_section = {}, { load = {}, time = {} }
     for _, ch in ipairs(charts or {}) do
-        by_part[ch.part] = by_part[ch.part] or {}
-        local l = by_part[ch.part]
+        local l
+        if ch.part then
+            by_part[ch.part] = by_part[ch.part] or {}
+            l = by_part[ch.part]
+        else
+            l = by_section[ch.section] or {}
+        end
         l[#l + 1] = ch
     end
     for _, part in ipairs(model.parts) do
@@ -195,6 +248,17 @@ function _M.render(model, charts)
             add("<figure>\n" .. ch.inline .. "\n<figcaption>charts/" .. h(ch.file) .. "</figcaption></figure>")
         end
         add("</div>\n</section>")
+    end
+
+    for _, sec in ipairs(md.SECTIONS) do
+        if #by_section[sec[1]] > 0 then
+            add(format('<section id="%s">\n<h2>%s</h2>\n<p class="note">%s</p>\n<div class="charts">',
+                sec[1], h(sec[2]), h(sec[3])))
+            for _, ch in ipairs(by_section[sec[1]]) do
+                add("<figure>\n" .. ch.inline .. "\n<figcaption>charts/" .. h(ch.file) .. "</figcaption></figure>")
+            end
+            add("</div>\n</section>")
+        end
     end
 
     add('<h2 id="failed">Failed runs</h2>')

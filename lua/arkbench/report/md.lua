@@ -63,16 +63,32 @@ local function failure_status(c)
     return #parts > 0 and concat(parts, ", ") or "failed"
 end
 
+-- Open-loop columns (model.open): after RSS, before runs ok.
+local OPEN_COLS = {
+    { "rate asked/s", "rate_asked", fmt_count }, { "rate achieved/s", "rate_achieved", fmt_count },
+    { "unsent", "unsent", fmt_count }, { "raw p99 µs (from actual send)", "rtt_raw_p99_us", fmt_us },
+    { "send lag p99 µs", "send_lag_p99_us", fmt_us },
+}
+_M.OPEN_COLS = OPEN_COLS
+
 function _M.case_rows(model, cases)
     local header = {}
     for _, k in ipairs(model.row_axes) do header[#header + 1] = { k, false } end
     local first = #header + 1
+    local open = model.open == true
+    local rtt = open and " (corrected)" or ""
     for _, t in ipairs({
-        "round trips/s median [min, max]", "MiB/s", "p50 µs", "p95 µs", "p99 µs",
-        "CPU %", "machine %", "RSS MiB", "runs ok",
+        "round trips/s median [min, max]", "MiB/s", "p50 µs" .. rtt, "p95 µs" .. rtt, "p99 µs" .. rtt,
+        "CPU %", "machine %", "RSS MiB",
     }) do
         header[#header + 1] = { t, true }
     end
+    if open then
+        for _, oc in ipairs(OPEN_COLS) do header[#header + 1] = { oc[1], true } end
+        header[#header + 1] = { "rate met", false }
+    end
+    header[#header + 1] = { "runs ok", true }
+    local last = #header
     local rows = {}
     for _, c in ipairs(cases) do
         local r, sortv = {}, {}
@@ -83,8 +99,8 @@ function _M.case_rows(model, cases)
         local runs_text = format("%d/%d", runs_ok, runs)
         if runs_ok == 0 then
             r[first] = "FAILED (" .. failure_status(c) .. ")"
-            for j = first + 1, first + 7 do r[j] = "" end
-            r[first + 8] = runs_text
+            for j = first + 1, last - 1 do r[j] = "" end
+            r[last] = runs_text
             rows[#rows + 1] = { cells = r, case = c, failed = true, sort = sortv }
         else
             local med, lo, hi = stat(c, "round_trips_per_s")
@@ -102,10 +118,24 @@ function _M.case_rows(model, cases)
                 r[first + j] = col[2](v)
                 sortv[first + j] = v
             end
-            r[first + 8] = runs_ok < runs and (runs_text .. " (" .. (runs - runs_ok) .. " failed)") or runs_text
+            if open then
+                local j = first + #cols
+                for _, oc in ipairs(OPEN_COLS) do
+                    j = j + 1
+                    local v = stat(c, oc[2])
+                    r[j] = oc[3](v)
+                    sortv[j] = v
+                end
+                local missed, n = num(c.rate_missed) or 0, num(c.rate_runs) or 0
+                r[j + 1] = c.load_model ~= "open" and "closed loop"
+                    or n == 0 and "-"
+                    or missed > 0 and format("NO (missed in %d of %d)", missed, n)
+                    or "yes"
+            end
+            r[last] = runs_ok < runs and (runs_text .. " (" .. (runs - runs_ok) .. " failed)") or runs_text
             rows[#rows + 1] = { cells = r, case = c, sort = sortv }
         end
-        sortv[first + 8] = runs_ok
+        sortv[last] = runs_ok
     end
     return header, rows
 end
@@ -154,6 +184,65 @@ local function cells_only(rows)
     return out
 end
 
+-- Chart sections after the case tables: { section, title, note }
+_M.SECTIONS = {
+    { "load", "Latency vs load", "p50, p99 and p999 RTT from intended send (corrected) against the"
+      .. " achieved rate, per group of the other keys; a hollow red ring marks a rate not met." },
+    { "time", "Time series", "Round trips/s and p99 per interval of the measure phase, every"
+      .. " repetition overlaid." },
+}
+
+_M.OPEN_NOTE = "RTT from intended send (corrected for coordinated omission); raw p99 is from the"
+    .. " actual send, as a closed-loop tool would show it; rate met = every run achieved at least"
+    .. " 99 % of its asked rate with nothing left unsent (docs/load-models.md)"
+
+-- Markdown of the thresholds and of an SLO search (both views use the
+-- texts): a list of lines, each ending with a blank line.
+function _M.gate_lines(model)
+    local out = {}
+    local th = model.thresholds
+    if th then
+        out[#out + 1] = "## Thresholds\n\n"
+        local crossed = {}
+        for _, r in ipairs(type(th.results) == "table" and th.results or {}) do
+            if r.crossed == true then crossed[#crossed + 1] = r end
+        end
+        local rules = {}
+        for i, t in ipairs(type(th.rules) == "table" and th.rules or {}) do rules[i] = "`" .. cell(t) .. "`" end
+        out[#out + 1] = format("Rules: %s, checked per case on the median over its ok repetitions"
+            .. " (rate_met: every ok repetition).\n\n", concat(rules, ", "))
+        if #crossed == 0 then
+            out[#out + 1] = "Every threshold held in every case.\n\n"
+        else
+            local rows = {}
+            for i, r in ipairs(crossed) do
+                rows[i] = { tostring(r.case_id), tostring(r.rule), tostring(r.why or "-") }
+            end
+            out[#out + 1] = format("**%d threshold%s crossed** (exit code 3):\n\n", #crossed,
+                                   #crossed == 1 and "" or "s")
+            out[#out + 1] = table_md({ { "case", false }, { "rule", false }, { "value", false } }, rows) .. "\n"
+        end
+    end
+    local se = model.search
+    if se then
+        out[#out + 1] = "## SLO search\n\n"
+        local slo = {}
+        for i, t in ipairs(type(se.slo) == "table" and se.slo or {}) do slo[i] = tostring(t) end
+        out[#out + 1] = format("SLO `%s` and rate met, rate %s .. %s /s: answer **%s**%s.\n\n",
+            cell(concat(slo, " and ")), fmt_count(se.from), fmt_count(se.to),
+            num(se.answer) and (fmt_count(se.answer) .. " messages/s") or "none",
+            type(se.reason) == "string" and (" (" .. se.reason .. ")") or "")
+        local rows = {}
+        for i, p in ipairs(type(se.probes) == "table" and se.probes or {}) do
+            rows[i] = { tostring(i), fmt_count(p.rate), p.pass == true and "pass" or "fail",
+                        type(p.why) == "string" and p.why or "-" }
+        end
+        out[#out + 1] = table_md({ { "probe", true }, { "rate/s", true }, { "result", false },
+                                   { "why", false } }, rows) .. "\n"
+    end
+    return out
+end
+
 function _M.render(model, charts)
     local out = {}
     local function add(s) out[#out + 1] = s end
@@ -177,6 +266,10 @@ function _M.render(model, charts)
         add("**This run was interrupted**: cases or repetitions after the interruption are missing.\n\n")
     end
     if model.env_missing then add("(env.json is missing: no environment recorded.)\n\n") end
+    if model.open then
+        add("Open-loop cases (a `rate`): the p50/p95/p99 columns are the " .. _M.OPEN_NOTE .. ".\n\n")
+    end
+    for _, s in ipairs(_M.gate_lines(model)) do add(s) end
 
     if #model.findings > 0 then
         add("## Key findings\n\n")
@@ -189,11 +282,21 @@ function _M.render(model, charts)
         add(table_md(_M.FINDING_HEADER, rows) .. "\n")
     end
 
-    local by_part = {}
+    local by_part, by_section = {}, { load = {}, time = {} }
     for _, ch in ipairs(charts or {}) do
+        if ch.section then
+            local l = by_section[ch.section]
+            l[#l + 1] = ch
+        end
+    end
+    for _, ch in ipairs(charts or {}) do
+        if not ch.part then goto next_chart end
         by_part[ch.part] = by_part[ch.part] or {}
-        local l = by_part[ch.part]
-        l[#l + 1] = ch
+        do
+            local l = by_part[ch.part]
+            l[#l + 1] = ch
+        end
+        ::next_chart::
     end
     for _, part in ipairs(model.parts) do
         add("## " .. cell(part.title) .. "\n\n")
@@ -204,6 +307,15 @@ function _M.render(model, charts)
         end
         for _, ch in ipairs(by_part[part] or {}) do
             add(format("![%s](charts/%s)\n\n", cell(ch.title), ch.file))
+        end
+    end
+
+    for _, sec in ipairs(_M.SECTIONS) do
+        if #by_section[sec[1]] > 0 then
+            add("## " .. sec[2] .. "\n\n" .. sec[3] .. "\n\n")
+            for _, ch in ipairs(by_section[sec[1]]) do
+                add(format("![%s](charts/%s)\n\n", cell(ch.title), ch.file))
+            end
         end
     end
 

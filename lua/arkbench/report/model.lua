@@ -329,6 +329,8 @@ end
 --   parts = { { title, values, cases, slug,
 --               tables = { { title, x (value or nil), cases } } } },
 --   findings = { finding }, failed = { failed run }, interrupted,
+--   open (any open-loop case), thresholds (summary.thresholds or nil),
+--   search (summary.search or nil), runs (the run objects, or {}),
 -- }
 function _M.build(summary, runs, env)
     env = type(env) == "table" and env or {}
@@ -429,6 +431,14 @@ function _M.build(summary, runs, env)
     if #m.rows > 1 then
         for _, p in ipairs(m.parts) do m.findings[#m.findings + 1] = finding(p, m) end
     end
+
+    -- open loop (report/openloop.lua), thresholds and an SLO search, as the
+    -- summary has them (cmd/cli.lua, cmd/search.lua)
+    m.open = require("arkbench.report.openloop").any_open(cases)
+    m.thresholds = type(summary) == "table" and type(summary.thresholds) == "table"
+        and summary.thresholds or nil
+    m.search = type(summary) == "table" and type(summary.search) == "table" and summary.search or nil
+    m.runs = runs or {}
 
     m.failed = failed_runs(runs, cases)
     m.interrupted = false

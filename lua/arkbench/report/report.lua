@@ -198,7 +198,16 @@ function _M.terminal_table(summary, axes)
     end
     for _, kc in ipairs(key_cols) do cols[#cols + 1] = { title = kc.title, right = kc.right } end
     local first_num = #cols + 1
-    for _, t in ipairs({ "round trips/s", "MiB/s", "p50 µs", "p99 µs", "CPU %", "RSS MiB" }) do
+    -- open loop: the asked and achieved rate, "!" where some run missed it
+    local open = false
+    for _, c in ipairs(cases) do open = open or c.load_model == "open" end
+    local titles = { "round trips/s", "MiB/s", "p50 µs", "p99 µs", "CPU %", "RSS MiB" }
+    if open then
+        titles[3], titles[4] = "p50 µs*", "p99 µs*"
+        titles[#titles + 1] = "rate asked/s"
+        titles[#titles + 1] = "achieved/s"
+    end
+    for _, t in ipairs(titles) do
         cols[#cols + 1] = { title = t, right = true }
     end
     local last_num = #cols
@@ -234,6 +243,11 @@ function _M.terminal_table(summary, axes)
             row[#row + 1] = _M.format_fixed((median_of(c, "cpu_percent")), 0)
             local rss = median_of(c, "rss_peak_bytes")
             row[#row + 1] = _M.format_fixed(rss and rss / 1048576, 1)
+            if open then
+                row[#row + 1] = _M.format_count((median_of(c, "rate_asked")))
+                row[#row + 1] = _M.format_count((median_of(c, "rate_achieved")))
+                    .. ((num(c.rate_missed) or 0) > 0 and "!" or "")
+            end
         end
         row[#row + 1] = format("%d/%d", runs_ok, runs)
         rows[#rows + 1] = row
@@ -281,6 +295,10 @@ function _M.terminal_table(summary, axes)
         cells[#cells + 1] = pad(row[#cols], w[#cols], true)
         emit(cells)
         if below then lines[#lines + 1] = "  " .. below end
+    end
+    if open then
+        lines[#lines + 1] = "* open loop: RTT from intended send (corrected for coordinated omission);"
+            .. " ! = rate not met in some run"
     end
     return concat(lines, "\n") .. "\n"
 end

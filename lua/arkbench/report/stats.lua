@@ -11,6 +11,11 @@
 --       report/runfile.lua's read: blank lines skipped; a line that is not a
 --       run object is an error "path:line: reason".
 --   stats.METRICS: the metric names of summary cases[i].metrics, in order.
+--   stats.metric_of(run, name) -> the value of metric `name` in one run
+--
+-- Open loop (docs/load-models.md): a case also gets `load_model` ("open"
+-- when any of its runs is), `rate_runs` (ok runs that report rate_met) and
+-- `rate_missed` (ok runs with rate_met = false), and rtt_raw_merged_us.
 --
 -- The summary holds json.null (not nil) wherever a value is missing, so its
 -- shape is the same in memory as in summary.json, and a summary decoded from
@@ -94,7 +99,34 @@ add_sub("rtt_count", "rtt_us", "count")
 add_sub("connect_p50_us", "connect_us", "p50")
 add_sub("connect_p99_us", "connect_us", "p99")
 
+-- open loop (docs/load-models.md): absent in closed-loop runs, so their
+-- metrics have n = 0 and a null median
+for _, name in ipairs({ "rate_asked", "rate_achieved", "unsent" }) do add_field(name) end
+for _, f in ipairs({ "p50", "p99", "p999", "max" }) do
+    add_sub("rtt_raw_" .. f .. "_us", "rtt_raw_us", f)
+end
+for _, f in ipairs({ "p50", "p99", "max" }) do
+    add_sub("send_lag_" .. f .. "_us", "send_lag_us", f)
+end
+-- (message_errors + timed_out) / sent of one run; nil when nothing was sent
+METRICS[#METRICS + 1] = "error_rate"
+getters.error_rate = function(run)
+    local sent = run.sent
+    if type(sent) ~= "number" or sent <= 0 then return nil end
+    local bad = 0
+    for _, k in ipairs({ "message_errors", "timed_out" }) do
+        if type(run[k]) == "number" then bad = bad + run[k] end
+    end
+    return bad / sent
+end
+
 _M.METRICS = METRICS
+
+function _M.metric_of(run, name)
+    local get = getters[name]
+    if not get or type(run) ~= "table" then return nil end
+    return get(run)
+end
 
 local SUMMARY_FIELDS = {
     "count", "overflow", "min", "p50", "p90", "p95", "p99", "p999", "max", "mean", "stdev",
@@ -169,8 +201,25 @@ local function summarize_case(id, runs)
     for _, name in ipairs(METRICS) do metrics[name] = metric(ok_runs, getters[name]) end
     local rtt, rtt_note = merged(ok_runs, "rtt_histogram")
     local conn, conn_note = merged(ok_runs, "connect_histogram")
+    local raw, raw_note = merged(ok_runs, "rtt_raw_histogram")
     notes[#notes + 1] = rtt_note
     notes[#notes + 1] = conn_note
+    notes[#notes + 1] = raw_note
+    -- open loop: the load model of the case (closed when no run says),
+    -- and how many ok runs missed their rate (rate_met = false)
+    local load_model, rate_runs, rate_missed = "closed", 0, 0
+    for _, run in ipairs(ok_runs) do
+        if run.load_model == "open" then load_model = "open" end
+        if type(run.rate_met) == "boolean" then
+            rate_runs = rate_runs + 1
+            if run.rate_met == false then rate_missed = rate_missed + 1 end
+        end
+    end
+    if load_model == "closed" then
+        for _, run in ipairs(runs) do
+            if run.load_model == "open" then load_model = "open" end
+        end
+    end
     return {
         case_id = id,
         case = case,
@@ -180,6 +229,10 @@ local function summarize_case(id, runs)
         metrics = metrics,
         rtt_merged_us = rtt,
         connect_merged_us = conn,
+        rtt_raw_merged_us = raw,
+        load_model = load_model,
+        rate_runs = rate_runs,
+        rate_missed = rate_missed,
         notes = notes,
     }
 end

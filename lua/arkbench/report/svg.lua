@@ -11,6 +11,8 @@
 --                 "p99" | "line", part = <model part>, title = "...",
 --                 svg = <file text>, inline = <the <svg> element alone>,
 --                 cases = <bars>, points = <line points> }
+--       Then the charts of report_svg_load (latency vs load, time series),
+--       which have `section` ("load" | "time") instead of `part`.
 --   report_svg.esc(s) -> s with & < > " ' escaped for XML
 --   report_svg.COLORS
 --
@@ -419,6 +421,11 @@ function _M.charts(model)
                 inline = svg, svg = '<?xml version="1.0" encoding="UTF-8"?>\n' .. svg .. "\n", points = n,
             }
         end
+    end
+    -- open loop and time series (report/svg_load.lua): no `part`, a `section`
+    local load = require("arkbench.report.svg_load")
+    for _, f in ipairs({ load.latency_vs_load, load.time_series }) do
+        for _, ch in ipairs(f(model)) do out[#out + 1] = ch end
     end
     return out
 end

@@ -32,7 +32,7 @@ _M.KEYS = {
     "name", "description", "protocol", "framing", "payload", "clients",
     "window", "load", "topology", "execution", "work", "warmup", "duration",
     "repetitions", "rate", "interval", "timeout", "placement", "target", "tls", "udp",
-    "client", "server", "message", "expect",
+    "thresholds", "client", "server", "message", "expect",
 }
 local KNOWN = {}
 for _, k in ipairs(_M.KEYS) do KNOWN[k] = true end
@@ -448,6 +448,36 @@ local function check_hooks(ctx, t, hooks)
     end
 end
 
+-- thresholds = { "p99_us < 1000", "rate_met" }: rules of
+-- arkbench.report.thresholds, checked per case after the run; a string
+-- alone is a list of one (as --set thresholds=... gives it)
+local function check_thresholds(ctx, v)
+    local label = "key 'thresholds'"
+    local expected = 'a list of rules such as "p99_us < 1000", "error_rate < 0.001", "rate_met"'
+    if type(v) == "string" then v = { v } end
+    if type(v) ~= "table" then
+        fail(ctx, "thresholds", label .. ": got " .. describe(v) .. "; expected " .. expected)
+        return nil
+    end
+    local n = list_length(v)
+    if not n then
+        fail(ctx, "thresholds", label .. ": got a table that is not a list; expected " .. expected)
+        return nil
+    end
+    local th = require("arkbench.report.thresholds")
+    local out, ok = {}, true
+    for i = 1, n do
+        local rule, why = th.parse(v[i])
+        if rule then
+            out[#out + 1] = rule.text
+        else
+            ok = false
+            fail(ctx, "thresholds", label .. " element " .. i .. ": " .. why)
+        end
+    end
+    return ok and out or nil
+end
+
 ---------------------------------------------------------------------------
 -- Validation of the whole table -> keys, hooks (errors collected in ctx)
 
@@ -530,6 +560,7 @@ local function validate(ctx, t)
         end
     end
 
+    if t.thresholds ~= nil then keys.thresholds = check_thresholds(ctx, t.thresholds) end
     if t.tls ~= nil then keys.tls = check_tls(ctx, t.tls) end
     if t.udp ~= nil then keys.udp = check_udp(ctx, t.udp) end
     check_hooks(ctx, t, hooks)
