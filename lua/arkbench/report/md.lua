@@ -196,6 +196,11 @@ _M.OPEN_NOTE = "RTT from intended send (corrected for coordinated omission); raw
     .. " actual send, as a closed-loop tool would show it; rate met = every run achieved at least"
     .. " 99 % of its asked rate with nothing left unsent (docs/load-models.md)"
 
+-- a code span: its text is literal, so only a backquote needs care
+local function code(s)
+    return "`" .. tostring(s):gsub("[\r\n\t]+", " "):gsub("`", "'") .. "`"
+end
+
 -- Markdown of the thresholds and of an SLO search (both views use the
 -- texts): a list of lines, each ending with a blank line.
 function _M.gate_lines(model)
@@ -208,7 +213,7 @@ function _M.gate_lines(model)
             if r.crossed == true then crossed[#crossed + 1] = r end
         end
         local rules = {}
-        for i, t in ipairs(type(th.rules) == "table" and th.rules or {}) do rules[i] = "`" .. cell(t) .. "`" end
+        for i, t in ipairs(type(th.rules) == "table" and th.rules or {}) do rules[i] = code(t) end
         out[#out + 1] = format("Rules: %s, checked per case on the median over its ok repetitions"
             .. " (rate_met: every ok repetition).\n\n", concat(rules, ", "))
         if #crossed == 0 then
@@ -228,8 +233,8 @@ function _M.gate_lines(model)
         out[#out + 1] = "## SLO search\n\n"
         local slo = {}
         for i, t in ipairs(type(se.slo) == "table" and se.slo or {}) do slo[i] = tostring(t) end
-        out[#out + 1] = format("SLO `%s` and rate met, rate %s .. %s /s: answer **%s**%s.\n\n",
-            cell(concat(slo, " and ")), fmt_count(se.from), fmt_count(se.to),
+        out[#out + 1] = format("SLO %s and rate met, rate %s .. %s /s: answer **%s**%s.\n\n",
+            code(concat(slo, " and ")), fmt_count(se.from), fmt_count(se.to),
             num(se.answer) and (fmt_count(se.answer) .. " messages/s") or "none",
             type(se.reason) == "string" and (" (" .. se.reason .. ")") or "")
         local rows = {}

@@ -82,7 +82,7 @@ function _M.parse(text)
         end
     else
         local op, v
-        name, op, v = s:match("^([%a_][%w_]*)%s*([<>=!]=?)%s*(%S+)$")
+        name, op, v = s:match("^([%a_][%w_]*)%s*([<>=!]+)%s*(%S+)$")
         if not name then return nil, format('"%s": %s', text, EXPECTED) end
         if not OPS[op] then
             return nil, format('"%s": unknown operator "%s"; expected one of < <= > >= == !=', s, op)
