@@ -1,0 +1,98 @@
+-- thresholds_spec.lua -- exit code 3 through the real command line with a
+-- closed-loop metric (today's build): a threshold no real run can meet
+-- ("p99_us < 0.001") crosses, one every run meets ("p99_us < 1e9") holds;
+-- crossed rules are named on stdout and in report.md/report.html;
+-- `arkbench report DIR` checks them again; bad syntax is refused before
+-- running with file:line (exit 2); `arkbench search` without open loop is
+-- refused before running; compare --max-regression against itself is 0.
+--
+-- Runs $ARKBENCH_BIN (ctest sets it), else $ARKBENCH_ROOT/bin/arkbench.
+-- Runtime: ~5 s (three one-case runs of 0.2 s).
+package.path = (os.getenv("ARKBENCH_ROOT") or ".") .. "/spec/?.lua;" .. package.path
+local core = require("arkbench.core")
+local files = require("helpers.files")
+local ark = require("helpers.arkbench")
+
+local run, read_file, write_file = ark.run, files.read_file, files.write_file
+
+teardown(function()
+    files.remove_tmpdirs()
+end)
+
+local SCENARIO = [[
+return {
+    name = "gate",
+    payload = 64,
+    warmup = 0.05,
+    duration = 0.2,
+    repetitions = 1,
+    thresholds = { "p99_us < 1e9", "error_rate < 0.5" },
+}
+]]
+
+describe("thresholds on the command line", function()
+    local d = files.tmpdir("_thresholds")
+    local path = d .. "/gate.lua"
+    write_file(path, SCENARIO)
+
+    it("exit 0 when every threshold holds, and say so", function()
+        local rc, out, err = run({ "run", path, "--out", d .. "/pass", "--threshold", "p99_us < 1e9" })
+        assert.equals(0, rc, err)
+        assert.truthy(out:find("thresholds: all 2 held in every case", 1, true), out)
+        local summary = ark.cjson.decode(read_file(d .. "/pass/summary.json"))
+        assert.equals(0, summary.thresholds.crossed)
+        assert.same({ "p99_us < 1e9", "error_rate < 0.5" }, summary.thresholds.rules)
+        assert.truthy(read_file(d .. "/pass/report.md"):find("Every threshold held in every case.", 1, true))
+    end)
+
+    it("exit 3 when a threshold is crossed, naming it on stdout and in the reports", function()
+        local rc, out, err = run({ "run", path, "--out", d .. "/fail", "--threshold", "p99_us < 0.001" })
+        assert.equals(3, rc, err)
+        local line = out:match('threshold crossed: default: "p99_us < 0.001" %(p99_us = [%d.e+]+%)')
+        assert.truthy(line, out)
+        assert.is_nil(out:find('"p99_us < 1e9"', 1, true))
+        local runs = ark.read_runs(d .. "/fail/runs.jsonl")
+        assert.equals(1, #runs)
+        assert.is_true(runs[1].ok)
+        local summary = ark.cjson.decode(read_file(d .. "/fail/summary.json"))
+        assert.equals(1, summary.thresholds.crossed)
+        assert.truthy(read_file(d .. "/fail/report.md"):find("**1 threshold crossed** (exit code 3)", 1, true))
+        assert.truthy(read_file(d .. "/fail/report.html"):find("p99_us &lt; 0.001", 1, true))
+        -- report DIR checks the saved rules again
+        local rrc = run({ "report", d .. "/fail" })
+        assert.equals(3, rrc)
+        rrc = run({ "report", d .. "/pass" })
+        assert.equals(0, rrc)
+    end)
+
+    it("refuse bad syntax before running: file:line on the key, or the --threshold", function()
+        local bad = d .. "/bad.lua"
+        write_file(bad, "return {\n    payload = 64,\n    thresholds = { \"p99_us <\" },\n}\n")
+        local rc, out, err = run({ "run", bad, "--out", d .. "/bad" })
+        assert.equals(2, rc)
+        assert.truthy(err:find(bad .. ":3: key 'thresholds' element 1: \"p99_us <\"", 1, true), err)
+        assert.is_nil(core.file_kind(d .. "/bad/runs.jsonl"))
+        rc, out, err = run({ "run", path, "--threshold", "p99 < 5" })
+        assert.equals(2, rc)
+        assert.truthy(err:find('--threshold "p99 < 5": unknown metric "p99"', 1, true), err)
+    end)
+
+    it("compare --max-regression of a result against itself exits 0", function()
+        local rc, out = run({ "compare", d .. "/pass", d .. "/pass", "--max-regression", "5%" })
+        assert.equals(0, rc, out)
+        assert.truthy(out:find("no regression beyond 5%", 1, true), out)
+        rc = run({ "compare", d .. "/pass", d .. "/pass", "--max-regression", "abc" })
+        assert.equals(2, rc)
+    end)
+
+    it("search says what it needs before running anything", function()
+        local rc, _, err = run({ "search", path, "--slo", "p99_us<1000", "--out", d .. "/search" })
+        if core.capabilities().limits.open_loop then
+            pending("this build has open loop: the search runs (spec/unit/search_spec.lua)")
+            return
+        end
+        assert.equals(2, rc)
+        assert.truthy(err:find("this build has no open-loop load (rate)", 1, true), err)
+        assert.is_nil(core.file_kind(d .. "/search/runs.jsonl"))
+    end)
+end)
