@@ -146,7 +146,10 @@ local function progress_printer(total_runs)
         local line = str_format("[%d/%d] %s rep %s: %s%s  failed %d  ETA %ds",
             done, total, tostring(obj.case_id), tostring(obj.repetition),
             obj.ok and "ok" or tostring(obj.status or "failed"),
-            obj.round_trips_per_s and str_format(" %.0f rt/s", obj.round_trips_per_s) or "",
+            (obj.round_trips_per_s and str_format(" %.0f rt/s", obj.round_trips_per_s) or "")
+            .. ((obj.load_model == "open" and type(obj.rate_achieved) == "number"
+                 and type(obj.rate_asked) == "number")
+                and str_format(" (rate %.0f of %.0f/s)", obj.rate_achieved, obj.rate_asked) or ""),
             failed, math.floor(eta + 0.5))
         -- a run that misses its rate says so, never silently (report/openloop.lua)
         local warning = require("arkbench.report.openloop").rate_warning(obj)
