@@ -104,6 +104,30 @@ local function probe_case(case, rate, suffix, reps)
     return c
 end
 
+-- The result folder (--out DIR, else results/<name>-search/<UTC>) with its
+-- env.json -> dir | nil, why
+local function open_results(o, spec, started)
+    local env = require("arkbench.util.env")
+    local json = require("arkbench.util.json")
+    local folder = require("arkbench.run.folder")
+    local dir, cerr
+    if o.out then
+        dir, cerr = folder.claim_out(o.out, { sha256 = core.sha256_file(o.path) })
+    else
+        dir, cerr = folder.claim_new("results/" .. folder.sanitize(spec.name) .. "-search",
+                                     env.utc_stamp(started))
+    end
+    if not dir then return nil, cerr end
+    local envinfo = env.collect({ scenario_path = o.path, started_utc = env.utc_iso(started),
+                                  binary = core.exe_path and core.exe_path() or nil })
+    local ok, werr = cli.write_file(dir .. "/env.json", json.encode(envinfo, { indent = 2 }) .. "\n")
+    if not ok then
+        folder.release(dir)
+        return nil, "cannot write " .. tostring(werr)
+    end
+    return dir
+end
+
 function _M.main(args)
     local o, err = _M.parse(args)
     if not o then return die(err) end
@@ -130,17 +154,8 @@ function _M.main(args)
     local folder = require("arkbench.run.folder")
     local runner = require("arkbench.run.runner")
     local started = core.wall_s()
-    local dir, cerr
-    if o.out then
-        dir, cerr = folder.claim_out(o.out, { sha256 = core.sha256_file(o.path) })
-    else
-        dir, cerr = folder.claim_new("results/" .. folder.sanitize(spec.name) .. "-search",
-                                     env.utc_stamp(started))
-    end
+    local dir, cerr = open_results(o, spec, started)
     if not dir then return die(cerr) end
-    local envinfo = env.collect({ scenario_path = o.path, started_utc = env.utc_iso(started),
-                                  binary = core.exe_path and core.exe_path() or nil })
-    cli.write_file(dir .. "/env.json", json.encode(envinfo, { indent = 2 }) .. "\n")
     local slo_text = {}
     for i, r in ipairs(o.slo) do slo_text[i] = r.text end
     io_stderr:write(format("arkbench: search %s: %s and rate_met, rate %g .. %g /s, at most %d"

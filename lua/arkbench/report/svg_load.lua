@@ -147,12 +147,23 @@ local function groups_by_other_axes(model)
     return order
 end
 
+local load_chart
+
 function _M.latency_vs_load(model)
     local out = {}
     local rate_varies = false
     for _, k in ipairs(model.varying or {}) do rate_varies = rate_varies or k == "rate" end
     if not rate_varies then return out end
     for gi, g in ipairs(groups_by_other_axes(model)) do
+        local ch = load_chart(g, gi)
+        if ch then out[#out + 1] = ch end
+    end
+    return out
+end
+
+-- One group's chart, or nil (fewer than two rates, or nothing to draw).
+load_chart = function(g, gi)
+    do
         local pts = {}
         for _, c in ipairs(g.cases) do
             local x = achieved(c)
@@ -218,12 +229,12 @@ function _M.latency_vs_load(model)
             if n > 0 then
                 local name = "load-" .. (g.title ~= "" and slug(g.title) or "all")
                 if gi > 1 and g.title == "" then name = name .. "-" .. gi end
-                out[#out + 1] = chart(name .. ".svg", "latency-vs-load", title,
+                return chart(name .. ".svg", "latency-vs-load", title,
                     finish(o, lines, dots, n, #PCTS), { section = "load", points = n })
             end
         end
     end
-    return out
+    return nil
 end
 
 -- Time series ---------------------------------------------------------------
