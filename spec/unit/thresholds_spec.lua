@@ -71,6 +71,13 @@ describe("threshold rules", function()
     end)
 end)
 
+describe("the metric names of the rule language", function()
+    it("are exactly the summary's metrics (scenario/rules.lua keeps its own list)", function()
+        local rules = require("arkbench.scenario.rules")
+        assert.same(stats.METRICS, rules.NAMES)
+    end)
+end)
+
 describe("threshold checks", function()
     local runs = {
         closed("a", 1, 800), closed("a", 2, 900), closed("a", 3, 5000),

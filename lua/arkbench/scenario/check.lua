@@ -464,7 +464,7 @@ local function check_thresholds(ctx, v)
         fail(ctx, "thresholds", label .. ": got a table that is not a list; expected " .. expected)
         return nil
     end
-    local th = require("arkbench.report.thresholds")
+    local th = require("arkbench.scenario.rules")
     local out, ok = {}, true
     for i = 1, n do
         local rule, why = th.parse(v[i])
