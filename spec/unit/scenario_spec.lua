@@ -98,7 +98,8 @@ describe("scenario.load", function()
             assert.equals(F .. "unknown_far.lua:2: unknown key 'frobnicate'; known keys: name, "
                 .. "description, protocol, framing, payload, clients, window, load, topology, "
                 .. "execution, work, warmup, duration, repetitions, rate, interval, timeout, placement, "
-                .. "target, tls, udp, thresholds, client, server, message, expect",
+                .. "target, tls, udp, client, server, message, expect"
+                .. ", thresholds",
                 load_err("unknown_far.lua"))
         end)
 

@@ -10,7 +10,8 @@
 --       chart.kind = "latency-vs-load", file "load-<slug>.svg", section = "load"
 --   svg_load.time_series(model) -> { chart, ... }
 --       per case whose ok runs have `intervals`: round trips/s and p99 per
---       interval against t_s, a line per repetition (overlaid).
+--       interval against t_s (the interval's start), a line per repetition
+--       (overlaid).
 --       chart.kind = "time-throughput" | "time-p99", file
 --       "time-<case slug>-throughput.svg" / "-p99.svg", section = "time"
 --
@@ -289,7 +290,7 @@ function _M.time_series(model)
                     subtitle = "per interval, every repetition overlaid"
                         .. (spec.kind == "time-p99" and open and "; RTT from intended send (corrected)" or ""),
                     series = series, yticks = yticks, xticks = xticks, x_of = x_of, y_of = y_of,
-                    y_title = spec.y_title, x_title = "time into the measure phase (s)" })
+                    y_title = spec.y_title, x_title = "interval start (s into the measure phase)" })
                 local lines, dots, n = {}, {}, 0
                 for i, r in ipairs(runs) do
                     local col, line = series[i].color, {}

@@ -32,7 +32,8 @@ _M.KEYS = {
     "name", "description", "protocol", "framing", "payload", "clients",
     "window", "load", "topology", "execution", "work", "warmup", "duration",
     "repetitions", "rate", "interval", "timeout", "placement", "target", "tls", "udp",
-    "thresholds", "client", "server", "message", "expect",
+    "client", "server", "message", "expect",
+    "thresholds",
 }
 local KNOWN = {}
 for _, k in ipairs(_M.KEYS) do KNOWN[k] = true end
