@@ -561,10 +561,10 @@ local function validate(ctx, t)
         end
     end
 
-    if t.thresholds ~= nil then keys.thresholds = check_thresholds(ctx, t.thresholds) end
     if t.tls ~= nil then keys.tls = check_tls(ctx, t.tls) end
     if t.udp ~= nil then keys.udp = check_udp(ctx, t.udp) end
     check_hooks(ctx, t, hooks)
+    if t.thresholds ~= nil then keys.thresholds = check_thresholds(ctx, t.thresholds) end
     return keys, hooks
 end
 local function max_of(v)
