@@ -10,7 +10,9 @@
 -- true; a run object without rate_met (a build without open loop) never
 -- passes. Bisection: run/bisect.lua. At the answer the case runs its
 -- `repetitions` again (case_id "<case> rate=R answer"). summary.json gets
--- `search` = { slo, from, to, probes = [{rate, pass, why}], answer, reason }.
+-- `search` = { slo, from, to, probes = [{rate, pass, why}], answer, reason,
+-- answer_runs, answer_failed (repetitions at the answer that did not pass) }.
+-- Each probe's case has `search` = "probe", the answer's "answer".
 --
 -- Exit codes: 0 an answer; 3 no rate in the range meets the SLO; 1 a run of
 -- the answer failed or results could not be written; 2 bad command line
@@ -94,13 +96,16 @@ function _M.judge(run, slo)
     return pass, table.concat(parts, "; ")
 end
 
-local function probe_case(case, rate, suffix, reps)
+-- The case at one rate; `search` ("probe" or "answer") tells the probe and
+-- the answer at the same rate apart in the tables (the engine ignores it).
+local function probe_case(case, rate, role, reps)
     local c = {}
     for k, v in pairs(case) do c[k] = v end
     c.rate = rate
     c.repetitions = reps
+    c.search = role
     c.case_id = (case.case_id == "default" and "" or (case.case_id .. " "))
-        .. "rate=" .. tostring(rate) .. (suffix or "")
+        .. "rate=" .. tostring(rate) .. (role == "answer" and " answer" or "")
     return c
 end
 
@@ -173,7 +178,7 @@ function _M.main(args)
     local result = bisect.search({
         from = o.from, to = o.to, probes = o.probes,
         probe = function(rate, k)
-            local c, runs = run_cases({ probe_case(case, rate, nil, 1) })
+            local c, runs = run_cases({ probe_case(case, rate, "probe", 1) })
             if c == 130 then code = 130; return nil end
             local pass, why = _M.judge(runs[1], o.slo)
             io_stdout:write(format("probe %d: rate %g/s: %s: %s\n", k, rate, pass and "pass" or "fail", why))
@@ -183,14 +188,16 @@ function _M.main(args)
     })
     if code ~= 130 and result.answer then
         local reps = tonumber(case.repetitions) or 1
-        local c, runs = run_cases({ probe_case(case, result.answer, " answer", reps) })
+        local c, runs = run_cases({ probe_case(case, result.answer, "answer", reps) })
         if c == 130 then code = 130 end
         for _, r in ipairs(runs) do
             local pass, why = _M.judge(r, o.slo)
             io_stdout:write(format("answer rep %s: rate %g/s: %s: %s\n", tostring(r.repetition),
                 result.answer, pass and "pass" or "fail", why))
+            if not pass then result.answer_failed = (result.answer_failed or 0) + 1 end
             if r.ok ~= true and code == 0 then code = 1 end
         end
+        result.answer_runs = #runs
     end
     local probes = json.array()
     for i, p in ipairs(result.probes) do
@@ -199,10 +206,18 @@ function _M.main(args)
     local search = {
         slo = json.array(slo_text), from = o.from, to = o.to, probes = probes,
         answer = result.answer or json.null, reason = result.reason or json.null,
+        answer_runs = result.answer_runs or 0, answer_failed = result.answer_failed or 0,
     }
     if result.answer then
         io_stdout:write(format("answer: %g messages/s (%s; %d probes; %s)\n", result.answer,
             table.concat(slo_text, " and "), #result.probes, result.reason))
+        if (result.answer_failed or 0) > 0 then
+            -- the bisection's answer did not hold every time: say so, the
+            -- reader decides whether the margin is enough
+            io_stdout:write(format("warning: %d of %d repetitions at the answer did not pass:"
+                .. " the knee is noisy here (more duration or repetitions narrow it)\n",
+                result.answer_failed, result.answer_runs))
+        end
     elseif code ~= 130 then
         io_stdout:write(format("answer: none: no rate from %g/s meets %s with its rate met (%d probe%s)\n",
             o.from, table.concat(slo_text, " and "), #result.probes, #result.probes == 1 and "" or "s"))

@@ -237,6 +237,10 @@ function _M.gate_lines(model)
             code(concat(slo, " and ")), fmt_count(se.from), fmt_count(se.to),
             num(se.answer) and (fmt_count(se.answer) .. " messages/s") or "none",
             type(se.reason) == "string" and (" (" .. se.reason .. ")") or "")
+        if (num(se.answer_failed) or 0) > 0 then
+            out[#out + 1] = format("**%d of %d repetitions at the answer did not pass**: the knee is"
+                .. " noisy here.\n\n", se.answer_failed, num(se.answer_runs) or 0)
+        end
         local rows = {}
         for i, p in ipairs(type(se.probes) == "table" and se.probes or {}) do
             rows[i] = { tostring(i), fmt_count(p.rate), p.pass == true and "pass" or "fail",

@@ -38,7 +38,7 @@ local _M = {}
 
 _M.AXIS_ORDER = {
     "payload", "clients", "window", "topology", "execution", "work",
-    "protocol", "framing", "rate",
+    "protocol", "framing", "rate", "search",
 }
 
 local FAILED_MAX = 72 -- characters of "FAILED (status: error)" kept
