@@ -3,11 +3,13 @@
 -- ("p99_us < 0.001") crosses, one every run meets ("p99_us < 1e9") holds;
 -- crossed rules are named on stdout and in report.md/report.html;
 -- `arkbench report DIR` checks them again; bad syntax is refused before
--- running with file:line (exit 2); `arkbench search` without open loop is
--- refused before running; compare --max-regression against itself is 0.
+-- running with file:line (exit 2); compare --max-regression against itself
+-- is 0; `arkbench search` (refused before running in a build without open
+-- loop) probes, answers and saves; an open-loop run meets rate_met at a low
+-- rate and its reports show the corrected view and the open-loop charts.
 --
 -- Runs $ARKBENCH_BIN (ctest sets it), else $ARKBENCH_ROOT/bin/arkbench.
--- Runtime: ~5 s (three one-case runs of 0.2 s).
+-- Runtime: ~10 s (one-case runs of 0.2 s).
 package.path = (os.getenv("ARKBENCH_ROOT") or ".") .. "/spec/?.lua;" .. package.path
 local core = require("arkbench.core")
 local files = require("helpers.files")
@@ -85,14 +87,49 @@ describe("thresholds on the command line", function()
         assert.equals(2, rc)
     end)
 
-    it("search says what it needs before running anything", function()
-        local rc, _, err = run({ "search", path, "--slo", "p99_us<1000", "--out", d .. "/search" })
-        if core.capabilities().limits.open_loop then
-            pending("this build has open loop: the search runs (spec/unit/search_spec.lua)")
+    it("search: probes, the answer's repetitions, all saved like any run", function()
+        if not core.capabilities().limits.open_loop then
+            local rc, _, err = run({ "search", path, "--slo", "p99_us<1000", "--out", d .. "/search" })
+            assert.equals(2, rc)
+            assert.truthy(err:find("this build has no open-loop load (rate)", 1, true), err)
             return
         end
-        assert.equals(2, rc)
-        assert.truthy(err:find("this build has no open-loop load (rate)", 1, true), err)
-        assert.is_nil(core.file_kind(d .. "/search/runs.jsonl"))
+        -- a loose SLO at low rates: both ends pass, so the answer is the top
+        local rc, out, err = run({ "search", path, "--slo", "p99_us<1e9", "--from", "100", "--to", "400",
+                                   "--out", d .. "/search" })
+        assert.equals(0, rc, err)
+        assert.truthy(out:find("probe 1: rate 100/s: pass: held rate_met", 1, true), out)
+        assert.truthy(out:find("probe 2: rate 400/s: pass", 1, true), out)
+        assert.truthy(out:find("answer: 400 messages/s (p99_us<1e9; 2 probes; all pass)", 1, true), out)
+        local runs = ark.read_runs(d .. "/search/runs.jsonl")
+        assert.equals(3, #runs) -- two probes, one repetition at the answer
+        assert.equals("rate=400 answer", runs[3].case_id)
+        assert.equals("answer", runs[3].case.search)
+        assert.equals("open", runs[3].load_model)
+        local summary = ark.cjson.decode(read_file(d .. "/search/summary.json"))
+        assert.equals(400, summary.search.answer)
+        assert.equals(2, #summary.search.probes)
+        assert.truthy(read_file(d .. "/search/report.md"):find("## SLO search", 1, true))
+        -- an SLO nothing meets: no answer, exit 3, after the first probe
+        rc, out = run({ "search", path, "--slo", "p99_us<0.001", "--from", "100", "--to", "400",
+                        "--out", d .. "/search-none" })
+        assert.equals(3, rc, out)
+        assert.truthy(out:find("answer: none", 1, true), out)
+        assert.equals(1, #ark.read_runs(d .. "/search-none/runs.jsonl"))
+    end)
+
+    it("open loop: rate_met holds at a low rate, and the reports show the corrected view", function()
+        if not core.capabilities().limits.open_loop then return end
+        local rc, out, err = run({ "run", path, "--out", d .. "/open", "--set", "rate=200,400",
+                                   "--threshold", "rate_met" })
+        assert.equals(0, rc, out .. err)
+        assert.truthy(out:find("p99 µs*", 1, true), out)
+        assert.truthy(out:find("* open loop: RTT from intended send (corrected", 1, true), out)
+        local md = read_file(d .. "/open/report.md")
+        assert.truthy(md:find("p99 µs (corrected)", 1, true))
+        assert.truthy(md:find("## Latency vs load", 1, true))
+        assert.truthy(md:find("## Time series", 1, true))
+        assert.is_string(read_file(d .. "/open/charts/load-all.svg"))
+        assert.is_string(read_file(d .. "/open/charts/time-rate_200-p99.svg"))
     end)
 end)
