@@ -154,7 +154,12 @@ describe("arkbench reports", function()
             local ok, err = xml_ok(s)
             assert.is_true(ok, "inline svg " .. n .. ": " .. tostring(err))
         end
-        assert.are.equal(4, n)
+        -- the 4 charts of charts/, then the time series: two per case
+        local summary = cjson.decode(read_file(A .. "/summary.json"))
+        assert.are.equal(4 + 2 * #summary.cases, n)
+        local ts = 0
+        for _ in html:gmatch('data%-kind="time%-') do ts = ts + 1 end
+        assert.are.equal(2 * #summary.cases, ts)
     end)
 
     it("rebuilds report.md, report.html and charts byte for byte from runs.jsonl and env.json", function()

@@ -190,13 +190,12 @@ describe("open-loop charts", function()
         for _, ch in ipairs(svg.charts(m)) do assert.is_not.equal("latency-vs-load", ch.kind) end
     end)
 
-    it("draw throughput and p99 over time per case, repetitions overlaid", function()
+    it("draw throughput and p99 over time per case, repetitions overlaid (report.html only)", function()
         local m = build(RUNS)
-        local ts = {}
-        for _, ch in ipairs(svg.charts(m)) do
-            if ch.section == "time" then ts[#ts + 1] = ch end
-        end
+        for _, ch in ipairs(svg.charts(m)) do assert.is_not.equal("time", ch.section) end
+        local ts = require("arkbench.report.svg_load").time_series(m)
         assert.equals(6, #ts)
+        assert.equals("time", ts[1].section)
         assert.equals("time-rate_1000-throughput.svg", ts[1].file)
         assert.equals("time-rate_1000-p99.svg", ts[2].file)
         assert.equals(8, ts[1].points)
@@ -213,6 +212,7 @@ describe("open-loop charts", function()
         local page = html.render(m, svg.charts(m))
         assert.truthy(page:find('<section id="load">', 1, true))
         assert.truthy(page:find('<section id="time">', 1, true))
+        assert.equals(6, count(page, 'data%-kind="time%-'))
         assert.truthy(page:find("Open%-loop cases"))
         assert.truthy(page:find("1 threshold crossed", 1, true))
         assert.truthy(page:find("p99_us = 85000", 1, true))

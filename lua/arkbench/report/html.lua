@@ -2,7 +2,8 @@
 --
 --   report_html.render(model, charts) -> string
 --       model: report_model.build(...); charts: report_svg.charts(model),
---       inlined as <svg> elements.
+--       inlined as <svg> elements; plus the time series of
+--       report_svg_load.time_series(model), drawn here alone.
 --
 -- Everything is inline (CSS, SVG, a few lines of JS); nothing is fetched.
 -- The JS sorts a table when its header is clicked (numeric columns by the
@@ -229,6 +230,11 @@ function _M.render(model, charts)
         else
             l = by_section[ch.section] or {}
         end
+        l[#l + 1] = ch
+    end
+    -- the time series: inline only, two per case with intervals
+    for _, ch in ipairs(require("arkbench.report.svg_load").time_series(model)) do
+        local l = by_section.time
         l[#l + 1] = ch
     end
     for _, part in ipairs(model.parts) do

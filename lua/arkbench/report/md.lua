@@ -189,7 +189,7 @@ _M.SECTIONS = {
     { "load", "Latency vs load", "p50, p99 and p999 RTT from intended send (corrected) against the"
       .. " achieved rate, per group of the other keys; a hollow red ring marks a rate not met." },
     { "time", "Time series", "Round trips/s and p99 per interval of the measure phase, every"
-      .. " repetition overlaid." },
+      .. " repetition overlaid (report.html only)." },
 }
 
 _M.OPEN_NOTE = "RTT from intended send (corrected for coordinated omission); raw p99 is from the"

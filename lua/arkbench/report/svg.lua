@@ -11,8 +11,9 @@
 --                 "p99" | "line", part = <model part>, title = "...",
 --                 svg = <file text>, inline = <the <svg> element alone>,
 --                 cases = <bars>, points = <line points> }
---       Then the charts of report_svg_load (latency vs load, time series),
---       which have `section` ("load" | "time") instead of `part`.
+--       Then report_svg_load's latency-vs-load charts, which have
+--       `section` = "load" instead of `part` (its time series are not
+--       files: report_html draws them inline).
 --   report_svg.esc(s) -> s with & < > " ' escaped for XML
 --   report_svg.COLORS
 --
@@ -422,10 +423,10 @@ function _M.charts(model)
             }
         end
     end
-    -- open loop and time series (report/svg_load.lua): no `part`, a `section`
-    local load = require("arkbench.report.svg_load")
-    for _, f in ipairs({ load.latency_vs_load, load.time_series }) do
-        for _, ch in ipairs(f(model)) do out[#out + 1] = ch end
+    -- latency vs load (report/svg_load.lua): no `part`, a `section`; the
+    -- time series are drawn into report.html alone (two per case)
+    for _, ch in ipairs(require("arkbench.report.svg_load").latency_vs_load(model)) do
+        out[#out + 1] = ch
     end
     return out
 end

@@ -12,7 +12,8 @@
 --       per case whose ok runs have `intervals`: round trips/s and p99 per
 --       interval against t_s (the interval's start), a line per repetition
 --       (overlaid).
---       chart.kind = "time-throughput" | "time-p99", file
+--       chart.kind = "time-throughput" | "time-p99", file (a name only:
+--       report_html inlines them, nothing writes them to charts/)
 --       "time-<case slug>-throughput.svg" / "-p99.svg", section = "time"
 --
 -- Like report_svg's line charts they hold <g class="lines" data-points="N">
