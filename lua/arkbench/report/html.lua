@@ -40,7 +40,7 @@ nav ul{columns:2;padding-left:20px;margin:6px 0}
 .charts{display:flex;flex-wrap:wrap;gap:16px}
 figure{margin:0;flex:0 0 calc(50% - 8px)}figcaption{font-size:12px;color:#555}
 @media (max-width:1100px){figure{flex-basis:100%}}
-svg.chart{width:100%;height:auto;border:1px solid #e4e4e4}
+svg.chart,svg.series{width:100%;height:auto;border:1px solid #e4e4e4}
 pre{background:#f7f7f7;border:1px solid #e0e0e0;padding:10px;overflow-x:auto;font-size:13px}
 .note{color:#444}
 #selfcheck{font-size:11px;color:#666;background:none;border:none;padding:0}

@@ -63,9 +63,12 @@ end
 -- The page: title, subtitle, legend of series { label, color }, axes.
 local function frame(o)
     local out = {}
-    out[#out + 1] = format('<svg xmlns="http://www.w3.org/2000/svg" class="chart" data-kind="%s" '
+    -- class "chart": a chart of charts/ (the report's self-check counts
+    -- those); "series": a time series, drawn inline in report.html only
+    out[#out + 1] = format('<svg xmlns="http://www.w3.org/2000/svg" class="%s" data-kind="%s" '
         .. 'data-part="%s" width="%d" height="%d" viewBox="0 0 %d %d" font-family="%s" font-size="12" '
-        .. 'role="img" aria-label="%s">', o.kind, esc(o.part), W, H, W, H, FONT, esc(o.title))
+        .. 'role="img" aria-label="%s">', o.class or "chart", o.kind, esc(o.part), W, H, W, H, FONT,
+        esc(o.title))
     out[#out + 1] = format("<title>%s</title>", esc(o.title))
     out[#out + 1] = format('<rect x="0" y="0" width="%d" height="%d" fill="#ffffff"/>', W, H)
     out[#out + 1] = format('<text x="16" y="24" font-size="16" font-weight="bold" fill="#111">%s</text>',
@@ -287,7 +290,7 @@ function _M.time_series(model)
                     series[i] = { label = "rep " .. axis_text(r.repetition), color = COLORS[(i - 1) % #COLORS + 1] }
                 end
                 local title = tostring(c.case_id) .. ": " .. spec.what .. " over time"
-                local o = frame({ kind = spec.kind, part = tostring(c.case_id), title = title,
+                local o = frame({ class = "series", kind = spec.kind, part = tostring(c.case_id), title = title,
                     subtitle = "per interval, every repetition overlaid"
                         .. (spec.kind == "time-p99" and open and "; RTT from intended send (corrected)" or ""),
                     series = series, yticks = yticks, xticks = xticks, x_of = x_of, y_of = y_of,
