@@ -243,8 +243,12 @@ static void client_main(void *arg) {
     }
     if (c->co_err) {
       int e = c->co_err;
-      if (e == AB_ECLOSED && ab_codec_client_eof(c->conn.codec) < 0) e = AB_EPROTO;
-      ab__client_fail(c, e, e == AB_EPROTO ? "premature EOF" : "read");
+      const char *what = "read";
+      if (e == AB_ECLOSED && ab_codec_client_eof(c->conn.codec) < 0) {
+        e = AB_EPROTO;
+        what = "connection closed in the middle of a response (premature EOF)";
+      }
+      ab__client_fail(c, e, what);
       return;
     }
     if (wait_event(&c->co_waiting) < 0) return; /* cancelled */

@@ -131,10 +131,9 @@ void ab__client_reported(ab__dclient_t *c) {
 
 static void handshake_failed(ab__dclient_t *c, int code, const char *what, const char *detail) {
   ab__loop_t *l = c->h.loop;
-  char msg[256];
-  snprintf(msg, sizeof(msg), "connection %u: %s: %s%s%s", c->h.id, what,
-           detail && detail[0] ? detail : ab_strerror(code),
-           detail && detail[0] ? "" : " ", detail && detail[0] ? "" : ab_err_name(code));
+  char why[200], msg[320];
+  snprintf(msg, sizeof(msg), "connection %u: %s: %s", c->h.id, what,
+           detail && detail[0] ? detail : ab_conn_reason(&c->conn, code, why, sizeof(why)));
   ab__loop_error(l, code, msg);
   c->h.alive = 0;
   ab__client_close(c);
@@ -218,7 +217,7 @@ int ab__client_reply(ab__dclient_t *c, const ab_msgview_t *msg, uint64_t now) {
 
 /* The client's read failed (end of stream, a reset, TLS). */
 static void client_read_failed(ab__dclient_t *c, int code) {
-  const char *what = code == AB_EPROTO ? "TLS read" : "read";
+  const char *what = "read";
   if (code == UV_EOF) code = AB_ECLOSED;
   if (c->ly.state != AB__LY_READY) {
     handshake_failed(c, code, "handshake", NULL);

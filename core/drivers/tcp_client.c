@@ -50,9 +50,9 @@ void ab__client_fail(ab__dclient_t *c, int code, const char *what) {
    * before its handle closes (from inside itself it just returns) */
   if (c->task && ab_task_current() != c->task) ab_sched_cancel(c->task);
   if (l->phase != AB__PH_STOPPING) {
-    char msg[200];
-    snprintf(msg, sizeof(msg), "connection %u: %s: %s (%s)", c->h.id, what,
-             ab_strerror(code), ab_err_name(code));
+    char why[200], msg[320];
+    snprintf(msg, sizeof(msg), "connection %u: %s: %s", c->h.id, what,
+             ab_conn_reason(&c->conn, code, why, sizeof(why)));
     ab__loop_error(l, code, msg);
   }
   ab__win_release(&c->h, code == AB_ETIMEDOUT ? &l->timed_out : &l->message_errors);

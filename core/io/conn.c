@@ -1,6 +1,7 @@
 /* conn.c -- see conn.h. */
 #include "io/conn.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "base/ab_error.h"
@@ -41,7 +42,12 @@ static int decrypt_into_in(ab_conn_t *c) {
     size_t got = 0;
     int r = ab_tls_read(c->tls, *k.buf + *k.len, *k.cap - *k.len, &got);
     *k.len += got;
-    if (r == AB_ECLOSED) c->peer_closed = 1;
+    if (r == AB_ECLOSED && !c->peer_closed) {
+      /* answer the peer's close_notify with ours (RFC 8446 6.1), so a
+       * peer that waits for it (an unwrap()) sees a clean close */
+      c->peer_closed = 1;
+      if (ab_tls_close(c->tls) == 0) send_tls_out(c);
+    }
     if (r < 0) return r;
     if (got == 0) return 0;
   }
@@ -182,6 +188,16 @@ int ab_conn_send(ab_conn_t *c, const uint8_t *p, size_t n) {
 
 const char *ab_conn_error_text(const ab_conn_t *c) {
   return c->tls ? ab_tls_error(c->tls) : "";
+}
+
+const char *ab_conn_reason(const ab_conn_t *c, int err, char *buf, size_t cap) {
+  const char *tls = ab_conn_error_text(c);
+  const char *codec = ab_codec_why(c->codec);
+  if (err == AB_EPROTO && tls[0]) snprintf(buf, cap, "TLS: %s (%s)", tls, ab_err_name(err));
+  else if ((err == AB_EPROTO || err == AB_EFRAME) && codec[0])
+    snprintf(buf, cap, "%s (%s)", codec, ab_err_name(err));
+  else snprintf(buf, cap, "%s (%s)", ab_strerror(err), ab_err_name(err));
+  return buf;
 }
 
 int ab_conn_tls_info(ab_conn_t *c, ab_tls_info_t *info) {

@@ -20,7 +20,8 @@
  * there is no TLS).  Owners never look at TLS: plaintext they send before
  * then waits in `plain`; ab_conn_recv() only ever hands out plaintext.  A
  * failed handshake is reported through on_error (AB_EPROTO; the reason in
- * ab_conn_error_text()), after its alert has been sent.
+ * ab_conn_error_text()), after its alert has been sent.  A close_notify
+ * read is answered with ours at once (recv then returns AB_ECLOSED).
  *
  * Input: plaintext is appended to the owner's buffer `in` (its pointers are
  * given to ab_conn_start; the owner consumes from the front as it likes).
@@ -126,6 +127,12 @@ static inline int ab_conn_idle(const ab_conn_t *c) {
 
 /* One line of reason for a TLS failure, "" when none. */
 const char *ab_conn_error_text(const ab_conn_t *c);
+
+/* The one wording of a failure of c with code err, for every driver and
+ * mode: "TLS: <OpenSSL's reason> (EPROTO)" when TLS failed, the codec's
+ * own reason for a codec's EPROTO/EFRAME ("<why> (EFRAME)"), else
+ * "<error text> (ENAME)".  Written into buf[0..cap); returns buf. */
+const char *ab_conn_reason(const ab_conn_t *c, int err, char *buf, size_t cap);
 
 /* Negotiated TLS parameters; AB_EINVAL without TLS or before it is ready. */
 int ab_conn_tls_info(ab_conn_t *c, ab_tls_info_t *info);

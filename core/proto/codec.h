@@ -41,8 +41,10 @@
 #ifndef AB_CODEC_H
 #define AB_CODEC_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "base/outbuf.h"
 
@@ -91,8 +93,25 @@ struct ab_codec_s {
   ab_outbuf_t *out;    /* where control frames and server replies go */
   uint64_t max_msg;    /* largest payload accepted */
   uint64_t protocol_errors;
+  /* Why the last parse failed, in the protocol's own words ("" when no
+   * reason was given): a failure's text comes from the codec that saw it,
+   * never from a generic error code (ab_codec_why). */
+  char why[120];
   /* codec state follows (vt->state_size bytes) */
 };
+
+/* Records why c failed (printf-style); failure paths only. */
+static inline void ab_codec_set_why(ab_codec_t *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static inline void ab_codec_set_why(ab_codec_t *c, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(c->why, sizeof(c->why), fmt, ap);
+  va_end(ap);
+}
+
+/* The reason of c's last failure, "" when none (c may be NULL). */
+static inline const char *ab_codec_why(const ab_codec_t *c) { return c ? c->why : ""; }
 
 static inline int ab_codec_set_peer_host(ab_codec_t *c, const char *host) {
   return c->vt->set_peer_host ? c->vt->set_peer_host(c, host) : 0;

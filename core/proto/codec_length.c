@@ -62,6 +62,17 @@ static void codec_free(ab_codec_t *c) {
 /* Size of the prefix whose first byte is b. */
 static inline size_t prefix_len(uint8_t b) { return b < 254 ? 1 : b == 254 ? 3 : 9; }
 
+/* A refused prefix p (complete): says which rule it broke. */
+static int prefix_fail(ab_codec_t *c, const uint8_t *p, size_t n, int err) {
+  uint64_t v;
+  if (err == AB_EFRAME && ab_prefix_decode(p, n, UINT64_MAX, &v) > 0)
+    ab_codec_set_why(c, "length prefix of %llu bytes is larger than the payload (%llu)",
+                     (unsigned long long)v, (unsigned long long)c->max_msg);
+  else if (err == AB_EFRAME)
+    ab_codec_set_why(c, "length prefix not minimally encoded");
+  return fail(c, err);
+}
+
 static int parse(ab_codec_t *c, const uint8_t *in, size_t avail, size_t *used,
                  ab_msgview_t *msg) {
   lstate_t *s = S(c);
@@ -77,7 +88,7 @@ static int parse(ab_codec_t *c, const uint8_t *in, size_t avail, size_t *used,
       int r;
       if (s->hdr_len == 0 && avail >= prefix_len(in[0])) {
         r = ab_prefix_decode(in, avail, c->max_msg, &len);
-        if (r < 0) return fail(c, r);
+        if (r < 0) return prefix_fail(c, in, avail, r);
         off = (size_t)r;
       } else {
         /* the prefix straddles reads: gather exactly its bytes */
@@ -93,7 +104,7 @@ static int parse(ab_codec_t *c, const uint8_t *in, size_t avail, size_t *used,
           return 0;
         }
         r = ab_prefix_decode(s->hdr, s->hdr_len, c->max_msg, &len);
-        if (r < 0) return fail(c, r);
+        if (r < 0) return prefix_fail(c, s->hdr, s->hdr_len, r);
         s->hdr_len = 0;
       }
       s->need = (size_t)len;

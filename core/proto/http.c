@@ -130,6 +130,7 @@ static int on_headers_complete(llhttp_t *p) {
      * 1: no body, the next message follows.  (101 is refused later.) */
     int st = p->status_code;
     if (st < 100) {
+      ab_codec_set_why(c, "status code %d is not an HTTP status", st);
       s->err = AB_EPROTO;
       return -1;
     }
@@ -144,6 +145,9 @@ static int on_headers_complete(llhttp_t *p) {
     if (!s->echo) return 0;
   }
   if (s->has_cl && s->declared > c->max_msg) {
+    ab_codec_set_why(c, "%s body of %llu bytes is larger than the payload (%llu)",
+                     s->is_client ? "response" : "request", (unsigned long long)s->declared,
+                     (unsigned long long)c->max_msg);
     s->err = AB_EFRAME;
     return -1;
   }
@@ -155,6 +159,9 @@ static int on_body(llhttp_t *p, const char *at, size_t n) {
   hstate_t *s = S(c);
   if (n == 0 || (!s->is_client && !s->echo)) return 0;
   if (n > c->max_msg - s->len) {
+    ab_codec_set_why(c, "%s body of more than %llu bytes is larger than the payload (%llu)",
+                     s->is_client ? "response" : "request", (unsigned long long)s->len,
+                     (unsigned long long)c->max_msg);
     s->err = AB_EFRAME;
     return HPE_USER;
   }
@@ -283,10 +290,20 @@ static int http_parse(ab_codec_t *c, const uint8_t *in, size_t avail, size_t *us
     if (keep_body(s, c->max_msg) < 0) return fail(c, AB_ENOMEM);
     return 0;
   }
-  if (e != HPE_PAUSED) return fail(c, s->err ? s->err : AB_EPROTO);
+  if (e != HPE_PAUSED) {
+    if (c->why[0] == '\0') {
+      const char *why = llhttp_get_error_reason(&s->p);
+      ab_codec_set_why(c, "not valid HTTP/1.1: %s", why && why[0] ? why : llhttp_errno_name(e));
+    }
+    return fail(c, s->err ? s->err : AB_EPROTO);
+  }
   *used = (size_t)((const uint8_t *)llhttp_get_error_pos(&s->p) - in);
   llhttp_resume(&s->p);
-  if (!s->done) return s->err ? s->err : fail(c, AB_EPROTO);
+  if (!s->done) {
+    if (s->err) return s->err;
+    ab_codec_set_why(c, "the HTTP parser stopped before a whole message");
+    return fail(c, AB_EPROTO);
+  }
   s->done = 0;
   msg->data = s->body_in ? s->body_in : s->len ? s->buf : empty_msg;
   msg->len = s->len;
@@ -321,7 +338,9 @@ static int http_server_reply(ab_codec_t *c, const uint8_t *payload, size_t len) 
 int ab_http_client_eof(ab_codec_t *c) {
   hstate_t *s = S(c);
   if (s->err) return s->err;
-  return s->in_msg ? fail(c, AB_EPROTO) : 0;
+  if (!s->in_msg) return 0;
+  ab_codec_set_why(c, "the connection closed in the middle of a response");
+  return fail(c, AB_EPROTO);
 }
 
 void ab_http_stats(const ab_codec_t *c, uint64_t *non2xx) {

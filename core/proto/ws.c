@@ -118,7 +118,8 @@ static int write_frame(ab_codec_t *c, ws_t *s, uint8_t op, const uint8_t *p, siz
 }
 
 /* A protocol error: close with `code` (once), count it, stick. */
-static int proto(ab_codec_t *c, ws_t *s, uint16_t code, int err) {
+static int proto(ab_codec_t *c, ws_t *s, uint16_t code, int err, const char *why) {
+  if (c->why[0] == '\0') ab_codec_set_why(c, "%s", why);
   if (!s->close_sent) {
     uint8_t b[2] = {(uint8_t)(code >> 8), (uint8_t)code};
     write_frame(c, s, OP_CLOSE, b, 2); /* out of memory: the close is lost, the error stands */
@@ -190,29 +191,41 @@ static int start_frame(ab_codec_t *c, ws_t *s, const uint8_t *h) {
   s->masked = b1 >> 7;
   uint64_t len = b1 & 0x7f;
   size_t p = 2;
-  if (b0 & 0x70) return proto(c, s, AB_WS_CLOSE_PROTOCOL, AB_EPROTO);
+  if (b0 & 0x70)
+    return proto(c, s, AB_WS_CLOSE_PROTOCOL, AB_EPROTO, "WebSocket frame with reserved bits set");
   if (len == 126) {
     len = (uint64_t)h[2] << 8 | h[3];
     p = 4;
-    if (len < 126) return proto(c, s, AB_WS_CLOSE_PROTOCOL, AB_EFRAME);
+    if (len < 126)
+      return proto(c, s, AB_WS_CLOSE_PROTOCOL, AB_EFRAME, "WebSocket frame length not minimally encoded");
   } else if (len == 127) {
     len = 0;
     for (int i = 0; i < 8; i++) len = len << 8 | h[2 + i];
     p = 10;
-    if (len >> 63) return proto(c, s, AB_WS_CLOSE_PROTOCOL, AB_EPROTO);
-    if (len <= 65535) return proto(c, s, AB_WS_CLOSE_PROTOCOL, AB_EFRAME);
+    if (len >> 63)
+      return proto(c, s, AB_WS_CLOSE_PROTOCOL, AB_EPROTO, "WebSocket frame length has its top bit set");
+    if (len <= 65535)
+      return proto(c, s, AB_WS_CLOSE_PROTOCOL, AB_EFRAME, "WebSocket frame length not minimally encoded");
   }
   /* servers only take masked frames, clients only unmasked ones */
-  if (s->masked == s->is_client) return proto(c, s, AB_WS_CLOSE_PROTOCOL, AB_EPROTO);
+  if (s->masked == s->is_client)
+    return proto(c, s, AB_WS_CLOSE_PROTOCOL, AB_EPROTO,
+                 s->is_client ? "masked WebSocket frame from the server" : "unmasked WebSocket frame from the client");
   if (s->masked) memcpy(s->key, h + p, 4);
   if (s->op & 8) {
     if (s->op > OP_PONG || !s->fin || len > 125)
-      return proto(c, s, AB_WS_CLOSE_PROTOCOL, AB_EPROTO);
+      return proto(c, s, AB_WS_CLOSE_PROTOCOL, AB_EPROTO,
+                   "WebSocket control frame unknown, fragmented or longer than 125 bytes");
     s->ctl_len = 0;
   } else {
     if (s->op > OP_BINARY || (s->op == OP_CONT) != (s->msg_op != 0))
-      return proto(c, s, AB_WS_CLOSE_PROTOCOL, AB_EPROTO);
-    if (len > c->max_msg - s->len) return proto(c, s, AB_WS_CLOSE_TOO_BIG, AB_EFRAME);
+      return proto(c, s, AB_WS_CLOSE_PROTOCOL, AB_EPROTO,
+                   "WebSocket data frame with an unknown opcode or out of sequence");
+    if (len > c->max_msg - s->len) {
+      ab_codec_set_why(c, "WebSocket message of %llu bytes or more is larger than the payload (%llu)",
+                       (unsigned long long)(s->len + len), (unsigned long long)c->max_msg);
+      return proto(c, s, AB_WS_CLOSE_TOO_BIG, AB_EFRAME, "");
+    }
     if (s->op != OP_CONT) s->msg_op = s->op;
   }
   s->remaining = (size_t)len;
@@ -254,10 +267,12 @@ static int end_frame(ab_codec_t *c, ws_t *s, ab_msgview_t *msg) {
     return 0;
   case OP_CLOSE: {
     unsigned code = 0;
-    if (s->ctl_len == 1) return proto(c, s, AB_WS_CLOSE_PROTOCOL, AB_EPROTO);
+    if (s->ctl_len == 1)
+      return proto(c, s, AB_WS_CLOSE_PROTOCOL, AB_EPROTO, "WebSocket close frame with a 1-byte body");
     if (s->ctl_len >= 2) {
       code = (unsigned)s->ctl[0] << 8 | s->ctl[1];
-      if (!valid_close_code(code)) return proto(c, s, AB_WS_CLOSE_PROTOCOL, AB_EPROTO);
+      if (!valid_close_code(code))
+        return proto(c, s, AB_WS_CLOSE_PROTOCOL, AB_EPROTO, "WebSocket close frame with an invalid code");
     }
     if (!s->close_sent) {
       write_frame(c, s, OP_CLOSE, s->ctl, code ? 2 : 0); /* echo the code */

@@ -160,12 +160,23 @@ static void test_length_rejects(void) {
   CHECK(parse_all(&ab_codec_length, 99, buf, n, 0, &perr) == AB_EFRAME);
   CHECK(parse_all(&ab_codec_length, 99, buf, n, 1, &perr) == AB_EFRAME);
   CHECK_EQ_U64(perr, 1);
+  {
+    ab_codec_t *b = NULL;
+    size_t u;
+    ab_msgview_t mv;
+    CHECK(ab_codec_create(&ab_codec_length, NULL, 99, 1, &b) == 0);
+    CHECK(b->vt->client_parse(b, buf, n, &u, &mv) == AB_EFRAME);
+    CHECK(strcmp(ab_codec_why(b), "length prefix of 100 bytes is larger than the payload (99)") == 0);
+    ab_codec_destroy(b);
+  }
   /* an error sticks */
   ab_codec_t *c = NULL;
   CHECK(ab_codec_create(&ab_codec_length, NULL, 1000, 0, &c) == 0);
   size_t used;
   ab_msgview_t m;
   CHECK(c->vt->server_parse(c, nonmin3, 3, &used, &m) == AB_EFRAME);
+  /* the reason is the codec's own, in framing's words */
+  CHECK(strcmp(ab_codec_why(c), "length prefix not minimally encoded") == 0);
   uint8_t ok[2] = {1, 'x'};
   CHECK(c->vt->server_parse(c, ok, 2, &used, &m) == AB_EFRAME);
   CHECK_EQ_U64(used, 0);

@@ -267,6 +267,11 @@ static void test_response_errors(void) {
         CHECK(r == bad[i].err);
       }
       CHECK_EQ_U64(cl.c->protocol_errors, 1);
+      /* every failure has a reason in HTTP's words */
+      CHECK(ab_codec_why(cl.c)[0] != '\0');
+      if (i == 3)
+        CHECK(strcmp(ab_codec_why(cl.c),
+                     "response body of 1001 bytes is larger than the payload (1000)") == 0);
       size_t used;
       ab_msgview_t m;
       CHECK(ab_codec_http.client_parse(cl.c, (const uint8_t *)"H", 1, &used, &m) < 0);

@@ -314,6 +314,10 @@ static int parse_both(int is_client, uint64_t max_msg, const uint8_t *in, size_t
         if (*out_len) memcpy(out_first, ob_data(&ob), *out_len < 64 ? *out_len : 64);
       }
       if (r < 0 && r != AB_ECLOSED) CHECK_EQ_U64(c->protocol_errors, 1);
+      /* a protocol error has a reason in WebSocket's words */
+      if (r == AB_EPROTO || r == AB_EFRAME) CHECK(strstr(ab_codec_why(c), "WebSocket ") != NULL);
+      if (r == AB_EFRAME && max_msg == 100 && n < 200)
+        CHECK(strstr(ab_codec_why(c), "larger than the payload (100)") != NULL);
     } else {
       CHECK(r == first);
     }
