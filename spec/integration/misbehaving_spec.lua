@@ -6,11 +6,14 @@
 -- before the 200; WebSocket replies in 3 fragments with a ping between the
 -- first two; an unmasked client frame sent to `serve --protocol ws`; a
 -- server that masks its frames; an echo whose replies come just later than
--- the timeout. Every fixture reports its own counters as
+-- the timeout; a Content-Length above the payload (worded by HTTP); a TLS
+-- echo that sends a record with a bad MAC, or a plaintext alert (OpenSSL's
+-- reason, worded the same in callback, coroutine and lua mode); a client
+-- whose close_notify `serve --protocol tls` must answer. Every fixture reports its own counters as
 -- JSON when stopped, so the client's counts are checked against the peer's.
 --
 -- Needs: /usr/bin/python3 ($ARKBENCH_PYTHON overrides it).
--- Runtime: ~13 s.
+-- Runtime: ~20 s.
 package.path = (os.getenv("ARKBENCH_ROOT") or ".") .. "/spec/?.lua;" .. package.path
 local files = require("helpers.files")
 local proc = require("helpers.proc")
@@ -282,4 +285,101 @@ return { name = "late_%s", protocol = "tcp", framing = "raw", target = "127.0.0.
             assert.is_true(peer.echoed >= 1, "echoed: " .. cjson.encode(peer))
         end)
     end
+end)
+
+---------------------------------------------------------------------------
+-- Issue 9's break-it trial: a failure is worded by the layer that saw it,
+-- the same in every execution mode.
+describe("http: a response body larger than the payload", function()
+    local res
+
+    setup(function()
+        -- the fixture promises Content-Length: 1000; the payload is 100
+        res = against_fixture("http_short_body.py", function(port)
+            return string.format([[
+local runs = {}
+for _, ex in ipairs({ "callback", "coroutine" }) do
+    runs[#runs + 1] = { name = "big_body_" .. ex, protocol = "http", execution = ex,
+        target = "127.0.0.1:%d", payload = 100, clients = 1, window = 1, warmup = 0,
+        duration = 0.3, timeout = 1, repetitions = 1 }
+end
+return runs
+]], port)
+        end)
+    end)
+
+    it("is an EFRAME error in HTTP's words, in callback and coroutine mode", function()
+        assert.are.equal(2, #res.runs, "runs; stderr:\n" .. res.stderr)
+        for _, r in ipairs(res.runs) do
+            assert.is_false(r.ok, brief(r))
+            assert.are.same({ EFRAME = 1 }, r.errors, brief(r))
+            assert.is_truthy(tostring(r.error):find(
+                "response body of 1000 bytes is larger than the payload (100) (EFRAME)", 1, true),
+                "error: " .. tostring(r.error))
+            assert.is_falsy(tostring(r.error):find("length prefix", 1, true), "error: " .. tostring(r.error))
+        end
+    end)
+end)
+
+-- The three execution modes against one TLS fixture; returns the runs by
+-- execution.
+local function tls_modes(fixture)
+    local res = against_fixture(fixture, function(port)
+        return string.format([[
+local ca = %q
+local runs = {}
+for _, ex in ipairs({ "callback", "coroutine" }) do
+    runs[#runs + 1] = { name = "tls_" .. ex, protocol = "tls", execution = ex, target = "127.0.0.1:%d",
+        payload = 1024, clients = 1, window = 1, warmup = 0, duration = 1, timeout = 1,
+        repetitions = 1, tls = { ca = ca } }
+end
+runs[#runs + 1] = { name = "tls_lua", protocol = "tls", execution = "lua", target = "127.0.0.1:%d",
+    message = string.rep("m", 1024), expect = 1024, clients = 1, window = 1, warmup = 0,
+    duration = 1, timeout = 1, repetitions = 1, tls = { ca = ca } }
+return runs
+]], (os.getenv("TMPDIR") or "/tmp") .. "/arkbench-tls-peer-" .. port .. ".pem", port, port)
+    end)
+    local by = {}
+    for _, r in ipairs(res.runs) do by[r.case.execution] = r end
+    return res, by
+end
+
+for _, case in ipairs({
+    { fixture = "tls_bad_mac.py", what = "an application record whose MAC does not verify",
+      reason = "TLS: decryption failed or bad record mac (EPROTO)" },
+    { fixture = "tls_plain_alert.py", what = "a plaintext alert on the encrypted connection",
+      reason = "TLS: bad record type (EPROTO)" },
+}) do
+    describe("tls: " .. case.what, function()
+        local res, by
+
+        setup(function() res, by = tls_modes(case.fixture) end)
+
+        it("fails with OpenSSL's reason, worded the same in callback, coroutine and lua mode", function()
+            assert.are.equal(3, #res.runs, "runs; stderr:\n" .. res.stderr)
+            for _, ex in ipairs({ "callback", "coroutine", "lua" }) do
+                local r = assert(by[ex], "no " .. ex .. " run: " .. cjson.encode(by))
+                assert.is_false(r.ok, brief(r))
+                assert.are.same({ EPROTO = 1 }, r.errors, ex .. ": " .. brief(r))
+                assert.are.equal("connection 0: read: " .. case.reason, r.error, ex)
+                assert.is_true(r.completed > 0, ex .. ": " .. brief(r))
+            end
+        end)
+    end)
+end
+
+describe("tls: a client's close_notify sent to arkbench serve --protocol tls", function()
+    it("is answered with the server's (ssl unwrap() succeeds)", function()
+        local d = files.tmpdir("close_notify")
+        local cert = d .. "/serve.pem"
+        local srv = peers.serve("tls", { "--cert-out", cert })
+        local port = wait_listening(srv)
+        local crc, out, cerr = run_cmd({ PY, FIX .. "/tls_close_notify_client.py", "127.0.0.1", tostring(port), cert },
+            { limit = 20 })
+        stop(srv)
+        assert.are.equal(0, crc, "client exit code; stderr:\n" .. cerr)
+        local client = last_json(out, "tls_close_notify_client.py's output (stderr: " .. cerr .. ")")
+        assert.is_true(client.handshake, cjson.encode(client))
+        assert.are.equal("ok", client.unwrap, cjson.encode(client))
+    end)
 end)
