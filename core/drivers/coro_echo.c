@@ -109,7 +109,8 @@ static void client_setup_failed(ab__dclient_t *c, int code, const char *what, co
   char msg[256];
   snprintf(msg, sizeof(msg), "connection %u: %s: %s (%s)", c->h.id, what,
            detail && detail[0] ? detail : ab_strerror(code), ab_err_name(code));
-  ab__loop_error(c->h.loop, code, msg);
+  /* a task cancelled at stop is no error of the run */
+  if (c->h.loop->phase != AB__PH_STOPPING) ab__loop_error(c->h.loop, code, msg);
   c->h.alive = 0;
   ab__client_reported(c);
 }
@@ -165,6 +166,10 @@ static int client_open(ab__dclient_t *c) {
       client_setup_failed(c, AB_EINTR, "TLS handshake", NULL);
       return -1;
     }
+  }
+  if (!c->conn.ready && c->co_err == AB_ETIMEDOUT) {
+    client_setup_failed(c, AB_ETIMEDOUT, "handshake", "did not finish within the timeout");
+    return -1;
   }
   if (!c->conn.ready) {
     client_setup_failed(c, c->co_err, "TLS handshake",
@@ -282,6 +287,14 @@ void ab__co_client_start(ab__dclient_t *c) {
 }
 
 void ab__co_client_wake(ab__dclient_t *c) { wake(c->task, &c->co_waiting); }
+
+void ab__co_client_connect_expired(ab__dclient_t *c) {
+  /* only a task waiting for its handshakes can be told; one still in its
+   * TCP connect is left to the coordinator's limit */
+  if (c->ly.reported || c->task == NULL || !c->co_waiting) return;
+  c->co_err = AB_ETIMEDOUT;
+  wake(c->task, &c->co_waiting);
+}
 
 /* ---- server ------------------------------------------------------------- */
 

@@ -165,6 +165,9 @@ void ab__server_close_all(ab__loop_t *l);
 /* stream.c: layered protocols */
 void ab__sclient_connect(ab__dclient_t *c, const struct sockaddr *addr);
 void ab__sclient_pump(ab__dclient_t *c);
+/* Its connect or handshakes outlived the connect limit: fails it with
+ * AB_ETIMEDOUT (a no-op once reported). */
+void ab__sclient_connect_expired(ab__dclient_t *c);
 void ab__sserver_accept(ab__sconn_t *s);
 void ab__sserver_release(ab__sconn_t *s, uint64_t n);
 void ab__layers_free(ab__layers_t *ly);
@@ -191,6 +194,9 @@ void ab__conn_fold_stats(ab__loop_t *l, const ab_conn_t *conn);
 /* coro_echo.c: execution = coroutine */
 void ab__co_client_start(ab__dclient_t *c);
 void ab__co_client_wake(ab__dclient_t *c);
+/* As ab__sclient_connect_expired, for a coroutine client (its task sees
+ * AB_ETIMEDOUT and reports). */
+void ab__co_client_connect_expired(ab__dclient_t *c);
 void ab__co_server_accept(ab__sconn_t *s);
 void ab__co_job_done(ab__sconn_t *s);
 

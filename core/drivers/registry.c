@@ -163,6 +163,8 @@ static void stream_wake(ab__client_t *c) { ab__sclient_pump(AB__DC(c)); }
 static void udp_wake(ab__client_t *c) { ab__udp_pump(AB__DC(c)); }
 static void co_start(ab__client_t *c) { ab__co_client_start(AB__DC(c)); }
 static void co_wake(ab__client_t *c) { ab__co_client_wake(AB__DC(c)); }
+static void stream_expired(ab__client_t *c) { ab__sclient_connect_expired(AB__DC(c)); }
+static void co_expired(ab__client_t *c) { ab__co_client_connect_expired(AB__DC(c)); }
 static void client_fail(ab__client_t *c, int code, const char *what) {
   ab__client_fail(AB__DC(c), code, what);
 }
@@ -193,6 +195,7 @@ const ab_driver_t ab__driver_stream_callback = {
     .wake = stream_wake,
     .accept = ab__sserver_accept,
     .client_fail = client_fail,
+    .connect_expired = stream_expired,
     .work_done = stream_work_done,
     .stop = stream_stop,
 };
@@ -222,6 +225,7 @@ const ab_driver_t ab__driver_coroutine = {
     .wake = co_wake,
     .accept = ab__co_server_accept,
     .client_fail = client_fail,
+    .connect_expired = co_expired,
     .work_done = ab__co_job_done,
     .stop = co_stop,
 };

@@ -322,6 +322,7 @@ static void client_connected(uv_connect_t *req, int status) {
   ab__loop_t *l = c->h.loop;
   uint64_t now = ab_now_ns();
   ab_hist_record(&l->connect, now - c->connect_start_ns);
+  if (status == UV_ECANCELED && c->h.closing) return; /* failed already */
   if (status < 0) {
     handshake_failed(c, status, "connect", NULL);
     return;
@@ -338,6 +339,12 @@ static void client_connected(uv_connect_t *req, int status) {
     if (r == AB_EPROTO) handshake_failed(c, r, "TLS handshake", ab_conn_error_text(&c->conn));
     else handshake_failed(c, r, "read start", NULL);
   }
+}
+
+void ab__sclient_connect_expired(ab__dclient_t *c) {
+  if (c->ly.reported || c->h.closing) return;
+  handshake_failed(c, AB_ETIMEDOUT, c->ly.t_connected ? "handshake" : "connect",
+                   "did not finish within the timeout (ETIMEDOUT)");
 }
 
 void ab__sclient_connect(ab__dclient_t *c, const struct sockaddr *addr) {

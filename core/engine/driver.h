@@ -83,6 +83,13 @@ typedef struct ab_driver_s {
   void (*wake)(struct ab__client_s *c);
   void (*accept)(struct ab__sconn_s *s);
   void (*client_fail)(struct ab__client_s *c, int code, const char *what);
+  /* Optional.  Loop thread, while connecting: no connect of the loop has
+   * finished for the scenario's timeout and c was started.  A client
+   * already reported is left alone; one still in its connect or
+   * handshakes fails with AB_ETIMEDOUT (counted once) and is reported
+   * (ab__loop_connect_done).  NULL: the coordinator's limit (timeout +
+   * 10 s) ends the run instead. */
+  void (*connect_expired)(struct ab__client_s *c);
   void (*work_done)(struct ab__sconn_s *s);
   void (*stop)(struct ab__loop_s *l);
 } ab_driver_t;

@@ -345,9 +345,34 @@ void ab__loop_connect_more(ab__loop_t *l) {
   l->in_connect_more = 0;
 }
 
+/* The connect limit: a loop whose connects have made no progress for the
+ * scenario's timeout fails the ones still going (docs/scenarios.md,
+ * timeout).  The phase timer is idle until warm-up, so it serves. */
+static void connect_timer_cb(uv_timer_t *t);
+
+static void arm_connect_timer(ab__loop_t *l) {
+  if (l->eng->drv->connect_expired && l->eng->cfg->timeout_s > 0)
+    uv_timer_start(&l->phase_timer, connect_timer_cb, (uint64_t)(l->eng->cfg->timeout_s * 1000.0 + 0.5), 0);
+}
+
+static void connect_timer_cb(uv_timer_t *t) {
+  ab__loop_t *l = t->data;
+  if (l->phase == AB__PH_STOPPING) return;
+  /* expiring one starts the next (ab__loop_connect_more): only those
+   * started before now are judged; the later ones get a new timer */
+  uint32_t n = l->connects_started;
+  for (uint32_t i = 0; i < n && l->connects_pending > 0; i++)
+    l->eng->drv->connect_expired(ab__loop_client(l, i));
+}
+
 void ab__loop_connect_done(ab__loop_t *l) {
-  if (--l->connects_pending == 0) ab__loop_reached(l, AB__ST_CONNECTED);
-  else ab__loop_connect_more(l);
+  if (--l->connects_pending == 0) {
+    uv_timer_stop(&l->phase_timer);
+    ab__loop_reached(l, AB__ST_CONNECTED);
+  } else {
+    arm_connect_timer(l);
+    ab__loop_connect_more(l);
+  }
 }
 
 static void close_cb_noop(uv_handle_t *h) { (void)h; }
@@ -382,6 +407,7 @@ static void ctl_cb(uv_async_t *a) {
     l->connects_pending = l->nclients;
     l->connect_addr = addr;
     if (l->nclients == 0) ab__loop_reached(l, AB__ST_CONNECTED);
+    else arm_connect_timer(l);
     ab__loop_connect_more(l);
     break;
   }

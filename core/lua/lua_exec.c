@@ -315,6 +315,7 @@ int ab_lua_exec_new(lua_State *L, int idx, ab_lua_exec_t **out, char *err, size_
   x->driver.loop_close = drv_loop_close;
   x->driver.client_start = ab__lx_client_start;
   x->driver.wake = ab__lx_client_wake;
+  x->driver.connect_expired = ab__lx_client_connect_expired;
   x->driver.accept = ab__lx_server_accept;
   *out = x;
   return 0;

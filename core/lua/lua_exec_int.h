@@ -182,6 +182,9 @@ void ab__lx_light_parse(ab__lx_conn_t *k);
 
 void ab__lx_client_start(ab__client_t *hc);
 void ab__lx_client_wake(ab__client_t *hc);
+/* The driver table's connect_expired: a client still in its handshakes
+ * fails with AB_ETIMEDOUT, counted like a failed connect. */
+void ab__lx_client_connect_expired(ab__client_t *hc);
 void ab__lx_server_accept(ab__sconn_t *s);
 
 #endif

@@ -65,7 +65,7 @@ static void client_on_error(ab_conn_t *conn, int err) {
   /* the handshakes failed: counted like a failed connect */
   ab__loop_t *l = k->c->h.loop;
   if (l->phase != AB__PH_STOPPING) {
-    const char *why = ab_conn_error_text(conn);
+    const char *why = err == AB_ETIMEDOUT ? "did not finish within the timeout" : ab_conn_error_text(conn);
     char msg[256];
     snprintf(msg, sizeof(msg), "connection %u: handshake: %s (%s)", k->c->h.id,
              why[0] ? why : ab_strerror(err), ab_err_name(err));
@@ -186,6 +186,13 @@ void ab__lx_client_start(ab__client_t *hc) {
    * with the next ones) */
   c->ly.reported = 1;
   ab__loop_connect_done(l);
+}
+
+void ab__lx_client_connect_expired(ab__client_t *hc) {
+  ab__dclient_t *c = AB__DC(hc);
+  /* one still in its TCP connect is left to the coordinator's limit */
+  if (c->ly.reported || c->h.closing || c->conn.data == NULL || c->conn.ready) return;
+  client_on_error(&c->conn, AB_ETIMEDOUT);
 }
 
 void ab__lx_client_wake(ab__client_t *hc) {

@@ -383,3 +383,39 @@ describe("tls: a client's close_notify sent to arkbench serve --protocol tls", f
         assert.are.equal("ok", client.unwrap, cjson.encode(client))
     end)
 end)
+
+describe("tls: a peer that accepts TCP and never answers the handshake, timeout = 0.5", function()
+    local res, by
+
+    setup(function()
+        res = against_fixture("tls_silent.py", function(port)
+            return string.format([[
+local ca = %q
+local runs = {}
+for _, ex in ipairs({ "callback", "coroutine", "lua" }) do
+    local r = { name = "silent_" .. ex, protocol = "tls", execution = ex, target = "127.0.0.1:%d",
+        clients = 2, window = 1, warmup = 0, duration = 0.5, timeout = 0.5, repetitions = 1,
+        tls = { ca = ca } }
+    if ex == "lua" then r.message, r.expect = string.rep("m", 64), 64 else r.payload = 64 end
+    runs[#runs + 1] = r
+end
+return runs
+]], (os.getenv("TMPDIR") or "/tmp") .. "/arkbench-tls-peer-" .. port .. ".pem", port)
+        end)
+        by = {}
+        for _, r in ipairs(res.runs) do by[r.case.execution] = r end
+    end)
+
+    it("fails each connection once with ETIMEDOUT after the timeout, alike in every mode", function()
+        assert.are.equal(3, #res.runs, "runs; stderr:\n" .. res.stderr)
+        for _, ex in ipairs({ "callback", "coroutine", "lua" }) do
+            local r = assert(by[ex], "no " .. ex .. " run")
+            assert.is_false(r.ok, brief(r))
+            assert.are.same({ ETIMEDOUT = 2 }, r.errors, ex .. ": " .. brief(r))
+            assert.is_truthy(tostring(r.error):find("handshake: did not finish within the timeout", 1, true),
+                ex .. ": " .. tostring(r.error))
+            -- the scenario's timeout, not a fixed ~10 s
+            assert.is_true(r.elapsed_s >= 0.45 and r.elapsed_s < 2, ex .. ": elapsed_s = " .. tostring(r.elapsed_s))
+        end
+    end)
+end)
