@@ -343,7 +343,7 @@ static void client_connected(uv_connect_t *req, int status) {
 
 void ab__sclient_connect_expired(ab__dclient_t *c) {
   if (c->ly.reported || c->h.closing) return;
-  handshake_failed(c, AB_ETIMEDOUT, c->ly.t_connected ? "handshake" : "connect",
+  handshake_failed(c, AB_ETIMEDOUT, c->conn.data ? "handshake" : "connect",
                    "did not finish within the timeout (ETIMEDOUT)");
 }
 
