@@ -389,6 +389,29 @@ static void pool_done_cb(uv_async_t *a) {
 
 static void start_tick(ab__loop_t *l) { arm_tick(l, UINT64_MAX); }
 
+/* An interrupt at t0: a measure phase still going ends there (its
+ * deadline becomes t0, so nothing more is sent and later replies are
+ * drained); the time series keeps the intervals begun before t0, the
+ * last one taking the drain; the drain ends by t1 at the latest. */
+static void end_measure_early(ab__loop_t *l, uint64_t t0, uint64_t t1) {
+  if (l->phase == AB__PH_MEASURE) {
+    if (t0 < l->deadline_ns) {
+      l->deadline_ns = t0;
+      uint64_t k = t0 > l->start_ns ? (t0 - l->start_ns) / l->iv_ns : 0;
+      if (k < l->iv_i) k = l->iv_i; /* counted already past t0: kept */
+      if (k + 1 < l->iv_n) l->iv_n = (uint32_t)k + 1;
+      if (l->iv_i + 1 >= l->iv_n) l->iv_end_ns = UINT64_MAX;
+    }
+    measure_end(l);
+    l->phase = AB__PH_DRAIN;
+  }
+  if (l->phase == AB__PH_DRAIN) {
+    if (t1 < l->drain_end_ns) l->drain_end_ns = t1;
+    arm_phase_timer(l, l->drain_end_ns);
+    ab__loop_check_progress(l);
+  }
+}
+
 static void ctl_cb(uv_async_t *a) {
   ab__loop_t *l = a->data;
   ab__engine_t *eng = l->eng;
@@ -429,6 +452,9 @@ static void ctl_cb(uv_async_t *a) {
     start_tick(l);
     phase_begin(l, t0);
     break;
+  case AB__CMD_END:
+    end_measure_early(l, t0, t1);
+    break;
   case AB__CMD_STOP:
     l->phase = AB__PH_STOPPING;
     eng->drv->stop(l);
@@ -459,30 +485,44 @@ static void send_cmd(ab__engine_t *eng, int cmd, uint64_t t0, uint64_t t1) {
   for (uint32_t i = 0; i < eng->nloops; i++) uv_async_send(&eng->loops[i].ctl);
 }
 
-/* Waits until every loop reached stage or the timeout passed; returns 1 if
- * all did. */
-static int wait_stage(ab__engine_t *eng, int stage, double timeout_s) {
-  uint64_t until = ab_now_ns() + (uint64_t)(timeout_s * 1e9);
-  struct timespec ts = {(time_t)(until / 1000000000u), (long)(until % 1000000000u)};
-  pthread_mutex_lock(&eng->mu);
-  while (eng->reached[stage] < eng->nloops && !eng->aborted) {
-    if (pthread_cond_timedwait(&eng->cv, &eng->mu, &ts) == ETIMEDOUT) break;
+/* Whether cfg->interrupted() asked for the end (remembered once seen). */
+static int interrupted_now(ab__engine_t *eng) {
+  if (!eng->interrupted && eng->cfg->interrupted && eng->cfg->interrupted()) eng->interrupted = 1;
+  return eng->interrupted;
+}
+
+/* One wait on eng->cv (eng->mu held) until `until`, at most 10 ms when an
+ * interrupt is to be polled: a signal handler cannot signal a condition
+ * variable, so the coordinator looks at its flag this often. */
+static void wait_cv(ab__engine_t *eng, uint64_t until) {
+  if (eng->cfg->interrupted) {
+    uint64_t slice = ab_now_ns() + 10000000u;
+    if (slice < until) until = slice;
   }
+  struct timespec ts = {(time_t)(until / 1000000000u), (long)(until % 1000000000u)};
+  pthread_cond_timedwait(&eng->cv, &eng->mu, &ts);
+}
+
+/* Waits until every loop reached stage or the timeout passed (or, with
+ * stop_on_interrupt, an interrupt came); returns 1 if all did. */
+static int wait_stage(ab__engine_t *eng, int stage, double timeout_s, int stop_on_interrupt) {
+  uint64_t until = ab_now_ns() + (uint64_t)(timeout_s * 1e9);
+  pthread_mutex_lock(&eng->mu);
+  while (eng->reached[stage] < eng->nloops && !eng->aborted &&
+         !(stop_on_interrupt && interrupted_now(eng)) && ab_now_ns() < until)
+    wait_cv(eng, until);
   int all = eng->reached[stage] >= eng->nloops && !eng->aborted;
   pthread_mutex_unlock(&eng->mu);
   return all;
 }
 
-/* Sleeps until t_ns or an abort; returns 1 when aborted. */
+/* Sleeps until t_ns, an abort or an interrupt; returns 1 when cut short. */
 static int sleep_or_abort(ab__engine_t *eng, uint64_t t_ns) {
-  struct timespec ts = {(time_t)(t_ns / 1000000000u), (long)(t_ns % 1000000000u)};
   pthread_mutex_lock(&eng->mu);
-  while (!eng->aborted && ab_now_ns() < t_ns) {
-    if (pthread_cond_timedwait(&eng->cv, &eng->mu, &ts) == ETIMEDOUT) break;
-  }
-  int aborted = eng->aborted;
+  while (!eng->aborted && !interrupted_now(eng) && ab_now_ns() < t_ns) wait_cv(eng, t_ns);
+  int cut = eng->aborted || eng->interrupted;
   pthread_mutex_unlock(&eng->mu);
-  return aborted;
+  return cut;
 }
 
 /* The number of intervals of the time series: the last may be shorter. */
@@ -676,8 +716,8 @@ static void topology_notes(const ab__engine_t *eng, uint32_t workers, ab_result_
 
 static void connect_clients(ab__engine_t *eng, ab_result_t *out) {
   send_cmd(eng, AB__CMD_CONNECT, 0, 0);
-  if (!wait_stage(eng, AB__ST_CONNECTED, eng->cfg->timeout_s + 10)) {
-    if (!eng->aborted)
+  if (!wait_stage(eng, AB__ST_CONNECTED, eng->cfg->timeout_s + 10, 1)) {
+    if (!eng->aborted && !eng->interrupted)
       snprintf(out->error, sizeof(out->error), "connecting did not finish in time");
     return;
   }
@@ -695,15 +735,26 @@ static void connect_clients(ab__engine_t *eng, ab_result_t *out) {
 
 static void warm_up(ab__engine_t *eng, ab_result_t *out) {
   const ab_case_cfg_t *cfg = eng->cfg;
-  if (!(cfg->warmup_s > 0) || out->error[0] != '\0' || eng->aborted) return;
+  if (!(cfg->warmup_s > 0) || out->error[0] != '\0' || eng->aborted || eng->interrupted) return;
   uint64_t t = ab_now_ns();
   send_cmd(eng, AB__CMD_WARMUP, t + (uint64_t)(cfg->warmup_s * 1e9), 0);
-  if (!wait_stage(eng, AB__ST_WARM_DONE, cfg->warmup_s + cfg->timeout_s + 5) && !eng->aborted)
+  if (!wait_stage(eng, AB__ST_WARM_DONE, cfg->warmup_s + cfg->timeout_s + 5, 1) && !eng->aborted &&
+      !eng->interrupted)
     snprintf(out->error, sizeof(out->error), "warm-up did not drain in time");
 }
 
-/* The measured interval [start, deadline] (or to an abort), CPU sampled at
- * both ends, then the drain. */
+/* An interrupt: the loops end their measure phase at `now` if it is still
+ * going (no more sends) and drain replies for at most min(timeout, 0.5 s). */
+static double end_now(ab__engine_t *eng, uint64_t *at) {
+  double drain_s = eng->cfg->timeout_s < 0.5 ? eng->cfg->timeout_s : 0.5;
+  uint64_t now = ab_now_ns();
+  send_cmd(eng, AB__CMD_END, now, now + (uint64_t)(drain_s * 1e9));
+  if (at) *at = now;
+  return drain_s;
+}
+
+/* The measured interval [start, deadline] (or to an abort or an
+ * interrupt), CPU sampled at both ends, then the drain. */
 static void measure(ab__engine_t *eng, ab_result_t *out) {
   const ab_case_cfg_t *cfg = eng->cfg;
   ab_cpu_sample_t c0, c1;
@@ -711,19 +762,35 @@ static void measure(ab__engine_t *eng, ab_result_t *out) {
   uint64_t t_start = ab_now_ns();
   uint64_t dur_ns = (uint64_t)(cfg->duration_s * 1e9);
   uint64_t deadline = t_start + dur_ns;
-  if (out->error[0] == '\0' && !eng->aborted) {
+  int ran = 0, ended = 0;
+  double drain_s = cfg->timeout_s;
+  if (out->error[0] == '\0' && !eng->aborted && !eng->interrupted) {
+    ran = 1;
     send_cmd(eng, AB__CMD_MEASURE, t_start, deadline);
-    if (sleep_or_abort(eng, deadline)) dur_ns = ab_now_ns() - t_start;
+    if (sleep_or_abort(eng, deadline)) {
+      uint64_t t_end = ab_now_ns();
+      if (!eng->aborted) drain_s = end_now(eng, &t_end), ended = 1;
+      dur_ns = t_end - t_start; /* the loops' new deadline */
+    }
+  } else if (eng->interrupted) {
+    dur_ns = 0; /* interrupted before anything was measured */
   }
   ab_cpu_sample(&c1);
   uint64_t t_cpu1 = ab_now_ns();
-  if (out->error[0] == '\0' && !eng->aborted &&
-      !wait_stage(eng, AB__ST_MEASURE_DONE, cfg->timeout_s + 5) && !eng->aborted)
-    snprintf(out->error, sizeof(out->error), "the drain did not finish in time");
+  if (ran && out->error[0] == '\0' && !eng->aborted) {
+    int done = wait_stage(eng, AB__ST_MEASURE_DONE, drain_s + (ended ? 1 : 5), !ended);
+    if (!done && !ended && eng->interrupted && !eng->aborted) {
+      /* interrupted in the drain after the deadline: shorten it */
+      done = wait_stage(eng, AB__ST_MEASURE_DONE, end_now(eng, NULL) + 1, 0);
+    }
+    if (!done && !eng->aborted)
+      snprintf(out->error, sizeof(out->error), "the drain did not finish in time");
+  }
   out->measured_s = (double)dur_ns / 1e9;
   out->cpu_wall_s = (double)(t_cpu1 - t_start) / 1e9;
   out->cpu_user_s = c1.user_s - c0.user_s;
   out->cpu_sys_s = c1.sys_s - c0.sys_s;
+  out->interrupted = eng->interrupted;
 }
 
 /* Folds one loop's measurements into the result (engine/counters.h). */
@@ -766,15 +833,23 @@ static void merge_loop(ab_result_t *out, ab__loop_t *l) {
 }
 
 /* The result's time series, empty, for the loops to be merged into. */
-static int alloc_result_series(const ab_case_cfg_t *cfg, ab_result_t *out) {
+static int alloc_result_series(const ab__engine_t *eng, ab_result_t *out) {
+  const ab_case_cfg_t *cfg = eng->cfg;
   uint32_t n = interval_count(cfg);
+  if (eng->interrupted) {
+    /* only the intervals begun before the interrupt (end_measure_early) */
+    n = 0;
+    if (out->measured_s > 0) /* else: interrupted before measuring */
+      for (uint32_t li = 0; li < eng->nloops; li++)
+        if (eng->loops[li].iv_n > n) n = eng->loops[li].iv_n;
+  }
   out->interval_s = cfg->interval_s > 0 ? cfg->interval_s : 1.0;
-  out->iv = calloc(n, sizeof(ab__iv_t));
+  out->iv = calloc(n ? n : 1, sizeof(ab__iv_t));
   if (out->iv == NULL) return AB_ENOMEM;
   out->niv = n;
   for (uint32_t i = 0; i < n; i++) ab_hist_init(&out->iv[i].rtt);
   if (cfg->rate > 0) {
-    out->iv_lag = calloc(n, sizeof(ab_hist_t));
+    out->iv_lag = calloc(n ? n : 1, sizeof(ab_hist_t));
     if (out->iv_lag == NULL) return AB_ENOMEM;
     for (uint32_t i = 0; i < n; i++) ab_hist_init(&out->iv_lag[i]);
   }
@@ -797,7 +872,7 @@ static void stop_and_merge(ab__engine_t *eng, ab_result_t *out) {
    * a peak below what is resident now */
   out->rss_peak_bytes = cend.maxrss_bytes > out->rss_end_bytes ? cend.maxrss_bytes
                                                                : out->rss_end_bytes;
-  if (alloc_result_series(eng->cfg, out) < 0 && out->error[0] == '\0')
+  if (alloc_result_series(eng, out) < 0 && out->error[0] == '\0')
     snprintf(out->error, sizeof(out->error), "out of memory merging the time series");
   for (uint32_t li = 0; li < eng->nloops; li++) {
     ab__loop_t *l = &eng->loops[li];
@@ -820,6 +895,13 @@ static void judge(const ab__engine_t *eng, ab_result_t *out) {
   } else {
     out->ok = out->error[0] == '\0' && out->nerrors == 0 && out->timed_out == 0 &&
               out->message_errors == 0 && out->unfinished == 0 && out->completed > 0;
+  }
+  if (out->interrupted) {
+    /* the numbers are kept, but this is not the run that was asked for */
+    out->ok = 0;
+    if (out->error[0] == '\0')
+      snprintf(out->error, sizeof(out->error), "interrupted after %.3f s of the %g s measure phase",
+               out->measured_s, eng->cfg->duration_s);
   }
   if (!out->ok && out->error[0] == '\0')
     snprintf(out->error, sizeof(out->error), "no round trip completed in the measured interval");

@@ -58,6 +58,12 @@ typedef struct {
   void (*on_listening)(int port, void *arg);
   void *on_listening_arg;
   volatile int *stop;
+  /* client roles: polled by the coordinator (every 10 ms while it waits);
+   * non-zero ends the run at once, keeping what was measured: no more
+   * sends, replies drained for at most min(timeout, 0.5 s), the rest in
+   * flight unfinished, out->interrupted set.  NULL: never.  Called on the
+   * coordinator thread; must be cheap (a signal flag). */
+  int (*interrupted)(void);
   /* who drives the connections: a row of the driver registry
    * (ab_driver_for) or one the host layer builds; required */
   const ab_driver_t *driver;
@@ -80,7 +86,9 @@ struct ab_result_s {
   int ok;                 /* 1: measured as asked, no errors */
   char error[512];        /* first error, with context; "" when none */
   AB_COUNTER_FIELDS      /* sent, completed, ... (engine/counters.h) */
-  double measured_s;      /* the measured interval (deadline - start) */
+  double measured_s;      /* the measured interval (deadline - start; an
+                             interrupted run: interrupt - start) */
+  int interrupted;        /* cfg->interrupted() ended the run early */
   double cpu_wall_s;      /* wall time between the two CPU samples */
   double cpu_user_s, cpu_sys_s;
   uint64_t rss_peak_bytes, rss_end_bytes;
@@ -100,7 +108,8 @@ struct ab_result_s {
    * these are the RTT from the actual send and actual - intended, ns */
   ab_hist_t rtt_raw, send_lag;
   /* the time series: niv intervals of interval_s from the start (the last
-   * also holds what was counted after the deadline), merged across
+   * also holds what was counted after the deadline; an interrupted run
+   * has only the intervals begun before the interrupt), merged across
    * loops; malloc'd, ab_result_free().  iv_lag: open loop only, else NULL */
   ab__iv_t *iv;
   ab_hist_t *iv_lag;

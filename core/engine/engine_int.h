@@ -49,8 +49,10 @@ enum {
 };
 
 /* Commands, coordinator -> loop. */
+/* AB__CMD_END: an interrupt; the measure phase ends at t0 (no more sends),
+ * replies are drained until t1. */
 enum { AB__CMD_NONE = 0, AB__CMD_CONNECT, AB__CMD_WARMUP, AB__CMD_MEASURE,
-       AB__CMD_STOP };
+       AB__CMD_END, AB__CMD_STOP };
 
 /* What a loop is doing with its clients. */
 enum {
@@ -168,6 +170,7 @@ struct ab__engine_s {
   pthread_cond_t cv;
   uint32_t reached[AB__ST_COUNT];
   int aborted;                  /* ab__engine_abort: stop waiting now */
+  int interrupted;              /* cfg->interrupted() said so (coordinator) */
   const ab_driver_t *drv;       /* cfg->driver */
   ab__dcase_t *dc;              /* the driver's part of this case */
 };

@@ -16,8 +16,10 @@
  * that only record the first signal (a sig_atomic_t) and write one byte to a
  * close-on-exec self-pipe.  The flag is sticky until ab_proc_interrupt_clear():
  *   - a signal that arrives while a child runs wakes the call at once (the
- *     loop polls the pipe): the child gets SIGTERM, SIGKILL 300 ms later, and
- *     the call returns with res->interrupted set, well within 1 s;
+ *     loop polls the pipe): the child gets SIGTERM, SIGKILL 2 s later (a
+ *     worker uses that time to end its measurement and write its run
+ *     object, well within 1 s; a second signal kills it at once), and the
+ *     call returns with res->interrupted set when the child is reaped;
  *   - a signal that arrives between two calls is kept in the flag, and the
  *     next call returns at once with res->interrupted set without spawning;
  *   - a signal that arrives after the child exited leaves the finished result
@@ -50,7 +52,9 @@
 #define AB_PROC_OUTPUT_MAX ((size_t)256 << 20)
 
 #define AB_PROC_TERM_GRACE_MS 500      /* timeout: SIGTERM .. SIGKILL */
-#define AB_PROC_INTR_GRACE_MS 300      /* interrupt: SIGTERM .. SIGKILL */
+#define AB_PROC_INTR_GRACE_MS 2000     /* interrupt: SIGTERM .. SIGKILL; a
+                                          worker ends its measurement and
+                                          writes its run object meanwhile */
 #define AB_PROC_EOF_GRACE_MS 250       /* after exit: wait this long for EOF
                                           on pipes a grandchild may hold */
 

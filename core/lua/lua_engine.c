@@ -31,6 +31,7 @@
 #include "base/ab_error.h"
 #include "drivers/registry.h"
 #include "engine/engine.h"
+#include "io/proc.h"
 #include "lua/lua_core.h"
 #include "lua/lua_exec.h"
 #include "base/procstat.h"
@@ -278,6 +279,12 @@ static const char *read_role(lua_State *L, ab_case_cfg_t *cfg, case_strings_t *k
     host_of(where, 1, keep->target_host, sizeof(keep->target_host));
     cfg->host = keep->target_host;
   }
+  if (cfg->role != AB_ROLE_SERVER) {
+    /* a worker that installed the orchestrator's handlers
+     * (core.signals_install) ends its run early on SIGINT/SIGTERM and
+     * keeps the numbers; without them the flag never rises */
+    cfg->interrupted = ab_proc_interrupted;
+  }
   if (cfg->role == AB_ROLE_SERVER) {
     host_of(where, 0, keep->listen_host, sizeof(keep->listen_host));
     cfg->on_listening = print_listening;
@@ -459,8 +466,14 @@ static void push_result(lua_State *L, const ab_case_cfg_t *cfg, const ab_result_
   }
   push_counters(L, r, AB_GROUP_RUN);
   SETNUM("measured_s", r->measured_s);
-  SETNUM("round_trips_per_s", (double)r->completed / r->measured_s);
-  SETNUM("payload_mib_per_s", (double)r->completed * cfg->payload / r->measured_s / 1048576.0);
+  /* an interrupt before the measure phase leaves nothing measured */
+  double per_s = r->measured_s > 0 ? 1.0 / r->measured_s : 0;
+  SETNUM("round_trips_per_s", (double)r->completed * per_s);
+  SETNUM("payload_mib_per_s", (double)r->completed * cfg->payload * per_s / 1048576.0);
+  if (r->interrupted) {
+    lua_pushboolean(L, 1);
+    lua_setfield(L, -2, "interrupted");
+  }
   push_hists(L, r);
   if (cfg->protocol == AB_PROTO_TLS || cfg->protocol == AB_PROTO_WSS ||
       cfg->protocol == AB_PROTO_HTTPS)
@@ -488,7 +501,7 @@ static void push_script_outcome(lua_State *L, const ab_lua_exec_t *lx, const ab_
     SETNUM("ESCRIPT", script_errors);
     lua_pop(L, 1);
   }
-  SETNUM("payload_mib_per_s", (double)ab_lua_exec_reply_bytes(lx) / r->measured_s / 1048576.0);
+  SETNUM("payload_mib_per_s", r->measured_s > 0 ? (double)ab_lua_exec_reply_bytes(lx) / r->measured_s / 1048576.0 : 0);
 }
 
 static int l_run_case(lua_State *L) {

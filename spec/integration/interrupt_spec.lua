@@ -162,3 +162,84 @@ return {
         assert.are.equal(0, #worker_lines(r.scen), "a worker is left")
     end)
 end)
+
+-- Acceptance 8 of issue 12: the interrupted run keeps what it measured.
+-- One 3 s case (interval 0.5 s), interrupted about 1.5 s into its measure
+-- phase; the run object must hold the counts, the histogram and the
+-- intervals up to the interrupt, and the identity. Runtime: ~2 x 3 s.
+local KEEP = [[
+return {
+    payload = 64,
+    clients = 2,
+    window = 4,
+    warmup = 0.1,
+    duration = 3,
+    interval = 0.5,
+    repetitions = 1,
+%s
+}
+]]
+
+local function keep_case(name, extra, kill_cmd)
+    local r = start(name, KEEP:format(extra))
+    local running = wait_for(function() return #worker_lines(r.scen) > 0 end, 20)
+    assert.is_truthy(running, "no worker started; stderr:\n" .. (read_file(r.dir .. "/stderr") or ""))
+    -- warm-up 0.1 s, then about 1.5 s of the measure phase
+    proc.sleep(1.6)
+    local t0 = now_s()
+    assert(sh_ok(kill_cmd(r)))
+    local rc = exit_code(r, 10)
+    local took = now_s() - t0
+    local stderr = read_file(r.dir .. "/stderr") or ""
+    assert.are.equal(130, rc, "exit code; stderr:\n" .. stderr)
+    -- the drain is bounded by min(timeout, 0.5 s)
+    assert.is_true(took < 2.0, string.format("the orchestrator took %.3f s to exit", took))
+    assert.are.equal(0, #worker_lines(r.scen), "a worker is left")
+
+    local runs = read_runs(r.out .. "/runs.jsonl")
+    assert.are.equal(1, #runs)
+    local run = runs[1]
+    assert.are.equal("interrupted", run.status, cjson.encode(run))
+    assert.are.equal(false, run.ok)
+    assert.is_truthy(run.error:find("interrupted after", 1, true), run.error)
+    -- measured up to the interrupt, not the whole duration, nor nothing
+    assert.is_true(run.measured_s > 0.8 and run.measured_s < 2.9,
+                   "measured_s = " .. tostring(run.measured_s))
+    assert.is_true(run.completed > 0)
+    assert.are.equal(run.sent, run.completed + run.drained + run.timed_out
+                                + run.message_errors + run.unfinished,
+                     "the identity: " .. cjson.encode(run))
+    assert.is_true(run.rtt_us.count > 0)
+    assert.is_truthy(run.rtt_histogram)
+    -- the intervals begun before the interrupt, the last one ending there
+    local iv = run.intervals
+    assert.are.equal(math.ceil(run.measured_s / 0.5 - 1e-9), #iv)
+    local last = iv[#iv]
+    assert.is_true(math.abs(last.t_s + last.duration_s - run.measured_s) < 1e-6)
+    local sent, completed = 0, 0
+    for i, v in ipairs(iv) do
+        assert.is_true(math.abs(v.t_s - (i - 1) * 0.5) < 1e-9)
+        if i < #iv then assert.is_true(v.completed > 0, "interval " .. i .. " is empty") end
+        sent, completed = sent + v.sent, completed + v.completed
+    end
+    assert.are.equal(run.completed, completed)
+    assert.are.equal(run.sent, sent)
+    local ok, summary = pcall(cjson.decode, read_file(r.out .. "/summary.json") or "")
+    assert.is_true(ok, "summary.json is missing or not strict JSON")
+    assert.are.equal(true, summary.interrupted)
+    return run
+end
+
+describe("arkbench run interrupted mid-run (issue 12, acceptance 8)", function()
+    it("Ctrl-C to the process group: exit 130, the run keeps its counts and intervals", function()
+        keep_case("keep_group", "", function(r) return "kill -INT -" .. r.pgid end)
+    end)
+
+    it("SIGINT to the orchestrator alone (open loop): it forwards it, the numbers are kept", function()
+        local run = keep_case("keep_orch", "    rate = 2000,", function(r) return "kill -INT " .. r.orch end)
+        assert.are.equal("open", run.load_model)
+        -- the schedule ended at the interrupt: what it meant to send by then went out
+        assert.is_true(math.abs(run.rate_achieved - 2000) < 0.05 * 2000,
+                       "rate_achieved = " .. tostring(run.rate_achieved))
+    end)
+end)

@@ -8,7 +8,14 @@
 -- descriptor named by ARKBENCH_RESULT_FD (the runner passes 3, a pipe of its
 -- own), else stdout (a worker started by hand). The scenario's own prints
 -- stay on stdout, which the runner keeps in workers.log. Exit code 0 when
--- the run is ok, 1 otherwise, 2 when the command line is wrong.
+-- the run is ok, 1 otherwise, 2 when the command line is wrong, 130 when
+-- it was interrupted.
+--
+-- SIGINT/SIGTERM (a terminal's Ctrl-C reaches the whole process group; the
+-- orchestrator forwards SIGTERM) end the measurement at once: no more
+-- sends, replies drained for at most min(timeout, 0.5 s), and the run
+-- object keeps the counts, histograms and intervals measured up to the
+-- interrupt, with status "interrupted" (docs/run-object.md).
 
 local core = require("arkbench.core")
 local json = require("arkbench.util.json")
@@ -105,6 +112,9 @@ function _M.main(args)
     -- that one is killed with SIGKILL (prctl PR_SET_PDEATHSIG)
     local opid = tonumber(os.getenv("ARKBENCH_ORCHESTRATOR_PID") or "")
     if opid and core.die_with_parent then core.die_with_parent(opid) end
+    -- the handlers only record the signal; the engine polls it
+    local sok, serr0 = core.signals_install()
+    if not sok then io_stderr:write("arkbench: worker: cannot catch SIGINT/SIGTERM: ", serr0, "\n") end
     local o, err = parse(args)
     if not o then
         io_stderr:write("arkbench: ", err, "\n")
@@ -187,7 +197,9 @@ function _M.main(args)
     merge(obj, res)
     -- a Lua error inside a hook (execution = "lua"): status script_error
     obj.status = res.ok and "ok" or (res.script_error and "script_error" or "error")
+    if res.interrupted then obj.status = "interrupted" end
     obj.script_error = nil
+    obj.interrupted = nil
     obj.error = res.error
     if server then
         -- split: the run's CPU and RSS are the client process's; the
@@ -202,6 +214,7 @@ function _M.main(args)
     if case.target or server then
         obj.server_connections, obj.server_messages, obj.server_bytes = nil, nil, nil
     end
+    if res.interrupted then return finish(130) end
     return finish(obj.ok and 0 or 1)
 end
 
