@@ -7,9 +7,12 @@
 -- hundred microseconds, so its capacity X (a few thousand echoes/s) is set
 -- by that work, not by the client. X is measured first with a closed loop
 -- of one connection with window 2: the server always has the next message
--- waiting, yet, as in the open loop, it reads and answers them about one
--- at a time (a deep window would let it batch syscalls, a capacity the
--- open loop, one message at a time, never sees).
+-- waiting, as it has in an open loop near its knee, yet it reads and
+-- answers them about one at a time (a deep window, 16, lets it batch
+-- syscalls: a capacity the open loop never sees). Window 1 measured ~4 %
+-- less when the machine was quiet, but under a neighbour's load its RTT
+-- also holds the client's wake-ups, and it fell ~20 % below the knee the
+-- probes then found.
 --
 -- Why the knee is X for this SLO ('p90_us<30000' and rate_met): in an
 -- open loop at rate R < X the server keeps up, so the corrected latency is
@@ -19,8 +22,8 @@
 -- the backlog grows by R - X messages per second for the whole probe: a
 -- message sent t s into it waits about t (R - X) / R, so the p90 of a 2 s
 -- probe is about 1.8 (R - X) / R s, over 30 ms from R ~ 1.02 X on; the
--- window (256, room for a 0.1 s stall) fills from R ~ 1.1 X on, and then
--- rate_met fails too. So the probes pass up to X and fail above it: the
+-- window (256, room for a 0.1 s stall) fills within the probe once R - X
+-- > 128/s (R ~ 1.03 X at X ~ 4000/s), and then rate_met fails too. So the probes pass up to X and fail above it: the
 -- knee is X, give or take the few percent of the search's 5 % bracket.
 -- The search brackets [X/4, 4X] (2 end probes + 6 bisections: 8 probes).
 --
