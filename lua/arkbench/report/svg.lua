@@ -96,6 +96,8 @@ local function nice_scale(top)
     end
     return ceil(top / step - 1e-9) * step, step
 end
+-- shared with report/svg_load.lua's axes
+_M.nice_scale = nice_scale
 
 local function label_width(s)
     local _, cont = s:gsub("[\128-\191]", "")

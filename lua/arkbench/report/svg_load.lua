@@ -48,17 +48,8 @@ local function slug(s)
     return s
 end
 
--- 0 .. top with about 5 steps of 1, 2, 2.5 or 5 x 10^k
-local function linear(top)
-    if not top or top <= 0 then return 1, 0.2 end
-    local raw = top / 5
-    local mag = 10 ^ floor(log10(raw))
-    local step = mag * 10
-    for _, m in ipairs({ 1, 2, 2.5, 5, 10 }) do
-        if m * mag >= raw then step = m * mag break end
-    end
-    return ceil(top / step - 1e-9) * step, step
-end
+-- 0 .. top with about 5 steps of 1, 2, 2.5 or 5 x 10^k (report/svg.lua's)
+local linear = require("arkbench.report.svg").nice_scale
 
 -- The page: title, subtitle, legend of series { label, color }, axes.
 local function frame(o)
