@@ -52,7 +52,7 @@
 #define AB_PROC_OUTPUT_MAX ((size_t)256 << 20)
 
 #define AB_PROC_TERM_GRACE_MS 500      /* timeout: SIGTERM .. SIGKILL */
-#define AB_PROC_INTR_GRACE_MS 2000     /* interrupt: SIGTERM .. SIGKILL; a
+#define AB_PROC_INTR_GRACE_MS 1000     /* interrupt: SIGTERM .. SIGKILL; a
                                           worker ends its measurement and
                                           writes its run object meanwhile */
 #define AB_PROC_EOF_GRACE_MS 250       /* after exit: wait this long for EOF

@@ -197,7 +197,11 @@ describe("runner.run", function()
         assert.truthy(r.error:find("cannot start the worker: ENOENT", 1, true))
     end)
 
-    it("stops at Ctrl-C within 1 s, keeps finished runs and kills the worker", function()
+    -- The hanging worker ignores the signal: it is killed after the grace a
+    -- worker has to write what it measured (AB_PROC_INTR_GRACE_MS, 1 s:
+    -- a drain of at most 0.5 s, then the merge and the write), so the
+    -- runner ends within that grace and a little.
+    it("stops at Ctrl-C within 1.5 s, keeps finished runs and kills the worker", function()
         local dir = tmpdir()
         local cmd = string.format(
             "cd %s && (AB_DRIVER_OUT=%s setsid -w %s dev-busted spec/fixtures/interrupt_driver_spec.lua"
@@ -232,7 +236,7 @@ describe("runner.run", function()
         local took = (core.now_ns() - t0) / 1e9
         local log = read_file(dir .. "/driver.log") or ""
         assert.are.equal(130, exit_code, "driver log: " .. log)
-        assert.is_true(took < 1.0, "took " .. took .. " s")
+        assert.is_true(took < 1.5, "took " .. took .. " s")
 
         local r = read_runs(dir)
         assert.are.equal(2, #r)

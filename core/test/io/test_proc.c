@@ -143,7 +143,7 @@ static void test_interrupt(void) {
   CHECK(ab_proc_interrupted() == SIGINT);
   ab_proc_result_free(&res);
 
-  /* A child that ignores SIGTERM is SIGKILLed AB_PROC_INTR_GRACE_MS (2 s)
+  /* A child that ignores SIGTERM is SIGKILLed AB_PROC_INTR_GRACE_MS (1 s)
    * later: the grace a worker has to write what it measured. */
   ab_proc_interrupt_clear();
   t0 = uv_hrtime();
