@@ -17,28 +17,11 @@
 #include "base/ab_error.h"
 #include "io/conn.h"
 #include "test/ab_test.h"
+#include "test/io/tcp_pair.h"
 
 static uv_loop_t loop;
 static ab_reactor_t reactor;
 
-static void tcp_pair(int *a, int *b) {
-  int l = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in addr;
-  socklen_t len = sizeof(addr);
-  memset(&addr, 0, sizeof(addr));
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  CHECK(bind(l, (struct sockaddr *)&addr, sizeof(addr)) == 0);
-  CHECK(listen(l, 1) == 0);
-  CHECK(getsockname(l, (struct sockaddr *)&addr, &len) == 0);
-  *a = socket(AF_INET, SOCK_STREAM, 0);
-  CHECK(connect(*a, (struct sockaddr *)&addr, sizeof(addr)) == 0);
-  *b = accept(l, NULL, NULL);
-  CHECK(*b >= 0);
-  close(l);
-}
-
-static uint8_t pattern(size_t i) { return (uint8_t)((i * 7 + 3) % 251); }
 
 typedef struct {
   ab_conn_t conn;

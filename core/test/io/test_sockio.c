@@ -16,29 +16,11 @@
 
 #include "io/sockio.h"
 #include "test/ab_test.h"
+#include "test/io/tcp_pair.h"
 
 static uv_loop_t loop;
 static ab_reactor_t reactor;
 
-/* A connected loopback pair: *a (for the sockio) and *b (the peer). */
-static void tcp_pair(int *a, int *b) {
-  int l = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in addr;
-  socklen_t len = sizeof(addr);
-  memset(&addr, 0, sizeof(addr));
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  CHECK(bind(l, (struct sockaddr *)&addr, sizeof(addr)) == 0);
-  CHECK(listen(l, 1) == 0);
-  CHECK(getsockname(l, (struct sockaddr *)&addr, &len) == 0);
-  *a = socket(AF_INET, SOCK_STREAM, 0);
-  CHECK(connect(*a, (struct sockaddr *)&addr, sizeof(addr)) == 0);
-  *b = accept(l, NULL, NULL);
-  CHECK(*b >= 0);
-  close(l);
-}
-
-static uint8_t pattern(size_t i) { return (uint8_t)((i * 7 + 3) % 251); }
 
 /* ---- state shared with the callbacks --------------------------------- */
 typedef struct {
