@@ -65,15 +65,7 @@ local function case_keys(cases)
             end
         end
     end
-    local rank = {}
-    for i, k in ipairs(report.AXIS_ORDER) do rank[k] = i end
-    sort(keys, function(a, b)
-        local ra, rb = rank[a], rank[b]
-        if ra and rb then return ra < rb end
-        if ra or rb then return ra ~= nil end
-        return a < b
-    end)
-    return keys
+    return report.sort_axes(keys)
 end
 
 local RUN_FIELDS = {

@@ -67,14 +67,7 @@ function _M.varying(cases)
             end
         end
     end
-    local known = {}
-    for i, k in ipairs(report.AXIS_ORDER) do known[k] = i end
-    sort(keys, function(a, b)
-        local ka, kb = known[a], known[b]
-        if ka and kb then return ka < kb end
-        if ka or kb then return ka ~= nil end
-        return a < b
-    end)
+    report.sort_axes(keys)
     local out = {}
     for _, key in ipairs(keys) do
         local first, differs = nil, false

@@ -4,6 +4,8 @@
 --   report.axes(summary) -> { key, ... }   case keys whose value differs
 --                                          between cases, in AXIS_ORDER
 --   report.AXIS_ORDER
+--   report.sort_axes(keys) -> keys, sorted in place: AXIS_ORDER first, the
+--                             rest by name
 --   report.format_count(v) / format_us(v) / format_fixed(v, decimals)
 --       number formatters shared by every view ("-" for a missing value)
 --
@@ -40,6 +42,18 @@ _M.AXIS_ORDER = {
     "payload", "clients", "window", "topology", "execution", "work",
     "protocol", "framing", "rate", "search",
 }
+
+function _M.sort_axes(keys)
+    local rank = {}
+    for i, k in ipairs(_M.AXIS_ORDER) do rank[k] = i end
+    table.sort(keys, function(a, b)
+        local ra, rb = rank[a], rank[b]
+        if ra and rb then return ra < rb end
+        if ra or rb then return ra ~= nil end
+        return a < b
+    end)
+    return keys
+end
 
 local FAILED_MAX = 72 -- characters of "FAILED (status: error)" kept
 
