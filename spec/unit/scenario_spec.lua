@@ -105,13 +105,13 @@ describe("scenario.load", function()
 
         it("names the key and the expected type for payload = \"abc\"", function()
             assert.equals(F .. "bad_type.lua:3: key 'payload': got string \"abc\"; "
-                .. "expected an integer from 16 to 16777216", load_err("bad_type.lua"))
+                .. "expected an integer from 16 to 16777216 (bytes) or a size such as \"64B\", \"16KiB\", \"1MiB\"", load_err("bad_type.lua"))
         end)
 
         it("names the list element that is wrong, and an empty list", function()
             assert.equals(
                 F .. "bad_element.lua:2: key 'payload' element 2: got string \"big\"; "
-                    .. "expected an integer from 16 to 16777216\n"
+                    .. "expected an integer from 16 to 16777216 (bytes) or a size such as \"64B\", \"16KiB\", \"1MiB\"\n"
                 .. F .. "bad_element.lua:3: key 'clients': got an empty list; "
                     .. "expected an integer from 1 to 100000, or a non-empty list of them",
                 load_err("bad_element.lua"))
@@ -119,7 +119,7 @@ describe("scenario.load", function()
 
         it("refuses duration = 0 with the allowed range", function()
             assert.equals(F .. "zero_duration.lua:2: key 'duration': got 0; "
-                .. "expected a number > 0 (seconds, at most 3600)", load_err("zero_duration.lua"))
+                .. "expected a number > 0 (seconds, at most 3600) or a duration such as \"250ms\", \"10s\", \"2m\"", load_err("zero_duration.lua"))
         end)
 
         it("refuses clients = 0 with the allowed range", function()
@@ -136,9 +136,9 @@ describe("scenario.load", function()
 
         it("applies the UDP datagram limit to payload", function()
             assert.equals(F .. "udp_big.lua:3: key 'payload': got 65508; expected an integer "
-                .. "from 16 to 65507 (the UDP datagram limit)", load_err("udp_big.lua"))
+                .. "from 16 to 65507 (the UDP datagram limit) or a size such as \"64B\", \"16KiB\", \"1MiB\"", load_err("udp_big.lua"))
             assert.equals(F .. "mixed_protocols.lua:3: key 'payload': got 100000; expected an "
-                .. "integer from 16 to 65507 (the UDP datagram limit)",
+                .. "integer from 16 to 65507 (the UDP datagram limit) or a size such as \"64B\", \"16KiB\", \"1MiB\"",
                 load_err("mixed_protocols.lua"))
         end)
 
@@ -147,7 +147,7 @@ describe("scenario.load", function()
                 F .. "several.lua:1: unexpected list entry [1]: got string \"tcp\"; "
                     .. "expected named keys, such as payload = 64",
                 F .. "several.lua:2: key 'warmup': got -1; expected a number >= 0 "
-                    .. "(seconds, at most 3600)",
+                    .. "(seconds, at most 3600) or a duration such as \"250ms\", \"10s\", \"2m\"",
                 F .. "several.lua:3: key 'topology': got string \"sharded:0\"; expected "
                     .. "\"sharded:N\" or \"shared:N\" with N an integer from 1 to 256",
                 F .. "several.lua:4: key 'tls': unknown key 'verison'; did you mean 'version'?",
@@ -308,13 +308,13 @@ describe("scenario.load", function()
 
         it("refuses a bad value the same way, naming the --set", function()
             assert.equals("--set payload=abc: key 'payload': got string \"abc\"; "
-                .. "expected an integer from 16 to 16777216",
+                .. "expected an integer from 16 to 16777216 (bytes) or a size such as \"64B\", \"16KiB\", \"1MiB\"",
                 load_err("minimal.lua", { "payload=abc" }))
             assert.equals("--set payload=64,abc: key 'payload' element 2: got string \"abc\"; "
-                .. "expected an integer from 16 to 16777216",
+                .. "expected an integer from 16 to 16777216 (bytes) or a size such as \"64B\", \"16KiB\", \"1MiB\"",
                 load_err("minimal.lua", { "payload=64,abc" }))
             assert.equals("--set duration=0: key 'duration': got 0; expected a number > 0 "
-                .. "(seconds, at most 3600)", load_err("minimal.lua", { "duration=0" }))
+                .. "(seconds, at most 3600) or a duration such as \"250ms\", \"10s\", \"2m\"", load_err("minimal.lua", { "duration=0" }))
         end)
 
         it("refuses an unknown key with a suggestion, and a malformed entry", function()
@@ -353,7 +353,7 @@ describe("scenario.load", function()
             assert.equals("--set tls.resume=maybe: key 'tls': key 'resume': got string \"maybe\"; "
                 .. "expected a boolean", load_err("minimal.lua", { "protocol=tls", "tls.resume=maybe" }))
             assert.equals("--set udp.recv_buffer=big: key 'udp': key 'recv_buffer': got string "
-                .. "\"big\"; expected an integer from 1 to 1073741824 (bytes)",
+                .. "\"big\"; expected an integer from 1 to 1073741824 (bytes) or a size such as \"64B\", \"16KiB\", \"1MiB\"",
                 load_err("minimal.lua", { "protocol=udp", "udp.recv_buffer=big" }))
             assert.equals("--set payload.x=1: key 'payload' takes a value, not sub-keys; "
                 .. "--set KEY.SUB=value is for tls, udp", load_err("minimal.lua", { "payload.x=1" }))
@@ -445,7 +445,7 @@ describe("scenario.load", function()
             local max = row("udp").payload_max
             assert.equals(65507, max)
             assert.equals(string.format("--set payload=%d: key 'payload': got %d; expected an integer "
-                .. "from %d to %d (the UDP datagram limit)", max + 1, max + 1,
+                .. "from %d to %d (the UDP datagram limit) or a size such as \"64B\", \"16KiB\", \"1MiB\"", max + 1, max + 1,
                 caps.limits.payload_min, max),
                 load_err("minimal.lua", { "protocol=udp", "payload=" .. (max + 1) }))
             assert(scenario.load(F .. "minimal.lua", { "protocol=udp", "payload=" .. max }))
@@ -539,7 +539,7 @@ describe("scenario.load", function()
             local spec = assert(scenario.load(F .. "minimal.lua", { "interval=0.25" }))
             assert.equals(0.25, spec.keys.interval)
             assert.equals("--set interval=0.001: key 'interval': got 0.001; expected a number"
-                .. " from 0.01 to the duration (seconds per interval of the time series)",
+                .. " from 0.01 to the duration (seconds per interval of the time series) or a duration such as \"250ms\", \"10s\", \"2m\"",
                 load_err("minimal.lua", { "interval=0.001" }))
             assert.matches("key 'interval': got 5; expected at most the duration %(1 s%)",
                 load_err("minimal.lua", { "interval=5", "duration=1" }))

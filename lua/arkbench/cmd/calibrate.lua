@@ -18,6 +18,7 @@
 -- overhead; for RTT (arkbench p50 / floor mean) above 1 is.
 
 local core = require("arkbench.core")
+local units = require("arkbench.util.units")
 
 local io, type, tonumber, tostring = io, type, tonumber, tostring
 local ipairs = ipairs
@@ -61,9 +62,9 @@ local DEFAULTS = {
 
 local OPTIONS = {
     pairs = { min = 1, max = 100, int = true },
-    warmup = { min = 0, max = 3600 },
-    duration = { min = 0, max = 3600, open_min = true },
-    payload = { min = 1, max = 16 * 1024 * 1024, int = true },
+    warmup = { min = 0, max = 3600, unit = "seconds" },
+    duration = { min = 0, max = 3600, open_min = true, unit = "seconds" },
+    payload = { min = 1, max = 16 * 1024 * 1024, int = true, unit = "bytes" },
     clients = { min = 1, max = 100000, int = true },
     window = { min = 1, max = 4096, int = true },
     cpu = { min = 0, max = 4095, int = true },
@@ -102,7 +103,7 @@ local function parse(args)
             if not spec then
                 return nil, "unknown argument '" .. tostring(a) .. "'"
             end
-            local n = tonumber(value)
+            local n = spec.unit and units[spec.unit](value) or tonumber(value)
             local bad = n == nil or n ~= n
                 or (spec.int and n ~= math_floor(n))
                 or n > spec.max or n < spec.min
@@ -113,9 +114,10 @@ local function parse(args)
                         tostring(spec.max))
                     or str_format("%s .. %s", tostring(spec.min),
                         tostring(spec.max))
-                return nil, str_format("--%s must be %s %s, got '%s'", name,
+                return nil, str_format("--%s must be %s %s%s, got '%s'", name,
                     spec.int and "an integer" or "a number", range,
-                    tostring(value))
+                    spec.unit and (" " .. (spec.unit == "seconds" and units.DURATION_HINT
+                        or units.SIZE_HINT)) or "", tostring(value))
             end
             opts[name] = n
         end

@@ -28,6 +28,7 @@ local core = require("arkbench.core")
 local json = require("arkbench.util.json")
 
 local tonumber, io_stderr, io_stdout = tonumber, io.stderr, io.stdout
+local units = require("arkbench.util.units")
 
 local _M = {}
 
@@ -68,7 +69,7 @@ function _M.main(args)
     -- every value checked before anything listens
     local matrix = require("arkbench.scenario.matrix")
     local function int_in(k, lo, hi)
-        local n = tonumber(o[k])
+        local n = (k == "payload" and units.bytes or tonumber)(o[k])
         if not n or n ~= math.floor(n) or n < lo or n > hi then
             io_stderr:write(string.format("arkbench serve: --%s %s: expected an integer from %d"
                 .. " to %d\n", k, tostring(o[k]), lo, hi))
@@ -99,7 +100,7 @@ function _M.main(args)
     local t0 = core.now_ns()
     local r, err = core.run_case({
         role = "server", protocol = o.protocol, listen = o.listen, topology = o.topology,
-        work = tonumber(o.work), framing = o.framing, payload = tonumber(o.payload),
+        work = tonumber(o.work), framing = o.framing, payload = units.bytes(o.payload),
         duration = 1, warmup = 0, timeout = 2,
         tls = { cert = o["cert-out"], version = o["tls-version"], alpn = o.alpn },
     })

@@ -20,6 +20,7 @@ local str_upper = string.upper
 local core = require("arkbench.core")
 local matrix = require("arkbench.scenario.matrix")
 local msg = require("arkbench.scenario.msg")
+local units = require("arkbench.util.units")
 
 local list_length, describe, unknown_key = msg.list_length, msg.describe, msg.unknown_key
 local where, fail, warn = msg.where, msg.fail, msg.warn
@@ -121,7 +122,7 @@ local function seconds(min_inclusive)
             return is_finite(v) and v <= 3600 and (v > 0 or (min_inclusive and v == 0))
         end,
         expected = (min_inclusive and "a number >= 0" or "a number > 0")
-                   .. " (seconds, at most 3600)",
+                   .. " (seconds, at most 3600) " .. units.DURATION_HINT,
     }
 end
 
@@ -142,7 +143,7 @@ end
 local RULES = {
     protocol = one_of(PROTOCOL_NAMES),
     framing = one_of(CAPS.framings),
-    payload = int_range(LIMITS.payload_min, LIMITS.payload_max),
+    payload = int_range(LIMITS.payload_min, LIMITS.payload_max, " (bytes) " .. units.SIZE_HINT),
     clients = int_range(LIMITS.clients_min, LIMITS.clients_max),
     window = int_range(LIMITS.window_min, LIMITS.window_max),
     topology = {
@@ -162,7 +163,8 @@ local RULES = {
     timeout = seconds(false),
     interval = {
         test = function(v) return is_finite(v) and v >= 0.01 and v <= 3600 end,
-        expected = "a number from 0.01 to the duration (seconds per interval of the time series)",
+        expected = "a number from 0.01 to the duration (seconds per interval of the time series) "
+                   .. units.DURATION_HINT,
     },
     placement = one_of({ "same-process", "split" }),
     target = {
@@ -186,7 +188,7 @@ local function payload_rule(protocol)
     local note = low.transport == "datagram"
         and str_format(" (the %s datagram limit)", str_upper(low.name))
         or str_format(" (the limit of protocol %s)", low.name)
-    return int_range(LIMITS.payload_min, low.payload_max, note)
+    return int_range(LIMITS.payload_min, low.payload_max, note .. " " .. units.SIZE_HINT)
 end
 
 -- keys that take a scalar or a list, in validation order (protocol first:
@@ -414,7 +416,7 @@ local function check_udp(ctx, v)
         if x ~= nil then
             if type(x) ~= "number" or x ~= math_floor(x) or x < 1 or x > 1073741824 then
                 fail(ctx, "udp", label .. ": key '" .. k .. "': got " .. describe(x)
-                     .. "; expected an integer from 1 to 1073741824 (bytes)")
+                     .. "; expected an integer from 1 to 1073741824 (bytes) " .. units.SIZE_HINT)
                 ok = false
             end
             out[k] = x
@@ -480,10 +482,39 @@ local function check_thresholds(ctx, v)
 end
 
 ---------------------------------------------------------------------------
+-- Units: the keys that take seconds or bytes also take a string with a unit
+-- ("250ms", "10s", "16KiB"; arkbench.util.units). They are resolved here,
+-- before the rules, so every later step and the results see numbers; a
+-- string that is not a unit value is left as it is, for its rule to refuse.
+
+local SECONDS_KEYS = { "warmup", "duration", "timeout", "interval" }
+local BYTES_KEYS = { "payload" }
+
+local function resolve(v, conv)
+    if type(v) == "string" then return conv(v) or v end
+    if type(v) ~= "table" then return v end
+    local out = {}
+    for k, e in pairs(v) do
+        out[k] = type(e) == "string" and (conv(e) or e) or e
+    end
+    return out
+end
+
+local function with_units(t)
+    local out = {}
+    for k, v in pairs(t) do out[k] = v end
+    for _, k in ipairs(SECONDS_KEYS) do out[k] = resolve(out[k], units.seconds) end
+    for _, k in ipairs(BYTES_KEYS) do out[k] = resolve(out[k], units.bytes) end
+    if type(out.udp) == "table" then out.udp = resolve(out.udp, units.bytes) end
+    return out
+end
+
+---------------------------------------------------------------------------
 -- Validation of the whole table -> keys, hooks (errors collected in ctx)
 
 local function validate(ctx, t)
     local keys, hooks = {}, {}
+    t = with_units(t)
 
     -- unknown keys and stray list entries; sorted so messages are stable
     local stray = {}
