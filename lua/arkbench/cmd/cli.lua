@@ -26,13 +26,14 @@ local str_format = string.format
 
 local _M = {}
 
-local USAGE = [[
-usage: arkbench <command> [options]
-
-commands:
+-- Per-command help (arkbench help CMD, CMD --help); USAGE is all of them.
+local HELP_ORDER = { "run", "search", "calibrate", "serve", "report", "compare", "env", "version", "help" }
+local HELP = {
+    run = [[
   run FILE.lua        run every case of a scenario, each repetition in a
                       fresh process; results go to results/<name>/<UTC>/
-      --set key=value     override a scenario key (repeatable; a,b,c = axis)
+      --set key=value     override a scenario key (repeatable; a,b,c = axis;
+                          seconds and bytes take units: 250ms, 10s, 16KiB)
       --filter key=value  keep only matching cases (repeatable)
       --out DIR           write results into DIR instead (absent or empty)
       --append            with --out: add runs to an earlier result there
@@ -42,21 +43,32 @@ commands:
       --threshold RULE    a pass/fail rule checked per case after the run,
                           e.g. 'p99_us < 1000' (repeatable; adds to the
                           scenario's thresholds); crossed -> exit 3
+]],
+    search = [[
   search FILE.lua     the highest rate whose runs meet an SLO (bisection,
                       a fresh worker per probe, repetitions at the answer)
       --slo RULE          e.g. 'p99_us<1000' (rate_met is always required)
       --from R0 --to R1   the rate range in messages/s (default 100 .. 1000000)
       --probes N          at most N probes (default 10)
       --set, --filter, --out, --quick as for run
+]],
+    calibrate = [[
   calibrate           raw epoll echo floor vs arkbench, same process
       --pairs N --duration S --warmup S --payload B --clients C --window W
+                          (S and B take units: 500ms, 16KiB)
       --floor-only        the floor alone;  --cpu N | --no-pin  placement
+]],
+    serve = [[
   serve               only the server side, until SIGINT/SIGTERM
       --protocol P --listen HOST:PORT --topology T --work N --framing F --payload B
       --cert-out FILE (TLS: write the generated certificate) --tls-version V --alpn LIST
+]],
+    report = [[
   report DIR          rebuild summary.json, report.md, report.html and charts/
                       from runs.jsonl (+ env.json) and print the table
       --csv               also write runs.csv (per run) and cases.csv (per case)
+]],
+    compare = [[
   compare A B         per-case ratios B/A (throughput, p99, CPU) and their median
       --force             compare different hosts, durations or repetitions
       --max-regression P% exit 3 when B's throughput or p99 is more than P %
@@ -64,13 +76,68 @@ commands:
   compare DIR --pair KEY
                       within one result: cases differing only in KEY against
                       its first value (e.g. --pair topology, --pair execution)
+]],
+    env = [[
   env                 print this host's environment (as env.json)
-  help                this text
+]],
+    version = [[
+  version             arkbench's version, git commit and the LuaJIT, libuv and
+                      OpenSSL it runs on (also: arkbench --version)
+]],
+    help = [[
+  help [COMMAND]      this text, or one command's (also: COMMAND --help)
+]],
+}
 
+local EXIT_CODES = [[
 exit codes: 0 ok, 1 some run failed or a write failed, 2 bad scenario or
 command line, 3 a threshold crossed (no run failed), 130 interrupted
 (finished runs are kept)
 ]]
+
+local function usage()
+    local parts = { "usage: arkbench <command> [options]\n\ncommands:\n" }
+    for _, c in ipairs(HELP_ORDER) do parts[#parts + 1] = HELP[c] end
+    parts[#parts + 1] = "\n" .. EXIT_CODES
+    return table.concat(parts)
+end
+local USAGE = usage()
+
+-- One command's help: its usage line and options, and the exit codes.
+local function command_help(cmd)
+    return "usage: arkbench " .. cmd .. " [options]\n\n" .. HELP[cmd] .. "\n" .. EXIT_CODES
+end
+
+-- Options whose next argument is their value (so a value "-h" is no help).
+local VALUE_OPTS = {
+    ["--set"] = true, ["--filter"] = true, ["--out"] = true, ["--threshold"] = true,
+    ["--slo"] = true, ["--from"] = true, ["--to"] = true, ["--probes"] = true,
+    ["--pair"] = true, ["--max-regression"] = true, ["--protocol"] = true, ["--listen"] = true,
+    ["--topology"] = true, ["--work"] = true, ["--framing"] = true, ["--payload"] = true,
+    ["--cert-out"] = true, ["--tls-version"] = true, ["--alpn"] = true, ["--pairs"] = true,
+    ["--duration"] = true, ["--warmup"] = true, ["--clients"] = true, ["--window"] = true,
+    ["--cpu"] = true,
+}
+
+local function wants_help(args)
+    for i = 2, #args do
+        if (args[i] == "--help" or args[i] == "-h") and not VALUE_OPTS[args[i - 1]] then
+            return true
+        end
+    end
+    return false
+end
+
+-- arkbench --version: what a bug report needs.
+local function version_text()
+    local env = require("arkbench.util.env")
+    local b = core.build_info() or {}
+    local root = _G.ARKBENCH_ROOT or os.getenv("ARKBENCH_ROOT")
+    local commit, dirty = env.git(root)
+    return str_format("arkbench %s (git %s%s)\n%s, libuv %s, %s\n", env.VERSION,
+        commit and commit:sub(1, 12) or "unknown", dirty and ", with uncommitted changes" or "",
+        tostring(b.luajit or "LuaJIT ?"), tostring(b.libuv or "?"), tostring(b.openssl or "OpenSSL ?"))
+end
 
 local function die(msg)
     io_stderr:write("arkbench: ", msg, "\n")
@@ -373,6 +440,11 @@ function _M.run(args)
     folder.release(dir)
     io_stdout:flush()
     io_stderr:write("results: ", dir, "\n")
+    local html = io.open(dir .. "/report.html", "r")
+    if html then
+        html:close()
+        io_stderr:write("report:  ", dir, "/report.html\n")
+    end
     if rerr then
         io_stderr:write("arkbench: stopped: cannot write ", rerr, "\n")
     end
@@ -496,9 +568,21 @@ end
 
 function _M.main(args)
     local cmd = args[1]
-    if cmd == nil or cmd == "help" or cmd == "--help" or cmd == "-h" then
+    if cmd == "help" and args[2] ~= nil then
+        if not HELP[args[2]] then
+            return die("help: unknown command '" .. tostring(args[2]) .. "' (see arkbench help)")
+        end
+        io_stdout:write(command_help(args[2]))
+        return 0
+    elseif cmd == nil or cmd == "help" or cmd == "--help" or cmd == "-h" then
         io_stdout:write(USAGE)
         return cmd == nil and 2 or 0
+    elseif cmd == "--version" or cmd == "version" then
+        io_stdout:write(version_text())
+        return 0
+    elseif HELP[cmd] and wants_help(args) then
+        io_stdout:write(command_help(cmd))
+        return 0
     elseif cmd == "run" then
         return _M.run(args)
     elseif cmd == "worker" then

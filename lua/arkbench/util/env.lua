@@ -112,6 +112,7 @@ local function git(root)
     if status == nil then return head, nil end
     return head, status:find("%S") ~= nil
 end
+_M.git = git
 
 local function text(v)
     if type(v) == "string" then return trim(v) end

@@ -1,0 +1,104 @@
+-- cli_spec.lua -- the command-line conventions users of wrk/k6/oha expect
+-- (issue 14), through the real binary: --version, per-command help
+-- (`help CMD`, `CMD --help`), units in --set and calibrate flags, and the
+-- end of a run naming report.html. Runtime: ~5 s.
+package.path = (os.getenv("ARKBENCH_ROOT") or ".") .. "/spec/?.lua;" .. package.path
+local files = require("helpers.files")
+local proc = require("helpers.proc")
+local ark = require("helpers.arkbench")
+
+local run = ark.run
+
+teardown(function() files.remove_tmpdirs() end)
+
+local COMMANDS = { "run", "search", "calibrate", "serve", "report", "compare", "env", "version", "help" }
+
+describe("arkbench --version", function()
+    it("names the version, the checkout's commit and the libraries it runs on", function()
+        local rc, out = run({ "--version" })
+        assert.equals(0, rc)
+        local commit = proc.sh_out("git -C " .. files.shq(ark.ROOT) .. " rev-parse HEAD 2>/dev/null")
+        commit = commit and commit:match("%x+")
+        assert.matches("^arkbench %d+%.%d+%.%d+ %(git ", out)
+        if commit then assert.truthy(out:find(commit:sub(1, 12), 1, true), out) end
+        assert.matches("\nLuaJIT 2%.1[^,]*, libuv %d+%.%d+%.%d+, OpenSSL 3%.", out)
+        local rc2, out2 = run({ "version" })
+        assert.equals(0, rc2)
+        assert.equals(out, out2)
+    end)
+end)
+
+describe("help", function()
+    it("has a page for every command, by `help CMD` and by `CMD --help`, exit 0", function()
+        for _, c in ipairs(COMMANDS) do
+            local rc, out = run({ "help", c })
+            assert.equals(0, rc, c)
+            assert.truthy(out:find("usage: arkbench " .. c, 1, true), c .. ": " .. out)
+            assert.truthy(out:find("exit codes:", 1, true), c)
+            if c ~= "help" and c ~= "version" then
+                local rc2, out2 = run({ c, "--help" })
+                assert.equals(0, rc2, c .. " --help")
+                assert.equals(out, out2, c .. " --help")
+                local rc3, out3 = run({ c, "-h" })
+                assert.equals(0, rc3, c .. " -h")
+                assert.equals(out, out3)
+            end
+        end
+    end)
+
+    it("still lists every command on `arkbench help`", function()
+        local rc, out = run({ "help" })
+        assert.equals(0, rc)
+        for _, c in ipairs(COMMANDS) do
+            assert.truthy(out:find("\n  " .. c .. " ", 1, true) or out:find("\n  " .. c .. "\n", 1, true), c)
+        end
+    end)
+
+    it("refuses an unknown command's help with exit 2", function()
+        local rc, _, err = run({ "help", "frobnicate" })
+        assert.equals(2, rc)
+        assert.equals("arkbench: help: unknown command 'frobnicate' (see arkbench help)\n", err)
+    end)
+
+    it("does not take an option's value -h for a help request", function()
+        local rc, out, err = run({ "run", "does-not-exist.lua", "--set", "name=x", "--filter", "-h" })
+        assert.is_nil(out:find("usage: arkbench run", 1, true))
+        assert.equals(2, rc)
+        assert.truthy(err:find("arkbench: cannot open does-not-exist.lua", 1, true), err)
+    end)
+end)
+
+describe("units on the command line", function()
+    it("calibrate takes --duration 50ms and --payload 1KiB", function()
+        local rc, out, err = run({ "calibrate", "--floor-only", "--pairs", "1", "--warmup", "20ms",
+            "--duration", "50ms", "--payload", "1KiB", "--clients", "1", "--window", "1" })
+        assert.equals(0, rc, err)
+        assert.truthy(out:find("1024 B", 1, true), out)
+    end)
+
+    it("calibrate refuses a duration with an unknown unit, naming the forms", function()
+        local rc, _, err = run({ "calibrate", "--duration", "5x" })
+        assert.equals(2, rc)
+        assert.truthy(err:find("--duration must be a number > 0 and <= 3600 or a duration such as"
+            .. ' "250ms", "10s", "2m", got \'5x\'', 1, true), err)
+    end)
+end)
+
+describe("the end of a run", function()
+    it("names report.html, and it exists; the resolved numbers are what the run records", function()
+        local d = files.tmpdir("_cli")
+        local path = d .. "/u.lua"
+        files.write_file(path, 'return { name = "u", protocol = "tcp", clients = 1, window = 1,'
+            .. ' warmup = "20ms", duration = "100ms", repetitions = 1 }\n')
+        local rc, _, err = run({ "run", path, "--set", "payload=2KiB", "--out", d .. "/out" })
+        assert.equals(0, rc, err)
+        local html = err:match("\nreport:  (%S+)\n")
+        assert.equals(d .. "/out/report.html", html)
+        assert.is_true(files.exists(html))
+        local runs = ark.read_runs(d .. "/out/runs.jsonl")
+        assert.equals(1, #runs)
+        assert.equals(2048, runs[1].case.payload)
+        assert.equals(0.1, runs[1].case.duration)
+        assert.equals(0.02, runs[1].case.warmup)
+    end)
+end)
