@@ -6,7 +6,8 @@
 --                                  the highest rate meeting an SLO (cmd/search.lua)
 --   arkbench worker ...            (internal: one run in a fresh process)
 --   arkbench calibrate [...]       the physical floor vs arkbench
---   arkbench report DIR [--csv]    rebuild summary.json, report.md,
+--   arkbench report DIR [--csv] [--hgrm] [--openmetrics]
+--                                  rebuild summary.json, report.md,
 --                                  report.html, charts/ (+ runs.csv, cases.csv)
 --   arkbench compare A B [--force] [--max-regression P%]
 --                                  per-case ratios B/A; --pair KEY in one DIR
@@ -67,6 +68,9 @@ local HELP = {
   report DIR          rebuild summary.json, report.md, report.html and charts/
                       from runs.jsonl (+ env.json) and print the table
       --csv               also write runs.csv (per run) and cases.csv (per case)
+      --hgrm              also write hgrm/<case>.rtt_us.hgrm (HdrHistogram
+                          percentile distributions; open loop: .rtt_raw_us too)
+      --openmetrics       also write metrics.om (OpenMetrics text of the summary)
 ]],
     compare = [[
   compare A B         per-case ratios B/A (throughput, p99, CPU) and their median
@@ -454,10 +458,12 @@ function _M.run(args)
 end
 
 function _M.report(args)
-    local dir, want_csv
+    local dir, want_csv, want_hgrm, want_om
     for i = 2, #args do
         local a = args[i]
         if a == "--csv" then want_csv = true
+        elseif a == "--hgrm" then want_hgrm = true
+        elseif a == "--openmetrics" then want_om = true
         elseif a:sub(1, 1) == "-" then return die("unknown option '" .. a .. "' (see arkbench help)")
         elseif not dir then dir = a
         else return die("unexpected argument '" .. a .. "'") end
@@ -511,6 +517,24 @@ function _M.report(args)
             return 1
         end
         io_stderr:write("wrote ", paths[1], " and ", paths[2], "\n")
+    end
+    if want_hgrm then
+        local paths, herr = require("arkbench.report.hgrm").write(dir, runs, summary)
+        if not paths then
+            folder.release(dir)
+            io_stderr:write("arkbench: cannot write the .hgrm files: ", tostring(herr), "\n")
+            return 1
+        end
+        io_stderr:write("wrote ", #paths, " .hgrm file", #paths == 1 and "" or "s", " in ", dir, "/hgrm\n")
+    end
+    if want_om then
+        local path, oerr = require("arkbench.report.openmetrics").write(dir, summary)
+        if not path then
+            folder.release(dir)
+            io_stderr:write("arkbench: cannot write the OpenMetrics file: ", tostring(oerr), "\n")
+            return 1
+        end
+        io_stderr:write("wrote ", path, "\n")
     end
     folder.release(dir)
     if not wrote then return 1 end

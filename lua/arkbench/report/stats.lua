@@ -12,6 +12,8 @@
 --       run object is an error "path:line: reason".
 --   stats.METRICS: the metric names of summary cases[i].metrics, in order.
 --   stats.metric_of(run, name) -> the value of metric `name` in one run
+--   stats.counted(run) -> whether the run's numbers count in a case's
+--       medians and merged histograms
 --
 -- Open loop (docs/load-models.md): a case also gets `load_model` ("open"
 -- when any of its runs is), `rate_runs` (ok runs that report rate_met) and
@@ -184,6 +186,11 @@ local function failed_entry(run)
     }
 end
 
+-- Whether a run's numbers count in the medians and merged histograms.
+function _M.counted(run)
+    return run.ok == true
+end
+
 local function summarize_case(id, runs)
     local case = null
     for _, run in ipairs(runs) do
@@ -191,7 +198,7 @@ local function summarize_case(id, runs)
     end
     local ok_runs, failed, notes = {}, json.array(), json.array()
     for _, run in ipairs(runs) do
-        if run.ok == true then
+        if _M.counted(run) then
             ok_runs[#ok_runs + 1] = run
         else
             failed[#failed + 1] = failed_entry(run)

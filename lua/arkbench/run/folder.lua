@@ -41,7 +41,7 @@ _M.OURS = {
     ["runs.jsonl"] = true, ["env.json"] = true, ["summary.json"] = true,
     ["report.md"] = true, ["report.html"] = true, ["charts"] = true,
     ["runs.csv"] = true, ["cases.csv"] = true, ["workers.log"] = true,
-    [_M.LOCK] = true,
+    ["hgrm"] = true, ["metrics.om"] = true, [_M.LOCK] = true,
 }
 
 function _M.sanitize(name)
