@@ -334,18 +334,23 @@ function _M.run(args)
         return 0
     end
 
-    -- file descriptors: each connection has a client and a server end in
-    -- the worker; raise our limit (workers inherit it) or refuse now
-    local most = 0
+    -- file descriptors per process: a connection is a client and a server
+    -- end in one worker (same-process), or one end in each of the two
+    -- processes (split), or only the client end (target); raise our limit
+    -- (workers inherit it) or refuse now, naming the case that needs most
+    local need, worst = 0, nil
     for _, c in ipairs(cases) do
-        if not c.target and c.clients > most then most = c.clients end
+        local ends = (c.target or c.placement == "split") and 1 or 2
+        local n = ends * c.clients + 256
+        if n > need then need, worst = n, c end
     end
-    local need = 2 * most + 256
     local soft = core.nofile_limit(need)
-    if soft < need then
-        return die(str_format("%s: clients = %d needs about %d file descriptors, but this host"
-            .. " allows %d (ulimit -n; fs.nr_open); lower clients or raise the limit",
-            o.path, most, need, soft))
+    if worst and soft < need then
+        return die(str_format("%s: clients = %d%s needs about %d file descriptors per process,"
+            .. " but this host allows %d (ulimit -n; fs.nr_open); lower clients%s or raise the limit",
+            o.path, worst.clients, worst.placement == "split" and " (placement = \"split\")" or "",
+            need, soft, (worst.target or worst.placement == "split") and ""
+                or ", use placement = \"split\" (one end per process)"))
     end
 
     local env = require("arkbench.util.env")

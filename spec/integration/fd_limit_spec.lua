@@ -1,0 +1,40 @@
+-- fd_limit_spec.lua -- the file-descriptor check counts per process
+-- (issue 15): a connection has two ends in one worker (same-process) but
+-- one end per process with placement = "split", so a split case may have
+-- about twice the clients. With the host's hard limit H, clients just above
+-- (H - 256) / 2 is refused same-process, naming placement = "split", and
+-- runs ok split. Runtime: ~5 s (10k loopback connections where H = 20000).
+package.path = (os.getenv("ARKBENCH_ROOT") or ".") .. "/spec/?.lua;" .. package.path
+local files = require("helpers.files")
+local proc = require("helpers.proc")
+local ark = require("helpers.arkbench")
+
+teardown(function() files.remove_tmpdirs() end)
+
+describe("the file-descriptor check", function()
+    local hard = tonumber((proc.sh_out("ulimit -Hn") or ""):match("%d+"))
+    local clients = hard and math.floor((hard - 256) / 2) + 100
+
+    it("refuses same-process past the limit, naming split, and runs the case split", function()
+        if not hard or hard > 40000 then
+            pending("the hard limit is " .. tostring(hard) .. ": too many connections for this spec")
+            return
+        end
+        local d = files.tmpdir("_fd")
+        local path = d .. "/fd.lua"
+        files.write_file(path, string.format('return { name = "fd", protocol = "tcp", clients = %d,'
+            .. ' window = 1, warmup = 0, duration = 0.3, repetitions = 1, timeout = 10 }\n', clients))
+        local rc, _, err = ark.run({ "run", path })
+        assert.equals(2, rc)
+        assert.equals(string.format('arkbench: %s: clients = %d needs about %d file descriptors per'
+            .. ' process, but this host allows %d (ulimit -n; fs.nr_open); lower clients, use'
+            .. ' placement = "split" (one end per process) or raise the limit\n', path, clients,
+            2 * clients + 256, hard), err)
+        local rc2, _, err2 = ark.run({ "run", path, "--set", "placement=split", "--out", d .. "/out" })
+        assert.equals(0, rc2, err2)
+        local runs = ark.read_runs(d .. "/out/runs.jsonl")
+        assert.equals(1, #runs)
+        assert.is_true(runs[1].ok, runs[1].error)
+        assert.is_true(runs[1].completed > 0)
+    end)
+end)
