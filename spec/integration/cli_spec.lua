@@ -102,3 +102,25 @@ describe("the end of a run", function()
         assert.equals(0.02, runs[1].case.warmup)
     end)
 end)
+
+describe("compare", function()
+    it("exits 2 saying so when two results have no case in common", function()
+        local d = files.tmpdir("_cli")
+        local path = d .. "/c.lua"
+        files.write_file(path, 'return { name = "c", protocol = "tcp", clients = 1, window = 1,'
+            .. ' warmup = 0.02, duration = 0.05, repetitions = 1 }\n')
+        assert.equals(0, (run({ "run", path, "--set", "payload=64", "--out", d .. "/a" })))
+        assert.equals(0, (run({ "run", path, "--set", "payload=128", "--out", d .. "/b" })))
+        local rc, out, err = run({ "compare", d .. "/a", d .. "/b" })
+        assert.equals(2, rc)
+        assert.equals("", out)
+        assert.equals(string.format("arkbench: %s/a and %s/b have no case in common (A's: default;"
+            .. " B's: default); compare the results of one scenario, or use compare DIR --pair KEY"
+            .. " within one result\n", d, d), err)
+        -- one case in common: compared, exit 0
+        assert.equals(0, (run({ "run", path, "--set", "payload=64", "--out", d .. "/c" })))
+        local rc2, out2 = run({ "compare", d .. "/a", d .. "/c" })
+        assert.equals(0, rc2)
+        assert.truthy(out2:find("over 1 case ", 1, true), out2)
+    end)
+end)

@@ -354,6 +354,14 @@ function _M.run(opts)
         note = "compared with --force despite: " .. concat(refusals, "; ") .. "\n"
     end
     local result = _M.folders(a, b)
+    if #result.rows == 0 then
+        -- nothing to pair: no ratio could be printed, so it is an error of
+        -- the command line, not a comparison that found nothing
+        return 2, nil, format("%s and %s have no case in common (A's: %s; B's: %s); compare the"
+            .. " results of one scenario, or use compare DIR --pair KEY within one result",
+            a.dir, b.dir, #result.only_a > 0 and concat(result.only_a, ", ") or "none",
+            #result.only_b > 0 and concat(result.only_b, ", ") or "none")
+    end
     local text = note .. _M.format(result)
     if opts.max_regression then
         local worse = _M.regressions(result, opts.max_regression)
