@@ -62,7 +62,8 @@ int main(int argc, char **argv) {
    * run with exit 130), even one that arrives while the Lua state starts or
    * the scenario loads -- a shell without job control starts background
    * commands with SIGINT ignored, so installing it later would lose it */
-  if (argc > 1 && strcmp(argv[1], "run") == 0) (void)ab_proc_signals_install();
+  if (argc > 1 && (strcmp(argv[1], "run") == 0 || strstr(argv[1], "://") != NULL))
+    (void)ab_proc_signals_install();
   lua_State *L = luaL_newstate();
   if (L == NULL) {
     fprintf(stderr, "arkbench: cannot create a Lua state (out of memory)\n");

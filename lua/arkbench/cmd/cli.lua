@@ -28,8 +28,14 @@ local str_format = string.format
 local _M = {}
 
 -- Per-command help (arkbench help CMD, CMD --help); USAGE is all of them.
-local HELP_ORDER = { "run", "search", "calibrate", "serve", "report", "compare", "env", "version", "help" }
+local HELP_ORDER = { "URL", "run", "search", "calibrate", "serve", "report", "compare", "env", "version", "help" }
 local HELP = {
+    URL = [[
+  URL [-c N] [-t N] [-d D] [-R R] [-H 'N: V'] [-m M] [-b B] [--json] ...
+                      one case against a server, wrk-style: http(s):// any
+                      server, ws(s):// tcp:// tls:// udp:// arkbench's echo
+                      (docs/one-liner.md; arkbench URL --help)
+]],
     run = [[
   run FILE.lua        run every case of a scenario, each repetition in a
                       fresh process; results go to results/<name>/<UTC>/
@@ -272,6 +278,9 @@ local function apply_thresholds(summary, texts)
     return #crossed
 end
 
+-- Where the run's table goes (the one-liner's --json sends it to stderr).
+local table_out = io_stdout
+
 local function finish_results(dir, spec_name, runs, meta, rules)
     local stats = require("arkbench.report.stats")
     local json = require("arkbench.util.json")
@@ -284,18 +293,18 @@ local function finish_results(dir, spec_name, runs, meta, rules)
     if not ok then io_stderr:write("arkbench: cannot write ", tostring(err), "\n") end
     local written, rerr = report.write_reports(dir, runs, summary)
     if not written then io_stderr:write("arkbench: cannot write ", tostring(rerr), "\n") end
-    io_stdout:write(report.terminal_table(summary), "\n")
+    table_out:write(report.terminal_table(summary), "\n")
     -- execution as an axis: the reference's table, callback -> coroutine
     -- per case with the ratio, and the median of the per-case ratios
     local compare = require("arkbench.report.compare")
     local paired = compare.within({ dir = dir, summary = summary }, "execution")
-    if paired then io_stdout:write("\n", compare.format(paired)) end
+    if paired then table_out:write("\n", compare.format(paired)) end
     if summary.thresholds then
         local th = require("arkbench.report.thresholds")
         if crossed > 0 then
-            io_stdout:write("\n", th.format(summary.thresholds.results))
+            table_out:write("\n", th.format(summary.thresholds.results))
         else
-            io_stdout:write(str_format("\nthresholds: all %d held in every case\n",
+            table_out:write(str_format("\nthresholds: all %d held in every case\n",
                                        #summary.thresholds.rules))
         end
     end
@@ -308,7 +317,10 @@ _M.load_cases = load_cases
 _M.progress_printer = progress_printer
 _M.write_file = write_file
 
-function _M.run(args)
+-- ropts (the one-liner): { table_out = file } sends the table there.
+-- Returns the exit code and, once a results folder exists, its path.
+function _M.run(args, ropts)
+    table_out = ropts and ropts.table_out or io_stdout
     -- a Ctrl-C from the start on ends the run with 130 (main.c installs the
     -- handlers for `run` before the Lua state exists; this is a no-op then)
     if core.signals_install then core.signals_install() end
@@ -459,7 +471,7 @@ function _M.run(args)
     end
     if (not wrote or not eok) and code == 0 then code = 1 end
     if code == 0 and crossed > 0 then code = 3 end
-    return code
+    return code, dir
 end
 
 function _M.report(args)
@@ -609,6 +621,8 @@ function _M.main(args)
     elseif cmd == "--version" or cmd == "version" then
         io_stdout:write(version_text())
         return 0
+    elseif require("arkbench.cmd.url").is_url(cmd) then
+        return require("arkbench.cmd.url").main(args, _M)
     elseif HELP[cmd] and wants_help(args) then
         io_stdout:write(command_help(cmd))
         return 0

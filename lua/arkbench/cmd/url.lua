@@ -1,0 +1,386 @@
+-- arkbench.cmd.url: the one-liner (docs/one-liner.md).
+--
+--   arkbench URL [-c connections] [-t threads] [-d duration] [-R rate]
+--                [-H 'Name: value']... [-m method] [-b body] [--latency]
+--                [--timeout T] [--ca FILE | -k] [--payload B] [-w window]
+--                [--warmup D] [--execution E] [--out DIR] [--json]
+--
+-- URL: http:// https:// (requests to any server), ws:// wss:// tcp://
+-- tls:// udp:// (arkbench's echo: `arkbench serve` or a compatible peer).
+-- The flags become one scenario (written to a temporary file, its text kept
+-- in env.json as every scenario's is), which `arkbench run` runs the way it
+-- runs any: a fresh worker, warm-up, a results folder. Then a wrk-like
+-- summary with the full percentile ladder (50 75 90 99 99.9 99.99 max) is
+-- printed, or with --json one JSON document on stdout (the run's table then
+-- goes to stderr).
+--
+--   url.is_url(text) -> boolean
+--   url.parse_url(text) -> { scheme, host, port, path, protocol } | nil, why
+--   url.parse_args(args) -> opts | nil, why      (args[1] is the URL)
+--   url.scenario(opts) -> Lua source of the scenario
+--   url.main(args, cli) -> exit code
+
+local core = require("arkbench.core")
+local units = require("arkbench.util.units")
+
+local type, ipairs, tostring, tonumber = type, ipairs, tostring, tonumber
+local format, concat = string.format, table.concat
+local io_stderr, io_stdout = io.stderr, io.stdout
+
+local _M = {}
+
+local SCHEMES = {
+    http = { protocol = "http", port = 80 },
+    https = { protocol = "https", port = 443 },
+    ws = { protocol = "ws", port = 80 },
+    wss = { protocol = "wss", port = 443 },
+    tcp = { protocol = "tcp" },
+    tls = { protocol = "tls" },
+    udp = { protocol = "udp" },
+}
+
+_M.USAGE = [[
+usage: arkbench URL [options]
+
+  URL                 http://HOST[:PORT]/PATH, https://... (any server), or
+                      ws:// wss:// tcp:// tls:// udp://HOST:PORT (arkbench's
+                      echo, e.g. arkbench serve)
+  -c, --connections N connections (default 16)
+  -t, --threads N     client threads: sharded:N (default 1)
+  -d, --duration D    measured time, e.g. 10s, 500ms, 2m (default 10s)
+      --warmup D      warm-up before it, same load (default 1s)
+  -R, --rate R        open loop: R requests/s in all, on a schedule; latency
+                      from the intended send times (default: closed loop)
+  -w, --window N      requests in flight per connection (default 1;
+                      pipelined over http)
+  -H, --header 'N: V' a request header (repeatable; http/https)
+  -m, --method M      request method (default GET; http/https)
+  -b, --body TEXT     request body (http/https)
+      --payload B     echo message size, e.g. 64, 16KiB (echo schemes)
+      --timeout T     a reply later than T is timed out (default 2s)
+      --ca FILE       trust the certificates in FILE (https, wss, tls)
+  -k, --insecure      do not verify the server's certificate (said loudly)
+      --execution E   callback (default) or coroutine
+      --latency       accepted for wrk users: the ladder is always printed
+      --out DIR       results folder (default results/<name>/<UTC>/)
+      --json          print the summary as one JSON document on stdout
+]]
+
+function _M.is_url(text)
+    return type(text) == "string" and text:match("^%a[%w+.-]*://") ~= nil
+end
+
+function _M.parse_url(text)
+    local scheme, rest = text:match("^(%a[%w+.-]*)://(.*)$")
+    if not scheme then return nil, "not a URL" end
+    scheme = scheme:lower()
+    local s = SCHEMES[scheme]
+    if not s then
+        return nil, format("unknown scheme '%s://'; expected http, https, ws, wss, tcp, tls or udp",
+            scheme)
+    end
+    local hostport, path = rest:match("^([^/?#]*)(.*)$")
+    if path == "" then path = "/" end
+    if path:sub(1, 1) ~= "/" then path = "/" .. path end
+    path = path:gsub("#.*$", "")
+    local host, port = hostport:match("^%[([^%]]+)%]:?(%d*)$")
+    if not host then host, port = hostport:match("^([^:]+):?(%d*)$") end
+    if not host or host == "" then return nil, "no host in '" .. text .. "'" end
+    port = tonumber(port) or s.port
+    if not port then
+        return nil, format("%s:// needs a port: %s://HOST:PORT", scheme, scheme)
+    end
+    if port < 1 or port > 65535 then return nil, "port " .. port .. " is not from 1 to 65535" end
+    return { scheme = scheme, host = host, port = port, path = path, protocol = s.protocol }
+end
+
+-- name -> { key, kind }: kind "int", "seconds", "bytes", "text", "list", "flag"
+local FLAGS = {
+    c = { "connections", "int" }, connections = { "connections", "int" },
+    t = { "threads", "int" }, threads = { "threads", "int" },
+    d = { "duration", "seconds" }, duration = { "duration", "seconds" },
+    warmup = { "warmup", "seconds" },
+    R = { "rate", "number" }, rate = { "rate", "number" },
+    w = { "window", "int" }, window = { "window", "int" },
+    H = { "headers", "list" }, header = { "headers", "list" },
+    m = { "method", "text" }, method = { "method", "text" },
+    b = { "body", "text" }, body = { "body", "text" },
+    payload = { "payload", "bytes" },
+    timeout = { "timeout", "seconds" },
+    ca = { "ca", "text" },
+    k = { "insecure", "flag" }, insecure = { "insecure", "flag" },
+    execution = { "execution", "text" },
+    latency = { "latency", "flag" },
+    out = { "out", "text" },
+    json = { "json", "flag" },
+    h = { "help", "flag" }, help = { "help", "flag" },
+}
+
+local function convert(name, kind, v)
+    local n
+    if kind == "int" then
+        n = tonumber(v)
+        if not n or n ~= math.floor(n) or n < 1 then
+            return nil, format("-%s%s: expected a whole number >= 1, got '%s'",
+                #name > 1 and "-" or "", name, v)
+        end
+    elseif kind == "number" then
+        n = tonumber(v)
+        if not n or n ~= n or n <= 0 or n == math.huge then
+            return nil, format("-%s%s: expected a number > 0, got '%s'", #name > 1 and "-" or "", name, v)
+        end
+    elseif kind == "seconds" then
+        n = units.seconds(v)
+        if not n or n < 0 then
+            return nil, format("-%s%s: expected seconds %s, got '%s'", #name > 1 and "-" or "", name,
+                units.DURATION_HINT, v)
+        end
+    elseif kind == "bytes" then
+        n = units.bytes(v)
+        if not n then
+            return nil, format("--%s: expected bytes %s, got '%s'", name, units.SIZE_HINT, v)
+        end
+    else
+        n = v
+    end
+    return n
+end
+
+function _M.parse_args(args)
+    local o = { headers = {} }
+    local u, why = _M.parse_url(args[1])
+    if not u then return nil, why end
+    o.url = u
+    local i = 2
+    while i <= #args do
+        local a = args[i]
+        local name, value = a:match("^%-%-([%w-]+)=(.*)$")
+        if not name then name = a:match("^%-%-([%w-]+)$") end
+        if not name then
+            -- -c16 or -c 16 (one letter)
+            name, value = a:match("^%-(%a)(.+)$")
+            if not name then name = a:match("^%-(%a)$") end
+        end
+        local f = name and FLAGS[name]
+        if not f or (#name == 1 and a:sub(1, 2) == "--") or (#name > 1 and a:sub(1, 2) ~= "--") then
+            return nil, "unknown option '" .. a .. "' (see arkbench " .. args[1]:match("^[^:]+")
+                .. ":// --help)"
+        end
+        if f[2] == "flag" then
+            if value ~= nil and value ~= "" then return nil, "'" .. a .. "' takes no value" end
+            o[f[1]] = true
+        else
+            if value == nil then
+                i = i + 1
+                value = args[i]
+                if value == nil then return nil, a .. " needs a value" end
+            end
+            local v, verr = convert(name, f[2], value)
+            if v == nil then return nil, verr end
+            if f[2] == "list" then o[f[1]][#o[f[1]] + 1] = v else o[f[1]] = v end
+        end
+        i = i + 1
+    end
+    local http = u.protocol == "http" or u.protocol == "https"
+    for _, k in ipairs({ "method", "body" }) do
+        if o[k] and not http then return nil, format("--%s is for http:// and https:// URLs", k) end
+    end
+    if #o.headers > 0 and not http then return nil, "-H is for http:// and https:// URLs" end
+    if o.payload and http then
+        return nil, "--payload is for the echo schemes (ws, wss, tcp, tls, udp); use -b for a body"
+    end
+    for _, h in ipairs(o.headers) do
+        if not h:match("^[!#$%%&'*+.^_`|~%w-]+:") then
+            return nil, format("-H '%s': expected 'Name: value'", h)
+        end
+    end
+    if o.ca and o.insecure then return nil, "--ca and -k/--insecure exclude each other" end
+    return o
+end
+
+local function q(v) return format("%q", v) end
+
+-- A scenario name from the URL: scheme-host-port (folder-safe).
+local function name_of(u)
+    return (format("%s-%s-%d", u.scheme, u.host, u.port):gsub("[^%w%.%-_]", "_"))
+end
+
+function _M.scenario(o)
+    local u = o.url
+    local host = u.host:find(":", 1, true) and ("[" .. u.host .. "]") or u.host
+    local lines = {
+        "-- written by arkbench for: arkbench " .. u.scheme .. "://" .. host .. ":" .. u.port .. u.path,
+        "return {",
+        "    name = " .. q(name_of(u)) .. ",",
+        "    protocol = " .. q(u.protocol) .. ",",
+        "    target = " .. q(host .. ":" .. u.port) .. ",",
+        "    clients = " .. (o.connections or 16) .. ",",
+        "    window = " .. (o.window or 1) .. ",",
+        "    topology = " .. q("sharded:" .. (o.threads or 1)) .. ",",
+        "    warmup = " .. format("%.17g", o.warmup or 1) .. ",",
+        "    duration = " .. format("%.17g", o.duration or 10) .. ",",
+        "    repetitions = 1,",
+    }
+    local function add(s) lines[#lines + 1] = "    " .. s .. "," end
+    if o.rate then add("rate = " .. format("%.17g", o.rate)) end
+    if o.timeout then add("timeout = " .. format("%.17g", o.timeout)) end
+    if o.payload then add("payload = " .. format("%d", o.payload)) end
+    if o.execution then add("execution = " .. q(o.execution)) end
+    if u.protocol == "http" or u.protocol == "https" then
+        local r = { "method = " .. q(o.method or "GET"), "path = " .. q(u.path) }
+        if #o.headers > 0 then
+            local hs = {}
+            for _, h in ipairs(o.headers) do
+                local n, v = h:match("^([^:]+):%s*(.-)%s*$")
+                hs[#hs + 1] = "[" .. q(n) .. "] = " .. q(v)
+            end
+            r[#r + 1] = "headers = { " .. concat(hs, ", ") .. " }"
+        end
+        if o.body then r[#r + 1] = "body = " .. q(o.body) end
+        add("request = { " .. concat(r, ", ") .. " }")
+    end
+    if o.ca then add("tls = { ca = " .. q(o.ca) .. " }") end
+    if o.insecure then add("tls = { verify = false }") end
+    lines[#lines + 1] = "}"
+    return concat(lines, "\n") .. "\n"
+end
+
+-- ---- the summary ---------------------------------------------------------
+
+local function dur_text(us)
+    if type(us) ~= "number" then return "-" end
+    if us >= 1e6 then return format("%.2fs", us / 1e6) end
+    if us >= 1e3 then return format("%.2fms", us / 1e3) end
+    return format("%.2fus", us)
+end
+
+local LADDER = { { "50%", 50 }, { "75%", 75 }, { "90%", 90 }, { "99%", 99 }, { "99.9%", 99.9 },
+    { "99.99%", 99.99 }, { "100%", 100 } }
+
+-- The numbers of the summary from the one run object.
+function _M.numbers(run)
+    local out = {
+        status = run.status, ok = run.ok, error = run.error,
+        requests = run.completed, sent = run.sent, timed_out = run.timed_out,
+        errors = run.message_errors, error_classes = run.errors,
+        measured_s = run.measured_s, requests_per_s = run.round_trips_per_s,
+        payload_mib_per_s = run.payload_mib_per_s, load_model = run.load_model,
+        rate_asked = run.rate_asked, rate_achieved = run.rate_achieved, rate_met = run.rate_met,
+        latency_us = {}, http_status = run.http and run.http.status or nil,
+    }
+    local enc = run.rtt_histogram
+    if type(enc) == "string" then
+        local s = core.hist_summary(enc)
+        if s and (s.count or 0) > 0 then
+            out.latency_us.mean, out.latency_us.stdev = s.mean, s.stdev
+            for _, l in ipairs(LADDER) do
+                out.latency_us["p" .. (l[1]:gsub("%%", ""):gsub("%.", "_"))] = core.hist_percentile(enc, l[2])
+            end
+        end
+    end
+    return out
+end
+
+function _M.summary_text(o, run, dir)
+    local n = _M.numbers(run)
+    local u = o.url
+    local out = {}
+    local function line(...) out[#out + 1] = format(...) end
+    line("%s test @ %s://%s:%d%s", dur_text((run.case and run.case.duration or 0) * 1e6), u.scheme,
+        u.host, u.port, (u.protocol == "http" or u.protocol == "https") and u.path or "")
+    local threads = o.threads or 1
+    line("  %d thread%s and %d connection%s, %s", threads, threads == 1 and "" or "s",
+        o.connections or 16, (o.connections or 16) == 1 and "" or "s",
+        n.load_model == "open" and format("open loop at %g/s (latency from the intended send times)",
+            n.rate_asked or o.rate)
+        or format("closed loop, %d in flight per connection", o.window or 1))
+    if n.latency_us.mean then
+        line("  Latency   mean %s   stdev %s   max %s", dur_text(n.latency_us.mean),
+            dur_text(n.latency_us.stdev), dur_text(n.latency_us.p100))
+        line("  Latency Distribution")
+        for _, l in ipairs(LADDER) do
+            line("  %7s  %s", l[1], dur_text(n.latency_us["p" .. (l[1]:gsub("%%", ""):gsub("%.", "_"))]))
+        end
+    else
+        line("  Latency   no reply measured")
+    end
+    line("  %s requests in %.2fs, %s timed out, %s errors", tostring(n.requests or 0), n.measured_s or 0,
+        tostring(n.timed_out or 0), tostring(n.errors or 0))
+    if type(n.error_classes) == "table" and next(n.error_classes) then
+        local cl = {}
+        for k, v in pairs(n.error_classes) do cl[#cl + 1] = k .. " " .. tostring(v) end
+        table.sort(cl)
+        line("  Errors by class: %s", concat(cl, ", "))
+    end
+    if type(n.http_status) == "table" and next(n.http_status) then
+        local cl = {}
+        for k, v in pairs(n.http_status) do cl[#cl + 1] = k .. ": " .. tostring(v) end
+        table.sort(cl)
+        line("  Status codes: %s", concat(cl, ", "))
+    end
+    line("Requests/sec: %10.2f", n.requests_per_s or 0)
+    if u.protocol ~= "http" and u.protocol ~= "https" and type(n.payload_mib_per_s) == "number" then
+        line("Transfer/sec: %10.2f MiB (echoed payload)", n.payload_mib_per_s)
+    end
+    if n.load_model == "open" and n.rate_met == false then
+        line("warning: the rate was not met: %g/s asked, %.2f/s sent", n.rate_asked or 0, n.rate_achieved or 0)
+    end
+    if run.status ~= "ok" then line("status: %s%s", tostring(run.status), run.error and (": " .. run.error) or "") end
+    line("results: %s (report.html)", dir)
+    return concat(out, "\n") .. "\n"
+end
+
+function _M.main(args, cli)
+    for i = 2, #args do
+        if args[i] == "-h" or args[i] == "--help" then
+            io_stdout:write(_M.USAGE)
+            return 0
+        end
+    end
+    local o, why = _M.parse_args(args)
+    if not o then
+        io_stderr:write("arkbench: ", why, "\n")
+        return 2
+    end
+    if o.insecure then
+        io_stderr:write("arkbench: warning: -k/--insecure: the server's certificate is not verified\n")
+    end
+    local tmp = os.tmpname()
+    local path = tmp .. ".lua"
+    local ok, err = core.write_file(path, _M.scenario(o))
+    os.remove(tmp)
+    if not ok then
+        io_stderr:write("arkbench: cannot write ", path, ": ", tostring(err), "\n")
+        return 1
+    end
+    -- the scenario is ours: a refusal names the key, not a line of a
+    -- temporary file the user never wrote
+    local spec, lerr = require("arkbench.scenario.load").load(path)
+    if not spec then
+        os.remove(path)
+        local text = tostring(lerr):gsub(path:gsub("%p", "%%%0") .. ":%d*:? ?", "")
+        io_stderr:write("arkbench: ", text, "\n")
+        return 2
+    end
+    local rargs = { "run", path }
+    if o.out then rargs[#rargs + 1] = "--out"; rargs[#rargs + 1] = o.out end
+    local code, dir = cli.run(rargs, { table_out = o.json and io_stderr or nil, quiet_end = true })
+    os.remove(path)
+    if not dir then return code end
+    local runs = require("arkbench.report.stats").read_jsonl(dir .. "/runs.jsonl") or {}
+    local run = runs[#runs]
+    if not run then return code end
+    if o.json then
+        local json = require("arkbench.util.json")
+        local n = _M.numbers(run)
+        n.url = args[1]
+        n.connections, n.threads, n.window = o.connections or 16, o.threads or 1, o.window or 1
+        n.results = dir
+        io_stdout:write(json.encode(n, { indent = 2 }), "\n")
+    else
+        io_stdout:write("\n", _M.summary_text(o, run, dir))
+    end
+    return code
+end
+
+return _M

@@ -1,0 +1,125 @@
+-- oneliner_spec.lua -- `arkbench URL [flags]` (issue 14, docs/one-liner.md)
+-- against `arkbench serve`, one per echo scheme (tcp, tls with --ca, udp,
+-- ws, wss, and an open-loop -R run): exit 0, a wrk-like summary with the
+-- full percentile ladder whose numbers are the run object's, --json strict
+-- on stdout, the results folder complete; bad URLs and flags exit 2 with
+-- one line. Runtime: ~15 s.
+package.path = (os.getenv("ARKBENCH_ROOT") or ".") .. "/spec/?.lua;" .. package.path
+local files = require("helpers.files")
+local proc = require("helpers.proc")
+local peers = require("helpers.peers")
+local ark = require("helpers.arkbench")
+
+local cjson, run = ark.cjson, ark.run
+
+teardown(function()
+    proc.stop_all()
+    files.remove_tmpdirs()
+end)
+
+local SHORT = { "-c", "2", "-d", "300ms", "--warmup", "50ms" }
+
+local function with(list, more)
+    local out = {}
+    for _, v in ipairs(list) do out[#out + 1] = v end
+    for _, v in ipairs(more or {}) do out[#out + 1] = v end
+    return out
+end
+
+local function only_run(dir)
+    local runs = ark.read_runs(dir .. "/runs.jsonl")
+    assert.equals(1, #runs)
+    return runs[1]
+end
+
+describe("arkbench URL", function()
+    local ports, cert = {}, nil
+    setup(function()
+        local d = files.tmpdir("_ol")
+        cert = d .. "/cert.pem"
+        for _, p in ipairs({ "tcp", "udp", "ws" }) do ports[p] = peers.wait_listening(peers.serve(p)) end
+        ports.tls = peers.wait_listening(peers.serve("tls", { "--cert-out", cert }))
+        ports.wss = peers.wait_listening(peers.serve("wss", { "--cert-out", d .. "/wss.pem" }))
+        assert.is_true(proc.wait_for(function() return files.read_file(d .. "/wss.pem") ~= nil end, 5))
+        cert = { tls = cert, wss = d .. "/wss.pem" }
+    end)
+
+    it("runs every echo scheme and prints the ladder with the run's numbers", function()
+        for _, scheme in ipairs({ "tcp", "tls", "udp", "ws", "wss" }) do
+            local out = files.tmpdir("_ol") .. "/out"
+            local args = with({ scheme .. "://127.0.0.1:" .. ports[scheme] }, SHORT)
+            if cert[scheme] then args = with(args, { "--ca", cert[scheme] }) end
+            if scheme == "udp" then args = with(args, { "--payload", "64" }) end
+            local rc, so, se = run(with(args, { "--out", out }))
+            assert.equals(0, rc, scheme .. ": " .. se)
+            local r = only_run(out)
+            assert.equals("ok", r.status, scheme)
+            assert.equals(scheme, r.case.protocol)
+            assert.equals(2, r.case.clients)
+            assert.equals(0.3, r.case.duration)
+            ark.assert_identity(r)
+            assert.truthy(so:find("test @ " .. scheme .. "://127.0.0.1:" .. ports[scheme], 1, true), so)
+            for _, l in ipairs({ "50%", "75%", "90%", "99%", "99.9%", "99.99%", "100%" }) do
+                assert.truthy(so:find("\n +" .. l:gsub("%p", "%%%0") .. "  %d"), scheme .. " " .. l .. ":\n" .. so)
+            end
+            local req = so:match("\n  (%d+) requests in ")
+            assert.equals(r.completed, tonumber(req), so)
+            assert.truthy(so:find("results: " .. out, 1, true))
+            assert.is_true(files.exists(out .. "/report.html"))
+        end
+    end)
+
+    it("prints one strict JSON document with --json, the table on stderr", function()
+        local out = files.tmpdir("_ol") .. "/out"
+        local rc, so, se = run(with({ "tcp://127.0.0.1:" .. ports.tcp }, with(SHORT, { "--json", "--out", out })))
+        assert.equals(0, rc, se)
+        local ok, j = pcall(cjson.decode, so)
+        assert.is_true(ok, "stdout is not one JSON document: " .. so)
+        local r = only_run(out)
+        assert.equals(r.completed, j.requests)
+        assert.equals(r.round_trips_per_s, j.requests_per_s)
+        assert.equals(r.rtt_us.p50, j.latency_us.p50)
+        assert.equals(r.rtt_us.max, j.latency_us.p100)
+        assert.is_number(j.latency_us.p99_99)
+        assert.is_true(j.latency_us.p99_99 >= r.rtt_us.p999 and j.latency_us.p99_99 <= r.rtt_us.max)
+        assert.equals(out, j.results)
+        assert.equals("ok", j.status)
+        assert.truthy(se:find("round trips/s", 1, true), se) -- the table went to stderr
+    end)
+
+    it("runs open loop with -R, latency from the intended send times", function()
+        local out = files.tmpdir("_ol") .. "/out"
+        local rc, so, se = run(with({ "tcp://127.0.0.1:" .. ports.tcp, "-R", "400" }, with(SHORT, { "--out", out })))
+        assert.equals(0, rc, se)
+        local r = only_run(out)
+        assert.equals("open", r.load_model)
+        assert.equals(400, r.rate_asked)
+        assert.truthy(so:find("open loop at 400/s", 1, true), so)
+    end)
+
+    it("refuses bad URLs and flags with exit 2 and one line", function()
+        local cases = {
+            { { "foo://x:1" }, "arkbench: unknown scheme 'foo://'; expected http, https, ws, wss, tcp, tls or udp\n" },
+            { { "tcp://127.0.0.1" }, "arkbench: tcp:// needs a port: tcp://HOST:PORT\n" },
+            { { "tcp://127.0.0.1:1", "-z" }, "arkbench: unknown option '-z' (see arkbench tcp:// --help)\n" },
+            { { "tcp://127.0.0.1:1", "-c", "0" }, "arkbench: -c: expected a whole number >= 1, got '0'\n" },
+            { { "tcp://127.0.0.1:1", "-d", "ten" }, "arkbench: -d: expected seconds or a duration such as"
+                .. ' "250ms", "10s", "2m", got \'ten\'\n' },
+            { { "tcp://127.0.0.1:1", "-m", "PUT" }, "arkbench: --method is for http:// and https:// URLs\n" },
+            { { "tcp://127.0.0.1:1", "-c", "200000" }, "arkbench: key 'clients': got 200000; expected an"
+                .. " integer from 1 to 100000\n" },
+        }
+        for _, c in ipairs(cases) do
+            local rc, so, se = run(c[1])
+            assert.equals(2, rc, table.concat(c[1], " "))
+            assert.equals("", so)
+            assert.equals(c[2], se)
+        end
+    end)
+
+    it("prints its help with --help", function()
+        local rc, so = run({ "tcp://127.0.0.1:1", "--help" })
+        assert.equals(0, rc)
+        assert.truthy(so:find("usage: arkbench URL [options]", 1, true))
+    end)
+end)
