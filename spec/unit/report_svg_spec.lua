@@ -292,6 +292,44 @@ describe("report_svg.charts", function()
         end
     end)
 
+    it("keeps the axis to 2x the largest median when one repetition is far off, and marks it", function()
+        -- C's p99 in one repetition is 20x the others: its whisker is cut at
+        -- the top and marked, the axis is set by the medians, every value
+        -- label sits at its bar (the median), and C and A are flagged as
+        -- spread (max/min > 1.5)
+        local rs = runs()
+        for _, r in ipairs(rs) do
+            if r.case_id == C.case_id and r.repetition == 2 then r.rtt_us.p99 = 20 * r.rtt_us.p99 end
+        end
+        local ch = by_file(charts(rs))["tcp-c1-w1-p99.svg"]
+        local els = assert(parse_xml(ch.svg))
+        local clipped = find(els, "text", "clipped")
+        assert.are.equal(1, #clipped)
+        assert.truthy(ch.svg:find("1 whisker cut at the top", 1, true), ch.svg)
+        assert.truthy(ch.svg:find("* repetitions spread more than 1.5x", 1, true))
+        -- the axis: the largest tick is below the cut whisker's max
+        local ticks = {}
+        for _, el in ipairs(find(els, "text")) do
+            local parent = els[el.parent]
+            if parent and has_class(parent, "y-axis") and el.text then ticks[#ticks + 1] = el.text end
+        end
+        local top_tick = 0
+        for _, t in ipairs(ticks) do if t:match("^[%d%.]+$") then top_tick = math.max(top_tick, tonumber(t)) end end
+        -- C's p99 medians are 33..50 µs, its outlier 1000 µs: the axis stops near 2 x 50
+        assert.is_true(top_tick <= 120, "axis top " .. top_tick)
+        local spread_labels, plain = 0, 0
+        for _, el in ipairs(find(els, "text", "value")) do
+            if el.text:find("*", 1, true) then spread_labels = spread_labels + 1 else plain = plain + 1 end
+        end
+        -- C (20x) and A (p99 from 90k..110k: 1.22x, not flagged); B 1.22x; D 1x
+        assert.are.equal(1, spread_labels)
+        assert.are.equal(3, plain)
+        -- without the outlier nothing is cut or flagged
+        local ch2 = by_file(charts())["tcp-c1-w1-p99.svg"]
+        assert.is_nil(ch2.svg:find('class="clipped"', 1, true))
+        assert.is_nil(ch2.svg:find("spread more than", 1, true))
+    end)
+
     it("the checker refuses what is not well-formed", function()
         assert.is_nil(parse_xml("<svg><g></svg>"))
         assert.is_nil(parse_xml('<svg a="1" a="2"/>'))

@@ -190,6 +190,17 @@ local function case_id(c)
     return type(c.case_id) == "string" and c.case_id or "-"
 end
 
+-- Whiskers past CLIP x the largest median of a chart are clipped; a case
+-- whose repetitions' max / min exceeds SPREAD is flagged with "*".
+_M.CLIP = 2
+_M.SPREAD = 1.5
+
+-- Whether case c's repetitions spread more than SPREAD x in `metric`.
+function _M.spread(c, metric)
+    local _, lo, hi = stat(c, metric)
+    return lo ~= nil and hi ~= nil and lo > 0 and hi / lo > _M.SPREAD
+end
+
 -- Grouped bars: x groups = part.tables, a bar per case coloured by row.
 local function bar_chart(model, part, o)
     local groups = part.tables
@@ -212,17 +223,28 @@ local function bar_chart(model, part, o)
         end
     end
 
-    local ymax = 0
+    -- the axis covers every median and every whisker up to CLIP x the
+    -- largest median; a whisker past that is clipped at the top, marked
+    -- (one repetition far off must not flatten every other bar)
+    local med_max, ymax = 0, 0
+    for _, c in ipairs(part.cases) do
+        local med = stat(c, o.metric)
+        med_max = max(med_max, med or 0)
+    end
+    local clip_at = med_max > 0 and med_max * _M.CLIP or math.huge
+    local any_cut = false
     for _, c in ipairs(part.cases) do
         local med, _, hi = stat(c, o.metric)
-        ymax = max(ymax, hi or med or 0)
+        if hi and hi > clip_at then any_cut = true end
+        ymax = max(ymax, min(hi or med or 0, clip_at))
     end
     local top, step = nice_scale(ymax)
+    local subtitle = o.subtitle
 
     -- layout first (needs the plot box) to know whether labels stand upright
     local _, box = frame({
         model = model, kind = o.kind, part_attr = part_attr(model, part), width = width,
-        height = height, title = o.title, subtitle = o.subtitle, labels = labels, top = top,
+        height = height, title = o.title, subtitle = subtitle, labels = labels, top = top,
         step = step, y_title = o.y_title, x_title = o.x_title, bottom = bottom,
     })
     local group_w = box.w / max(1, #groups)
@@ -233,16 +255,30 @@ local function bar_chart(model, part, o)
     local longest = 0
     for _, c in ipairs(part.cases) do
         local med = stat(c, o.metric)
-        if med then longest = max(longest, label_width(report.compact(med))) end
+        if med then longest = max(longest, label_width(report.compact(med) .. "*")) end
     end
     local upright = longest + 4 <= slot
-    -- head room for the labels above the tallest whisker
+    -- head room for the labels above the tallest bar
     local need = (upright and 16 or longest + 10) / box.h
-    while ymax > 0 and ymax / top > 1 - need do top = top + step end
+    while med_max > 0 and med_max / top > 1 - need do top = top + step end
+    while any_cut and ymax / top > 1 - 12 / box.h do top = top + step end
+    local clipped, spread_n = 0, 0
+    for _, c in ipairs(part.cases) do
+        local _, _, hi = stat(c, o.metric)
+        if hi and hi > top then clipped = clipped + 1 end
+        if _M.spread(c, o.metric) then spread_n = spread_n + 1 end
+    end
+    if clipped > 0 then
+        subtitle = subtitle .. format("; %d whisker%s cut at the top (^: max off the axis)", clipped,
+            clipped == 1 and "" or "s")
+    end
+    if spread_n > 0 then
+        subtitle = subtitle .. format("; * repetitions spread more than %gx (max/min)", _M.SPREAD)
+    end
     local out
     out, box = frame({
         model = model, kind = o.kind, part_attr = part_attr(model, part), width = width,
-        height = height, title = o.title, subtitle = o.subtitle, labels = labels, top = top,
+        height = height, title = o.title, subtitle = subtitle, labels = labels, top = top,
         step = step, y_title = o.y_title, x_title = o.x_title, bottom = bottom,
     })
     local function y_of(v) return box.y + box.h - v / top * box.h end
@@ -266,9 +302,18 @@ local function bar_chart(model, part, o)
                 .. 'data-case="%s"><title>%s</title></rect>', med and "" or " missing", f1(cx - bar_w / 2),
                 f1(y), f1(bar_w), f1(y_of(0) - y), bar_style(model, label), esc(case_id(c)), esc(tip))
             if med then
-                if lo and hi then whisker(marks, cx, y_of(lo), y_of(hi), min(bar_w * 0.3, 8)) end
-                local ty = y_of(max(hi or med, med)) - 5
-                local text = esc(report.compact(med))
+                if lo and hi then
+                    local cut = hi > top
+                    whisker(marks, cx, y_of(lo), y_of(cut and top or hi), min(bar_w * 0.3, 8))
+                    if cut then
+                        marks[#marks + 1] = format('<text class="clipped" x="%s" y="%s" text-anchor="middle" '
+                            .. 'font-size="11" fill="#b00020">^<title>%s: max %s %s, off the axis</title></text>',
+                            f1(cx), f1(y_of(top) + 10), esc(case_id(c)), esc(o.fmt(hi)), esc(o.unit))
+                    end
+                end
+                -- the label sits on the bar (the median), not on its whisker
+                local ty = y_of(med) - 5
+                local text = esc(report.compact(med) .. (_M.spread(c, o.metric) and "*" or ""))
                 if upright then
                     labels_out[#labels_out + 1] = format('<text class="value" x="%s" y="%s" text-anchor="middle">%s</text>',
                         f1(cx), f1(ty), text)
