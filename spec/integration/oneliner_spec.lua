@@ -106,6 +106,13 @@ describe("arkbench URL", function()
             { { "tcp://127.0.0.1:1", "-d", "ten" }, "arkbench: -d: expected seconds or a duration such as"
                 .. ' "250ms", "10s", "2m", got \'ten\'\n' },
             { { "tcp://127.0.0.1:1", "-m", "PUT" }, "arkbench: --method is for http:// and https:// URLs\n" },
+            { { "tcp://127.0.0.1:abc" }, "arkbench: 'tcp://127.0.0.1:abc': the port must be a number from 1"
+                .. " to 65535, after the host\n" },
+            { { "tcp://u:p@127.0.0.1:1" }, "arkbench: 'tcp://u:p@127.0.0.1:1': user information (user@host)"
+                .. " is not supported\n" },
+            { { "tcp://127.0.0.1:1/x?y=1" }, "arkbench: 'tcp://127.0.0.1:1/x?y=1': tcp:// takes no path or"
+                .. " query (arkbench's echo); give tcp://HOST:PORT\n" },
+            { { "tcp://127.0.0.1:1", "-c", "--json" }, "arkbench: -c needs a value\n" },
             { { "tcp://127.0.0.1:1", "-c", "200000" }, "arkbench: key 'clients': got 200000; expected an"
                 .. " integer from 1 to 100000\n" },
         }

@@ -80,12 +80,24 @@ function _M.parse_url(text)
             scheme)
     end
     local hostport, path = rest:match("^([^/?#]*)(.*)$")
+    if hostport:find("@", 1, true) then
+        return nil, format("'%s': user information (user@host) is not supported", text)
+    end
+    path = path:gsub("#.*$", "")
+    local http = s.protocol == "http" or s.protocol == "https"
+    if not http and path ~= "" and path ~= "/" then
+        return nil, format("'%s': %s:// takes no path or query (arkbench's echo); give %s://HOST:PORT",
+            text, scheme, scheme)
+    end
     if path == "" then path = "/" end
     if path:sub(1, 1) ~= "/" then path = "/" .. path end
-    path = path:gsub("#.*$", "")
-    local host, port = hostport:match("^%[([^%]]+)%]:?(%d*)$")
-    if not host then host, port = hostport:match("^([^:]+):?(%d*)$") end
-    if not host or host == "" then return nil, "no host in '" .. text .. "'" end
+    local host, port_text = hostport:match("^%[([^%]]+)%](.*)$")
+    if not host then host, port_text = hostport:match("^([^:]*)(.*)$") end
+    if host == nil or host == "" then return nil, "no host in '" .. text .. "'" end
+    local port = port_text:match("^:(%d+)$")
+    if port_text ~= "" and not port then
+        return nil, format("'%s': the port must be a number from 1 to 65535, after the host", text)
+    end
     port = tonumber(port) or s.port
     if not port then
         return nil, format("%s:// needs a port: %s://HOST:PORT", scheme, scheme)
@@ -173,7 +185,10 @@ function _M.parse_args(args)
             if value == nil then
                 i = i + 1
                 value = args[i]
-                if value == nil then return nil, a .. " needs a value" end
+                -- "-c --out DIR": the value is missing, not "--out"
+                if value == nil or (value:sub(1, 2) == "--" and #value > 2) then
+                    return nil, a .. " needs a value"
+                end
             end
             local v, verr = convert(name, f[2], value)
             if v == nil then return nil, verr end
