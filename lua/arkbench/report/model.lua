@@ -39,7 +39,7 @@ local NOT_AXES = { index = true, case_id = true, name = true }
 _M.ROW_AXES = { "topology", "execution" }
 -- The keys that split tables and charts, outermost first.
 local GROUP_ORDER = {
-    "protocol", "framing", "placement", "rate", "work", "clients", "window", "payload",
+    "label", "protocol", "framing", "placement", "rate", "work", "clients", "window", "payload",
 }
 -- The x axis of a chart: the first of these that varies.
 local X_AXES = { "payload", "window", "clients", "work" }
@@ -92,7 +92,7 @@ function _M.value_text(key, v)
     if v == nil then return key .. " -" end
     if key == "payload" and type(v) == "number" then return bytes_text(v) end
     if key == "clients" then return axis_text(v) .. (v == 1 and " client" or " clients") end
-    if key == "protocol" then return axis_text(v) end
+    if key == "protocol" or key == "label" then return axis_text(v) end
     return key .. " " .. axis_text(v)
 end
 
@@ -338,7 +338,10 @@ function _M.build(summary, runs, env)
     end
     if #row_axes == 0 then row_axes[1] = "topology"; is_row.topology = true end
 
-    local group_axes, in_group = { "protocol" }, { protocol = true }
+    -- a scenario's own part names (label) come first in every title
+    local group_axes, in_group = {}, {}
+    if is_varying.label then group_axes[1], in_group.label = "label", true end
+    group_axes[#group_axes + 1], in_group.protocol = "protocol", true
     for _, k in ipairs(GROUP_ORDER) do
         if is_varying[k] and not in_group[k] and not is_row[k] then
             group_axes[#group_axes + 1] = k; in_group[k] = true
@@ -391,7 +394,7 @@ function _M.build(summary, runs, env)
         local bits = {}
         for _, k in ipairs(part_axes) do
             local v = axis_text(scalar(p.values[k]))
-            if k == "protocol" then bits[#bits + 1] = v
+            if k == "protocol" or k == "label" then bits[#bits + 1] = v
             elseif k == "clients" then bits[#bits + 1] = "c" .. v
             elseif k == "window" then bits[#bits + 1] = "w" .. v
             else bits[#bits + 1] = k .. v end

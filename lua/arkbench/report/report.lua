@@ -39,7 +39,7 @@ local core = require("arkbench.core")
 local _M = {}
 
 _M.AXIS_ORDER = {
-    "payload", "clients", "window", "topology", "execution", "work",
+    "label", "payload", "clients", "window", "topology", "execution", "work",
     "protocol", "framing", "rate", "search",
 }
 

@@ -30,7 +30,7 @@ local _M = {}
 -- Every key a scenario table may hold, in the order they are documented
 -- (and listed in "known keys: ...").
 _M.KEYS = {
-    "name", "description", "protocol", "framing", "payload", "clients",
+    "name", "label", "description", "protocol", "framing", "payload", "clients",
     "window", "load", "topology", "execution", "work", "warmup", "duration",
     "repetitions", "rate", "interval", "timeout", "placement", "target", "tls", "udp",
     "client", "server", "message", "expect",
@@ -540,6 +540,16 @@ local function validate(ctx, t)
             fail(ctx, "name", "key 'name': got " .. describe(v)
                  .. "; expected a non-empty string without '/', '\\' or control characters,"
                  .. " and not '.' or '..' (it names the results folder)")
+        end
+    end
+    if t.label ~= nil then
+        local v = t.label
+        if type(v) == "string" and v ~= "" and #v <= 64 and not str_find(v, "%c") then
+            keys.label = v
+        else
+            fail(ctx, "label", "key 'label': got " .. describe(v)
+                 .. "; expected a non-empty string of at most 64 bytes without control characters"
+                 .. " (it names this part's cases in reports)")
         end
     end
     if t.description ~= nil then

@@ -36,7 +36,7 @@ _M.AXES = {
 
 -- Keys of a resolved case that --filter may name.
 local FILTER_KEYS = {
-    "name", "protocol", "framing", "payload", "clients", "window", "topology",
+    "name", "label", "protocol", "framing", "payload", "clients", "window", "topology",
     "execution", "work", "warmup", "duration", "repetitions", "rate",
     "timeout", "placement", "target",
 }
@@ -116,7 +116,7 @@ function _M.expand(spec)
         local cases = expand_one(part)
         for _, c in ipairs(cases) do c.part = part; all[#all + 1] = c end
     end
-    local ID_KEYS = { "protocol", "framing", "payload", "clients", "window", "topology",
+    local ID_KEYS = { "label", "protocol", "framing", "payload", "clients", "window", "topology",
                       "execution", "work", "rate", "warmup", "duration",
                       "placement", "target" }
     local varies = {}
@@ -155,6 +155,7 @@ expand_one = function(spec)
     while true do
         local case = {
             name = spec.name or keys.name,
+            label = keys.label,
             repetitions = keys.repetitions,
             tls = keys.tls,
             udp = keys.udp,
