@@ -96,7 +96,7 @@ describe("scenario.load", function()
 
         it("lists the known keys when nothing is near", function()
             assert.equals(F .. "unknown_far.lua:2: unknown key 'frobnicate'; known keys: name, "
-                .. "description, protocol, framing, payload, clients, window, load, topology, "
+                .. "label, description, protocol, framing, payload, clients, window, load, topology, "
                 .. "execution, work, warmup, duration, repetitions, rate, interval, timeout, placement, "
                 .. "target, tls, udp, client, server, message, expect"
                 .. ", thresholds",
