@@ -112,6 +112,8 @@ static void client_setup_failed(ab__dclient_t *c, int code, const char *what, co
   /* a task cancelled at stop is no error of the run */
   if (c->h.loop->phase != AB__PH_STOPPING) ab__loop_error(c->h.loop, code, msg);
   c->h.alive = 0;
+  /* closed now, so that a reopen that failed can be tried again */
+  if (c->tcp.data) ab__client_close(c);
   ab__client_reported(c);
 }
 
@@ -280,6 +282,7 @@ void ab__co_client_start(ab__dclient_t *c) {
     c->task = NULL;
     client_setup_failed(c, r, "coroutine", NULL);
     if (c->tcp.data) ab__client_close(c);
+    else if (c->h.reopen) ab__client_closed(&c->h); /* no close callback comes */
     return;
   }
   ab_task_on_exit(c->task, client_task_exit, c);

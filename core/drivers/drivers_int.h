@@ -146,6 +146,9 @@ void ab__client_pump(ab__dclient_t *c);
 void ab__client_fail(ab__dclient_t *c, int code, const char *what);
 void ab__client_close(ab__dclient_t *c);
 void ab__client_on_closed(uv_handle_t *h);
+/* c is started again (a reopen, engine sweep.c): its driver part back to
+ * zero, as allocated (every handle of it has closed by then). */
+void ab__client_reset(ab__dclient_t *c);
 
 /* A server connection's read failed: an orderly EOF or, in server role, a
  * client's reset (not ours to count as a failure: counted apart) closes it

@@ -70,6 +70,7 @@ static void stream_stop(ab__loop_t *l) {
 
 static void stream_start(ab__client_t *hc) {
   ab__dclient_t *c = AB__DC(hc);
+  if (hc->reopening) ab__client_reset(c);
   ab__sclient_connect(c, (const struct sockaddr *)&c->h.loop->connect_addr);
 }
 
@@ -96,6 +97,7 @@ static void tcp_loop_close(ab__loop_t *l) {
 
 static void tcp_start(ab__client_t *hc) {
   ab__dclient_t *c = AB__DC(hc);
+  if (hc->reopening) ab__client_reset(c);
   ab__client_connect(c, (const struct sockaddr *)&c->h.loop->connect_addr);
 }
 
@@ -145,7 +147,7 @@ static void udp_loop_close(ab__loop_t *l) {
 static void udp_start(ab__client_t *hc) {
   ab__dclient_t *c = AB__DC(hc);
   ab__udp_client_open(c, (const struct sockaddr *)&c->h.loop->connect_addr);
-  ab__loop_connect_done(c->h.loop);
+  ab__client_connect_done(&c->h);
 }
 
 static void udp_stop(ab__loop_t *l) {
@@ -161,7 +163,10 @@ static void udp_stop(ab__loop_t *l) {
 static void tcp_wake(ab__client_t *c) { ab__client_pump(AB__DC(c)); }
 static void stream_wake(ab__client_t *c) { ab__sclient_pump(AB__DC(c)); }
 static void udp_wake(ab__client_t *c) { ab__udp_pump(AB__DC(c)); }
-static void co_start(ab__client_t *c) { ab__co_client_start(AB__DC(c)); }
+static void co_start(ab__client_t *c) {
+  if (c->reopening) ab__client_reset(AB__DC(c));
+  ab__co_client_start(AB__DC(c));
+}
 static void co_wake(ab__client_t *c) { ab__co_client_wake(AB__DC(c)); }
 static void stream_expired(ab__client_t *c) { ab__sclient_connect_expired(AB__DC(c)); }
 static void co_expired(ab__client_t *c) { ab__co_client_connect_expired(AB__DC(c)); }
@@ -172,6 +177,7 @@ static void client_fail(ab__client_t *c, int code, const char *what) {
 const ab_driver_t ab__driver_tcp_callback = {
     .name = "callback tcp",
     .client_size = sizeof(ab__dclient_t),
+    .can_reopen = 1,
     .case_open = ab__transport_open,
     .case_close = ab__transport_close,
     .loop_open = tcp_loop_open,
@@ -187,6 +193,7 @@ const ab_driver_t ab__driver_tcp_callback = {
 const ab_driver_t ab__driver_stream_callback = {
     .name = "callback stream",
     .client_size = sizeof(ab__dclient_t),
+    .can_reopen = 1,
     .case_open = ab__transport_open,
     .case_close = ab__transport_close,
     .loop_open = stream_loop_open,
@@ -217,6 +224,7 @@ const ab_driver_t ab__driver_udp_callback = {
 const ab_driver_t ab__driver_coroutine = {
     .name = "coroutine",
     .client_size = sizeof(ab__dclient_t),
+    .can_reopen = 1,
     .case_open = ab__transport_open,
     .case_close = ab__transport_close,
     .loop_open = co_loop_open,

@@ -123,10 +123,9 @@ static ab_sockio_kept_t sconn_in(ab__sconn_t *s) {
 /* ---- client ------------------------------------------------------------ */
 
 void ab__client_reported(ab__dclient_t *c) {
-  ab__loop_t *l = c->h.loop;
   if (c->ly.reported) return;
   c->ly.reported = 1;
-  ab__loop_connect_done(l);
+  ab__client_connect_done(&c->h);
 }
 
 static void handshake_failed(ab__dclient_t *c, int code, const char *what, const char *detail) {
@@ -365,7 +364,8 @@ void ab__sclient_connect(ab__dclient_t *c, const struct sockaddr *addr) {
                ab_err_name(r));
       ab__loop_error(l, r, msg);
       c->ly.reported = 1;
-      ab__loop_connect_done(l);
+      ab__client_connect_done(&c->h);
+      if (c->h.reopen) ab__client_closed(&c->h); /* no close callback comes */
       return;
     }
     handshake_failed(c, r, "connect", NULL);

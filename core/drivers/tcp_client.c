@@ -32,6 +32,18 @@ void ab__client_on_closed(uv_handle_t *h) {
   free(c->rbuf);
   c->rbuf = NULL;
   c->rcap = c->rlen = 0;
+  /* the conn's own handles close in the same pass: the engine starts a
+   * reopen from its sweep, after this pass (ab__client_reset then) */
+  if (c->h.reopen) ab__client_closed(&c->h);
+}
+
+void ab__client_reset(ab__dclient_t *c) {
+  /* a coroutine still on it ends first (it has, in practice: a client's
+   * task returns right after failing its connection) */
+  if (c->task && ab_task_current() != c->task) ab_sched_cancel(c->task);
+  free(c->dgram);
+  /* the driver's part as allocated; the engine's header is kept */
+  memset((char *)c + sizeof(ab__client_t), 0, sizeof(*c) - sizeof(ab__client_t));
 }
 
 void ab__client_close(ab__dclient_t *c) {
@@ -55,6 +67,7 @@ void ab__client_fail(ab__dclient_t *c, int code, const char *what) {
              ab_conn_reason(&c->conn, code, why, sizeof(why)));
     ab__loop_error(l, code, msg);
   }
+  ab__client_lost(&c->h, code); /* reopened once closed (engine sweep.c) */
   ab__win_release(&c->h, code == AB_ETIMEDOUT ? &l->timed_out : &l->message_errors);
   ab__client_close(c);
   ab__loop_check_progress(l);
@@ -171,6 +184,10 @@ static void on_readable(ab_sockio_t *io) {
 static void on_connect(uv_connect_t *req, int status) {
   ab__dclient_t *c = req->data;
   ab__loop_t *l = c->h.loop;
+  if (status == UV_ECANCELED && l->phase == AB__PH_STOPPING) {
+    ab__client_connect_done(&c->h); /* a reopen cut short by the end */
+    return;
+  }
   ab_hist_record(&l->connect, ab_now_ns() - c->connect_start_ns);
   if (status < 0) {
     char msg[160];
@@ -184,7 +201,7 @@ static void on_connect(uv_connect_t *req, int status) {
     int r = ab_sockio_start(&c->conn.io, &l->d->reactor, &c->tcp, 0, on_readable, on_io_error);
     if (r < 0) ab__client_fail(c, r, "read start");
   }
-  ab__loop_connect_done(l);
+  ab__client_connect_done(&c->h);
 }
 
 void ab__client_connect(ab__dclient_t *c, const struct sockaddr *addr) {
@@ -214,7 +231,9 @@ void ab__client_connect(ab__dclient_t *c, const struct sockaddr *addr) {
     snprintf(msg, sizeof(msg), "connection %u: connect: %s (%s)", c->h.id,
              ab_strerror(r), ab_err_name(r));
     ab__loop_error(l, r, msg);
-    if (c->tcp.data) ab__client_close(c);
-    ab__loop_connect_done(l);
+    int opened = c->tcp.data != NULL;
+    if (opened) ab__client_close(c);
+    ab__client_connect_done(&c->h);
+    if (!opened && c->h.reopen) ab__client_closed(&c->h); /* no close callback comes */
   }
 }

@@ -33,15 +33,27 @@ enum { AB_GROUP_RUN = 1, AB_GROUP_DATAGRAM = 2 };
   X(drained, AB_MERGE_SUM, AB_GROUP_RUN,                                                    \
     "replies to measure-phase messages received after the deadline")                        \
   X(timed_out, AB_MERGE_SUM, AB_GROUP_RUN,                                                  \
-    "messages whose reply did not come within `timeout` (checked when a reply arrives, so "  \
-    "a reply later than `timeout` is never `completed` or `drained`; on a stream it fails "  \
-    "its connection)")                                                                      \
+    "messages whose reply did not come within `timeout` (checked when a reply arrives and "  \
+    "swept the moment it is overdue, so a reply later than `timeout` is never `completed` "  \
+    "or `drained`); on a stream also the messages behind it on its connection, which is "    \
+    "reopened (`reconnects`)")                                                              \
+  X(late, AB_MERGE_SUM, AB_GROUP_RUN,                                                       \
+    "replies that came after their message's `timeout`: timed out, never completions or "   \
+    "RTT samples (a stream's overdue connection is replaced, so only replies that beat the " \
+    "sweep); also `udp.late`")                                                              \
   X(message_errors, AB_MERGE_SUM, AB_GROUP_RUN,                                             \
     "messages lost to a connection error or a bad reply")                                   \
   X(unfinished, AB_MERGE_SUM, AB_GROUP_RUN, "messages still in flight when the run ended")  \
   X(unsent, AB_MERGE_SUM, AB_GROUP_RUN,                                                    \
     "open loop: measure-phase messages intended before the deadline and never sent (0 in "  \
     "closed loop)")                                                                         \
+  X(reconnects, AB_MERGE_SUM, AB_GROUP_RUN,                                                 \
+    "stream connections lost once up (a reply overdue, a reset, closed by the peer) and "    \
+    "reopened in their place, counted when the new one is up (docs/execution.md; not in "   \
+    "execution = lua)")                                                                     \
+  X(reconnects_given_up, AB_MERGE_SUM, AB_GROUP_RUN,                                        \
+    "connections left closed after 5 failures in a row with no reply between (reopens "     \
+    "refused, or lost again before a reply)")                                               \
   X(warmup_completed, AB_MERGE_SUM, AB_GROUP_RUN,                                           \
     "warm-up replies received (their samples are dropped)")                                 \
   X(server_connections, AB_MERGE_SUM, AB_GROUP_RUN, "connections the server side accepted") \
@@ -49,8 +61,6 @@ enum { AB_GROUP_RUN = 1, AB_GROUP_DATAGRAM = 2 };
   X(server_bytes, AB_MERGE_SUM, AB_GROUP_RUN, "message bytes the server side received")     \
   X(server_resets, AB_MERGE_SUM, AB_GROUP_RUN,                                              \
     "server role: clients that reset their connection (not errors)")                        \
-  X(late, AB_MERGE_SUM, AB_GROUP_DATAGRAM,                                                  \
-    "replies that came after their message timed out (never completions)")                  \
   X(reordered, AB_MERGE_SUM, AB_GROUP_DATAGRAM,                                             \
     "replies below the highest sequence already answered (still complete)")                 \
   X(duplicated, AB_MERGE_SUM, AB_GROUP_DATAGRAM, "second replies to a completed message")   \

@@ -24,18 +24,19 @@
  *                one) and the loop's buffers; sets l->drv_state if needed.
  *   client_start loop thread, paced by the engine (at most a few hundred
  *                connects in flight per loop, to l->connect_addr): connect
- *                or open client c;
- *                the driver calls ab__loop_connect_done(l) exactly once
- *                per client when its connect (and handshakes) finished,
- *                well or not -- synchronously if it likes.
+ *                or open client c (again, to reopen it: can_reopen);
+ *                the driver calls ab__client_connect_done(c) exactly
+ *                once per start when its connect (and handshakes)
+ *                finished, well or not -- synchronously if it likes.
  *   wake         loop thread, once per client when a sending phase begins,
  *                and when the timeout sweep freed slots of c (the window,
  *                engine/window.h, decides what may be issued).
  *   accept       loop thread: a server connection s was accepted (its
  *                socket is set up by the driver's own listener, which
  *                calls this entry); NULL for a driver without one.
- *   client_fail  loop thread: the engine gives up on c (a reply overdue
- *                past the timeout, or warm-up overdue).
+ *   client_fail  loop thread: the engine gives up on c's connection (a
+ *                reply overdue past the timeout, or warm-up overdue); with
+ *                can_reopen it reopens it (sweep.c).
  *   work_done    loop thread: one pool job of server connection s came
  *                back (shared:N); NULL when the driver submits none.
  *   stop         loop thread, STOP: cancel tasks, close every handle the
@@ -70,6 +71,12 @@ typedef struct ab_driver_s {
   /* a lost message is a measured outcome, not a failure of the run
    * (datagram transports): out->ok ignores timed_out and unfinished */
   int loss_is_measured;
+  /* a stream connection that was lost (a reply overdue, a reset, closed by
+   * the peer) may be reopened in its place: client_start is called again
+   * for the same client once the driver reported its handle closed
+   * (ab__client_closed, engine_int.h), with the driver's part of the
+   * client back to zero.  0: a lost connection stays closed. */
+  int can_reopen;
   /* bytes per client connection: the driver's client struct, which embeds
    * the engine's ab__client_t as its first member (engine_int.h); the
    * engine allocates each loop's clients this far apart and zeroed.  0

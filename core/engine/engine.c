@@ -9,6 +9,8 @@
  *      loop starts with a full window burst; no message is sent after the
  *      deadline; the coordinator sleeps to the deadline and samples CPU;
  *   5. drain: replies to measure messages are awaited up to `timeout`;
+ *      (throughout, the timeout sweep and reopening of lost connections
+ *      are sweep.c's);
  *   6. STOP: the pool is joined, loops close every handle and exit.
  * Phase deadlines are nanosecond clock values; libuv timers only wake a loop
  * near them (they are millisecond timers) and the clock decides.
@@ -130,7 +132,7 @@ static void finish_measure(ab__loop_t *l, int forced) {
   if (forced) ab__win_finish(l);
   l->phase = AB__PH_DONE;
   uv_timer_stop(&l->phase_timer);
-  uv_timer_stop(&l->tick);
+  ab__sweep_stop(l);
   ab__loop_reached(l, AB__ST_MEASURE_DONE);
 }
 
@@ -158,7 +160,9 @@ static void phase_timer_cb(uv_timer_t *t) {
     ab__loop_check_progress(l);
     break;
   case AB__PH_WARM_DRAIN:
-    /* warm-up replies overdue: those connections are broken */
+    /* warm-up replies overdue (the sweep fails them first; this is its
+     * backstop): their connections are failed and, as in measure,
+     * reopened for the measure phase (sweep.c) */
     for (uint32_t i = 0; i < l->nclients; i++)
       if (ab__loop_client(l, i)->win.inflight > 0)
         l->eng->drv->client_fail(ab__loop_client(l, i), AB_ETIMEDOUT, "warm-up reply overdue");
@@ -285,49 +289,6 @@ static void measure_end(ab__loop_t *l) {
     l->unsent += ab__win_unsent(&ab__loop_client(l, i)->win, l->deadline_ns);
 }
 
-/* The timeout sweep runs at least every tick_interval_ms(), and sooner
- * when a message in flight becomes overdue before that (to the
- * millisecond of libuv's timers): a datagram window frees a lost
- * message's slot about when it times out, not up to a tick later.  (A
- * reply that arrives late is caught at completion, whatever the sweep.) */
-static uint64_t tick_interval_ms(const ab__loop_t *l) {
-  double ms = l->eng->cfg->timeout_s * 1000.0 / 4.0;
-  return ms < 1 ? 1 : ms > 100 ? 100 : (uint64_t)ms;
-}
-
-static void tick_cb(uv_timer_t *t);
-
-static void arm_tick(ab__loop_t *l, uint64_t next_expiry) {
-  uint64_t ms = tick_interval_ms(l);
-  if (next_expiry != UINT64_MAX) {
-    uint64_t soon = ms_until(next_expiry);
-    if (soon < ms) ms = soon;
-  }
-  uv_timer_start(&l->tick, tick_cb, ms, 0);
-}
-
-static void tick_cb(uv_timer_t *t) {
-  ab__loop_t *l = t->data;
-  uint64_t now = ab_now_ns(), next = UINT64_MAX;
-  for (uint32_t i = 0; i < l->nclients; i++) {
-    ab__client_t *c = ab__loop_client(l, i);
-    if (!c->alive) continue;
-    int r = ab__win_sweep(c, now);
-    if (r == AB_ETIMEDOUT) {
-      l->eng->drv->client_fail(c, AB_ETIMEDOUT, "no reply within the timeout");
-      continue;
-    }
-    if (r > 0) l->eng->drv->wake(c); /* slots freed: issue again */
-    uint64_t e = ab__win_next_expiry(c);
-    if (e < next) next = e;
-  }
-  ab__loop_check_progress(l);
-  /* finish_measure stopped the sweep: it stays stopped */
-  if (l->phase == AB__PH_WARMUP || l->phase == AB__PH_WARM_DRAIN ||
-      l->phase == AB__PH_MEASURE || l->phase == AB__PH_DRAIN)
-    arm_tick(l, next);
-}
-
 /* At most this many connects in flight per loop: a burst larger than the
  * listen backlog (net.core.somaxconn, 4096; SYN backlog 2048) overflows it,
  * and the dropped handshakes come back only after retransmission timeouts,
@@ -387,8 +348,6 @@ static void pool_done_cb(uv_async_t *a) {
   if (l->eng->pool && l->phase != AB__PH_STOPPING) ab__pool_collect(l->eng->pool, l);
 }
 
-static void start_tick(ab__loop_t *l) { arm_tick(l, UINT64_MAX); }
-
 /* An interrupt at t0: a measure phase still going ends there (its
  * deadline becomes t0, so nothing more is sent and later replies are
  * drained); the time series keeps the intervals begun before t0, the
@@ -438,7 +397,7 @@ static void ctl_cb(uv_async_t *a) {
     l->phase = AB__PH_WARMUP;
     l->warm_deadline_ns = t0;
     arm_phase_timer(l, t0);
-    start_tick(l);
+    ab__sweep_start(l);
     phase_begin(l, ab_now_ns());
     break;
   case AB__CMD_MEASURE:
@@ -449,7 +408,7 @@ static void ctl_cb(uv_async_t *a) {
     l->iv_i = 0;
     l->iv_end_ns = l->iv_n == 1 ? UINT64_MAX : t0 + l->iv_ns < t1 ? t0 + l->iv_ns : t1;
     arm_phase_timer(l, t1);
-    start_tick(l);
+    ab__sweep_start(l);
     phase_begin(l, t0);
     break;
   case AB__CMD_END:
@@ -459,7 +418,7 @@ static void ctl_cb(uv_async_t *a) {
     l->phase = AB__PH_STOPPING;
     eng->drv->stop(l);
     uv_close((uv_handle_t *)&l->phase_timer, close_cb_noop);
-    uv_close((uv_handle_t *)&l->tick, close_cb_noop);
+    ab__sweep_close(l);
     uv_close((uv_handle_t *)&l->ctl, close_cb_noop);
     if (l->rate_fd >= 0) uv_close((uv_handle_t *)&l->rate_poll, close_cb_noop);
     if (eng->pool) uv_close((uv_handle_t *)&l->pool_done, close_cb_noop);
@@ -585,6 +544,8 @@ static void free_clients(ab__loop_t *l) {
   l->iv_lag = NULL;
   if (l->rate_fd >= 0) close(l->rate_fd);
   l->rate_fd = -1;
+  if (l->sweep_fd >= 0) close(l->sweep_fd);
+  l->sweep_fd = -1;
 }
 
 /* The loop's time series and open-loop histograms, preallocated. */
@@ -628,6 +589,7 @@ static int alloc_loops(ab__engine_t *eng, ab_result_t *out) {
     l->eng = eng;
     l->index = li;
     l->rate_fd = -1;
+    l->sweep_fd = -1;
     l->open_loop = cfg->rate > 0;
     ab_hist_init(&l->rtt);
     ab_hist_init(&l->connect);
@@ -670,8 +632,7 @@ static int open_loops(ab__engine_t *eng, uint32_t workers, uint32_t *started, ab
     l->ctl.data = l;
     uv_timer_init(&l->loop, &l->phase_timer);
     l->phase_timer.data = l;
-    uv_timer_init(&l->loop, &l->tick);
-    l->tick.data = l;
+    if ((r = ab__sweep_open(l)) < 0) return setup_error(out, r);
     if (workers) {
       uv_async_init(&l->loop, &l->pool_done, pool_done_cb);
       l->pool_done.data = l;
@@ -813,6 +774,7 @@ static void merge_loop(ab_result_t *out, ab__loop_t *l) {
     o->completed += v->completed;
     o->errors += v->errors;
     o->timed_out += v->timed_out;
+    o->connections += v->connections; /* each connection is one loop's */
     ab_hist_merge(&o->rtt, &v->rtt);
     if (out->iv_lag && l->iv_lag) ab_hist_merge(&out->iv_lag[i], &l->iv_lag[i]);
   }

@@ -85,6 +85,14 @@ typedef struct ab__client_s {
   int alive;                    /* connected and not failed */
   int closing;
   ab__win_t win;                /* in-flight slots and issuing (window.h) */
+  /* reopening a lost stream connection (sweep.c; docs/execution.md) */
+  uint8_t reopen;               /* lost: to be reopened (1: its handle
+                                   still closing, 2: closed) at reopen_at
+                                   (0: at once) */
+  uint8_t reopening;            /* its reopen's connect is under way */
+  uint32_t fails;               /* losses in a row with no reply between */
+  uint64_t reopen_at;           /* ns */
+  uint64_t mark_seq;            /* win.oldest_seq when it last came up */
 } ab__client_t;
 
 struct ab__loop_s {
@@ -95,7 +103,10 @@ struct ab__loop_s {
   uv_async_t ctl;
   uv_async_t pool_done;         /* shared:N: work pool returns */
   uv_timer_t phase_timer;       /* fires at the phase deadline */
-  uv_timer_t tick;              /* per-message timeouts */
+  int sweep_fd;                 /* timerfd of the timeout sweep (sweep.c),
+                                   -1 when the loop has no clients */
+  uv_poll_t sweep_poll;
+  uint64_t sweep_at;            /* when it is armed for, ns (0: not) */
   int port;                     /* the loop's server port (role both/server) */
   ab__dloop_t *d;               /* the driver's part of this loop */
   /* the case's shape, copied here for the per-message path */
@@ -194,6 +205,32 @@ void ab__loop_check_progress(ab__loop_t *l);
 void ab__loop_connect_done(ab__loop_t *l);
 /* Starts client connects up to the per-loop limit in flight. */
 void ab__loop_connect_more(ab__loop_t *l);
+
+/* sweep.c: the exact timeout sweep and the reopening of lost connections
+ * (docs/execution.md, "Timeouts and reconnects").
+ *
+ * The sweep is one timerfd per loop (absolute CLOCK_MONOTONIC, not libuv's
+ * millisecond timers), armed at the earliest moment a message in flight
+ * becomes overdue, or a reopen is due.  Drivers report through the three
+ * calls below; the engine decides whether a connection is reopened. */
+int ab__sweep_open(ab__loop_t *l);          /* setup: 0 or an error */
+void ab__sweep_start(ab__loop_t *l);        /* a phase with messages began */
+void ab__sweep_stop(ab__loop_t *l);         /* disarms */
+void ab__sweep_close(ab__loop_t *l);        /* STOP: closes its handle */
+/* An established connection of c failed (code): call before its window is
+ * released.  Marks c to be reopened when its handle has closed, if the
+ * driver can reopen and the loop is not past its measure phase; after
+ * REOPEN_TRIES losses in a row with no reply between it is given up. */
+void ab__client_lost(ab__client_t *c, int code);
+/* c's handle has closed and the driver's part is back to zero (as
+ * allocated): a connection marked by ab__client_lost is reopened now
+ * (drv->client_start) or when its backoff ends. */
+void ab__client_closed(ab__client_t *c);
+/* c's connect (and handshakes) finished, well (c->alive) or not: drivers
+ * call this instead of ab__loop_connect_done, once per client_start.  A
+ * reopen that came up is counted in `reconnects` and woken; one that
+ * failed is retried with backoff (sweep.c). */
+void ab__client_connect_done(ab__client_t *c);
 /* A bound socket for a loop's server (the scenario's listen address in
  * server role, else 127.0.0.1:0; SO_REUSEPORT when shared by several
  * loops).  Returns an fd or a negative errno. */

@@ -233,6 +233,11 @@ static inline int ab__win_account(ab__loop_t *l, ab__win_t *w, uint32_t slot, ui
     }
     /* the run's histogram is the merge of its intervals' (engine.c) */
     ab_hist_record(&iv->rtt, rtt);
+    uint32_t mark = (uint32_t)(iv - l->iv) + 1;
+    if (w->iv_mark != mark) { /* its first reply in this interval */
+      w->iv_mark = mark;
+      iv->connections++;
+    }
     l->meas_inflight--;
     if (now <= l->deadline_ns) {
       l->completed++;
@@ -252,9 +257,9 @@ static inline int ab__win_account(ab__loop_t *l, ab__win_t *w, uint32_t slot, ui
  * carries no header).  Returns AB__WIN_MEASURED or AB__WIN_FREED; AB_ESEQ
  * when it is not the oldest message in flight (replies come back in
  * request order on a stream); AB_ETIMEDOUT when it came later than the
- * timeout: then it is not counted and stays in flight, and the caller
- * fails the connection (ab__win_release counts it as timed out), as the
- * sweep would have. */
+ * timeout: then it is counted `late` (a measure message) and stays in
+ * flight, and the caller fails the connection (ab__win_release counts it
+ * as timed out; the engine reopens it), as the sweep would have. */
 static inline int ab__win_complete(ab__client_t *c, uint8_t ph, uint32_t cid, uint64_t seq,
                                    uint64_t now) {
   ab__loop_t *l = c->loop;
@@ -263,7 +268,12 @@ static inline int ab__win_complete(ab__client_t *c, uint8_t ph, uint32_t cid, ui
   if (cid != c->id || seq != w->oldest_seq || w->ns[slot] == 0 || w->seq[slot] != seq ||
       (ph != 0 && w->phase[slot] != ph))
     return AB_ESEQ;
-  if (now > w->ns[slot] && now - w->ns[slot] > l->timeout_ns) return AB_ETIMEDOUT;
+  if (now > w->ns[slot] && now - w->ns[slot] > l->timeout_ns) {
+    /* later than the timeout, before the sweep saw it: late, and timed
+     * out by the release that follows */
+    if (w->phase[slot] == AB_PHASE_MEASURE) l->late++;
+    return AB_ETIMEDOUT;
+  }
   w->oldest_seq++;
   return ab__win_account(l, w, slot, now);
 }

@@ -53,6 +53,9 @@ typedef struct ab__win_s {
   uint64_t *out_seq;            /* outcome ring, out_n entries */
   uint8_t *out_state;
   uint32_t out_n;
+  /* 1 + the interval of the time series its last measure reply completed
+   * in (0: none yet): counts the connections that carry traffic */
+  uint32_t iv_mark;
 } ab__win_t;
 
 /* One interval of the measure phase's time series (docs/run-object.md, intervals): what
@@ -62,6 +65,8 @@ typedef struct ab__win_s {
  * Preallocated per loop at setup, written by the loop's thread only. */
 typedef struct {
   uint64_t sent, completed, errors, timed_out;
+  uint64_t connections;         /* connections that completed a measure
+                                   reply in it (any reply: drained too) */
   ab_hist_t rtt;                /* the RTTs the run's histogram gets, ns */
 } ab__iv_t;
 

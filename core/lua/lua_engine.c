@@ -345,6 +345,7 @@ static void push_tls(lua_State *L, const ab_result_t *r) {
 static void push_udp(lua_State *L, const ab_result_t *r) {
   lua_newtable(L);
   SETNUM("lost", r->timed_out);
+  SETNUM("late", r->late); /* a run counter, kept here too */
   push_counters(L, r, AB_GROUP_DATAGRAM);
   SETNUM("loss_percent", r->sent ? (double)r->timed_out / (double)r->sent * 100.0 : 0.0);
   lua_newtable(L);
@@ -427,7 +428,7 @@ static void set_pct(lua_State *L, const char *key, const ab_hist_t *h, double p)
 }
 
 /* intervals = { {t_s, duration_s, sent, completed, errors, timed_out,
- * round_trips_per_s, p50_us, p90_us, p99_us, max_us, [send_lag_p99_us],
+ * connections, round_trips_per_s, p50_us, p90_us, p99_us, max_us, [send_lag_p99_us],
  * rtt_histogram}, ... } (docs/run-object.md). */
 static void push_intervals(lua_State *L, const ab_result_t *r) {
   lua_createtable(L, (int)r->niv, 0);
@@ -435,13 +436,14 @@ static void push_intervals(lua_State *L, const ab_result_t *r) {
     const ab__iv_t *v = &r->iv[i];
     double t = (double)i * r->interval_s;
     double len = t + r->interval_s <= r->measured_s ? r->interval_s : r->measured_s - t;
-    lua_createtable(L, 0, 14);
+    lua_createtable(L, 0, 15);
     SETNUM("t_s", t);
     SETNUM("duration_s", len > 0 ? len : 0);
     SETNUM("sent", v->sent);
     SETNUM("completed", v->completed);
     SETNUM("errors", v->errors);
     SETNUM("timed_out", v->timed_out);
+    SETNUM("connections", v->connections);
     SETNUM("round_trips_per_s", len > 0 ? (double)v->completed / len : 0);
     set_pct(L, "p50_us", &v->rtt, 50);
     set_pct(L, "p90_us", &v->rtt, 90);

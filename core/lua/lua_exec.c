@@ -310,6 +310,9 @@ int ab_lua_exec_new(lua_State *L, int idx, ab_lua_exec_t **out, char *err, size_
    * with the scenario's Lua driving each connection */
   x->driver = ab__driver_coroutine;
   x->driver.name = "lua";
+  /* a lost connection is not reopened: its task sees the error and ends
+   * (docs/execution.md) */
+  x->driver.can_reopen = 0;
   x->driver.arg = x;
   x->driver.loop_open = drv_loop_open;
   x->driver.loop_close = drv_loop_close;

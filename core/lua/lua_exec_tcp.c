@@ -185,7 +185,7 @@ void ab__lx_client_start(ab__client_t *hc) {
   /* not connecting: counted as done (the engine's connect pacing goes on
    * with the next ones) */
   c->ly.reported = 1;
-  ab__loop_connect_done(l);
+  ab__client_connect_done(&c->h);
 }
 
 void ab__lx_client_connect_expired(ab__client_t *hc) {

@@ -216,14 +216,17 @@ return { name = "ws_masked", protocol = "ws", target = "127.0.0.1:%d", payload =
         end)
     end)
 
+    -- each failed connection is reopened (issue 10; with backoff, as no
+    -- reply ever completes on one) and fails the same way
     it("fails each connection and counts one EPROTO per connection", function()
         assert.are.equal(1, #res.runs, "runs; stderr:\n" .. res.stderr)
         local r = res.runs[1]
         assert.is_false(r.ok, brief(r))
         assert.are.equal(0, r.completed + r.drained, brief(r))
         assert.is_true(r.message_errors >= 1, brief(r))
-        assert.are.equal(2, r.errors.EPROTO, brief(r))
-        assert.are.equal(2, sum_values(r.errors), brief(r))
+        assert.is_true(r.reconnects >= 2, brief(r))
+        assert.are.equal(2 + r.reconnects, r.errors.EPROTO, brief(r))
+        assert.are.equal(2 + r.reconnects, sum_values(r.errors), brief(r))
         assert_identity(r)
         assert.are.equal(1, res.rc, "exit code")
         assert.is_true(peer.messages >= 2, "masked echoes sent: " .. cjson.encode(peer))
@@ -231,7 +234,9 @@ return { name = "ws_masked", protocol = "ws", target = "127.0.0.1:%d", payload =
     end)
 
     it("closes each failed connection with a close frame, code 1002 (RFC 6455 §7.1.7)", function()
-        assert.are.same({ 1002, 1002 }, peer.close_codes or {}, "close codes the fixture received: "
+        local want = {}
+        for i = 1, 2 + res.runs[1].reconnects do want[i] = 1002 end
+        assert.are.same(want, peer.close_codes or {}, "close codes the fixture received: "
             .. cjson.encode(peer))
     end)
 end)
@@ -251,7 +256,9 @@ return { name = "swapped_%s", protocol = "tcp", framing = "raw", target = "127.0
             local r = res.runs[1]
             assert.is_false(r.ok, brief(r))
             assert.are.equal(0, r.completed + r.drained, brief(r))
-            assert.are.equal(2, r.errors.ESEQ, brief(r))
+            -- one per connection, each reopened (with backoff) in its place
+            assert.is_true(r.reconnects >= 2, brief(r))
+            assert.are.equal(2 + r.reconnects, r.errors.ESEQ, brief(r))
             assert_identity(r)
             assert.are.equal(1, res.rc, "exit code")
             assert.is_true(peer.swapped >= 2, "pairs swapped: " .. cjson.encode(peer))
@@ -279,8 +286,10 @@ return { name = "late_%s", protocol = "tcp", framing = "raw", target = "127.0.0.
             local r = res.runs[1]
             assert.is_false(r.ok, brief(r))
             assert.are.equal(0, r.completed + r.drained, brief(r))
-            assert.are.equal(1, r.timed_out, brief(r))
-            assert.are.equal(1, r.errors.ETIMEDOUT, brief(r))
+            -- the connection is reopened after each timeout (issue 10)
+            assert.is_true(r.reconnects >= 1, brief(r))
+            assert.are.equal(1 + r.reconnects, r.timed_out, brief(r))
+            assert.are.equal(1 + r.reconnects, r.errors.ETIMEDOUT, brief(r))
             assert_identity(r)
             assert.is_true(peer.echoed >= 1, "echoed: " .. cjson.encode(peer))
         end)
@@ -312,7 +321,7 @@ return runs
         assert.are.equal(2, #res.runs, "runs; stderr:\n" .. res.stderr)
         for _, r in ipairs(res.runs) do
             assert.is_false(r.ok, brief(r))
-            assert.are.same({ EFRAME = 1 }, r.errors, brief(r))
+            assert.are.same({ EFRAME = 1 + r.reconnects }, r.errors, brief(r))
             assert.is_truthy(tostring(r.error):find(
                 "response body of 1000 bytes is larger than the payload (100) (EFRAME)", 1, true),
                 "error: " .. tostring(r.error))
@@ -360,7 +369,17 @@ for _, case in ipairs({
             for _, ex in ipairs({ "callback", "coroutine", "lua" }) do
                 local r = assert(by[ex], "no " .. ex .. " run: " .. cjson.encode(by))
                 assert.is_false(r.ok, brief(r))
-                assert.are.same({ EPROTO = 1 }, r.errors, ex .. ": " .. brief(r))
+                -- callback and coroutine reopen the connection (issue 10),
+                -- lua does not: one failure per connection reopened, and
+                -- the last may fail too
+                if ex == "lua" then
+                    assert.are.equal(0, r.reconnects, brief(r))
+                    assert.are.same({ EPROTO = 1 }, r.errors, brief(r))
+                end
+                local n = r.errors.EPROTO or 0
+                assert.is_true(n == r.reconnects or n == 1 + r.reconnects,
+                    ex .. ": reconnects=" .. r.reconnects .. " " .. brief(r))
+                assert.are.equal(n, sum_values(r.errors), ex .. ": " .. brief(r))
                 assert.are.equal("connection 0: read: " .. case.reason, r.error, ex)
                 assert.is_true(r.completed > 0, ex .. ": " .. brief(r))
             end
