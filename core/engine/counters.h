@@ -40,7 +40,7 @@ enum { AB_GROUP_RUN = 1, AB_GROUP_DATAGRAM = 2 };
   X(late, AB_MERGE_SUM, AB_GROUP_RUN,                                                       \
     "replies that came after their message's `timeout`: timed out, never completions or "   \
     "RTT samples (a stream's overdue connection is replaced, so only replies that beat the " \
-    "sweep); also `udp.late`")                                                              \
+    "sweep); also in the datagram table")                                                   \
   X(message_errors, AB_MERGE_SUM, AB_GROUP_RUN,                                             \
     "messages lost to a connection error or a bad reply")                                   \
   X(unfinished, AB_MERGE_SUM, AB_GROUP_RUN, "messages still in flight when the run ended")  \
@@ -49,8 +49,8 @@ enum { AB_GROUP_RUN = 1, AB_GROUP_DATAGRAM = 2 };
     "closed loop)")                                                                         \
   X(reconnects, AB_MERGE_SUM, AB_GROUP_RUN,                                                 \
     "stream connections lost once up (a reply overdue, a reset, closed by the peer) and "    \
-    "reopened in their place, counted when the new one is up (docs/execution.md; not in "   \
-    "execution = lua)")                                                                     \
+    "reopened in their place, counted when the new one is up (docs/execution.md says in "   \
+    "which modes)")                                                                         \
   X(reconnects_given_up, AB_MERGE_SUM, AB_GROUP_RUN,                                        \
     "connections left closed after 5 failures in a row with no reply between (reopens "     \
     "refused, or lost again before a reply)")                                               \

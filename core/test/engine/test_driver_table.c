@@ -5,7 +5,10 @@
  * client_start once per client (paced, reentrant: this driver reports its
  * connects from inside client_start), wake once per client per sending
  * phase, stop once per loop.  A loop_open that fails part way closes every
- * loop opened so far and the case, and its sentence reaches the result. */
+ * loop opened so far and the case, and its sentence reaches the result.
+ * A driver that can reopen and whose peer never answers has each message
+ * swept no sooner than its timeout, its connection failed, reopened with
+ * backoff (no reply between) and given up at the 5th failure in a row. */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,7 +62,7 @@ static void fake_start(ab__client_t *c) {
   if (c->loop->drv_state != &marker) atomic_fetch_add(&n_bad_state, 1);
   c->alive = 1;
   c->loop->ready_clients++;
-  ab__loop_connect_done(c->loop); /* from inside client_start */
+  ab__client_connect_done(c); /* from inside client_start */
 }
 
 /* One message through the window, its reply "arriving" 1 us later. */
@@ -97,6 +100,54 @@ static const ab_driver_t fake = {
     .stop = fake_stop,
 };
 
+/* ---- a driver whose replies never come, that can reopen -------------- */
+
+static atomic_int n_early, n_reopen_start;
+
+static void silent_start(ab__client_t *c) {
+  atomic_fetch_add(&n_reopen_start, 1);
+  c->alive = 1;
+  if (!c->reopening) c->loop->ready_clients++;
+  ab__client_connect_done(c);
+}
+
+/* One message in flight, never answered. */
+static void silent_wake(ab__client_t *c) {
+  ab__win_grant_t g;
+  uint64_t now = ab_now_ns();
+  if (!c->alive || ab__win_grant(c, now, &g) == 0) return;
+  ab__win_stamp(c, &g, 1, now);
+}
+
+/* The engine's sweep found the oldest overdue: as a driver does, report
+ * the loss, release, close (no handle here: closed at once). */
+static void silent_fail(ab__client_t *c, int code, const char *what) {
+  ab__loop_t *l = c->loop;
+  (void)what;
+  atomic_fetch_add(&n_fail, 1);
+  uint64_t t = c->win.ns[ab__win_slot(l, c->win.oldest_seq)];
+  if (code != AB_ETIMEDOUT || t == 0 || ab_now_ns() - t <= l->timeout_ns)
+    atomic_fetch_add(&n_early, 1);
+  c->alive = 0;
+  ab__client_lost(c, code);
+  ab__win_release(c, &l->timed_out);
+  c->closing = 1;
+  ab__client_closed(c);
+}
+
+static const ab_driver_t silent = {
+    .name = "silent",
+    .can_reopen = 1,
+    .case_open = fake_case_open,
+    .case_close = fake_case_close,
+    .loop_open = fake_loop_open,
+    .loop_close = fake_loop_close,
+    .client_start = silent_start,
+    .wake = silent_wake,
+    .client_fail = silent_fail,
+    .stop = fake_stop,
+};
+
 static ab_case_cfg_t base(void) {
   ab_case_cfg_t c;
   memset(&c, 0, sizeof(c));
@@ -110,7 +161,7 @@ static ab_case_cfg_t base(void) {
   c.threads = 2;
   c.warmup_s = 0.02;
   c.duration_s = 0.05;
-  c.timeout_s = 0.02; /* the engine's sweep runs every timeout/4 */
+  c.timeout_s = 0.02; /* the engine's sweep: at each message's expiry */
   c.role = AB_ROLE_CLIENT; /* the driver opens no server; addr unused */
   c.addr.ss_family = AF_INET;
   c.driver = &fake;
@@ -158,6 +209,29 @@ int main(void) {
   CHECK_EQ_U64(atomic_load(&n_bad_state), 0);
   ab_result_free(&r);
   fail_loop = -1;
+
+  /* timed out at 20 ms, reopened after 50, 100, 200, 400 ms, given up at
+   * the 5th failure in a row: 850 ms of the 1.2 s measure phase */
+  reset();
+  atomic_store(&n_early, 0);
+  atomic_store(&n_reopen_start, 0);
+  c = base();
+  c.driver = &silent;
+  c.clients = 4;
+  c.threads = 1;
+  c.window = 1;
+  c.warmup_s = 0;
+  c.duration_s = 1.2;
+  CHECK(ab_run_case(&c, &r) == 0);
+  CHECK_EQ_U64(atomic_load(&n_early), 0);
+  CHECK_EQ_U64(atomic_load(&n_fail), 20);
+  CHECK_EQ_U64(atomic_load(&n_reopen_start), 20);
+  CHECK_EQ_U64(r.reconnects, 16);
+  CHECK_EQ_U64(r.reconnects_given_up, 4);
+  CHECK_EQ_U64(r.timed_out, 20);
+  CHECK_EQ_U64(r.sent, 20);
+  CHECK_EQ_U64(r.completed + r.drained + r.unfinished + r.message_errors, 0);
+  ab_result_free(&r);
 
   /* an incomplete table is refused before anything runs */
   ab_driver_t partial = fake;

@@ -463,7 +463,86 @@ static void test_intervals(void) {
   loop_free(l);
 }
 
+/* Late replies on a stream (issue 10): a measure reply later than the
+ * timeout is counted late, never completed and never an RTT sample, and
+ * stays in flight until its connection is released, where it and the
+ * messages behind it count as timed out; at exactly the timeout it still
+ * completes.  Warm-up replies are never late.  The identity holds. */
+static void test_late_stream(void) {
+  ab__loop_t *l = loop_new(1, 4, AB__WIN_ORDERED);
+  ab__client_t *c = ab__loop_client(l, 0);
+  CHECK_EQ_U64(issue(c, 100), 4); /* seq 0..3 sent at 100 */
+  CHECK(ab__win_complete(c, AB_PHASE_MEASURE, 0, 0, 100 + TIMEOUT) == AB__WIN_MEASURED);
+  CHECK_EQ_U64(l->late, 0);
+  CHECK(ab__win_complete(c, AB_PHASE_MEASURE, 0, 1, 101 + TIMEOUT) == AB_ETIMEDOUT);
+  CHECK_EQ_U64(l->late, 1);
+  CHECK_EQ_U64(l->completed, 1);
+  CHECK_EQ_U64(l->iv[0].rtt.count, 1);
+  CHECK_EQ_U64(l->iv[0].completed, 1);
+  CHECK_EQ_U64(c->win.inflight, 3);
+  /* the connection is dropped: the late one and the two behind it */
+  ab__win_release(c, &l->timed_out);
+  CHECK_EQ_U64(l->timed_out, 3);
+  CHECK_EQ_U64(l->iv[0].timed_out, 3);
+  CHECK_EQ_U64(l->late, 1);
+  check_identity(l);
+  /* the reopened connection goes on from the next sequence */
+  CHECK_EQ_U64(issue(c, 2 * TIMEOUT), 4);
+  CHECK_EQ_U64(c->win.oldest_seq, 4);
+  CHECK(ab__win_complete(c, AB_PHASE_MEASURE, 0, 4, 2 * TIMEOUT + 10) == AB__WIN_MEASURED);
+  /* the sweep finds the oldest overdue strictly after its timeout */
+  CHECK_EQ_U64(ab__win_next_expiry(c), 3 * TIMEOUT + 1);
+  CHECK_EQ_U64(ab__win_sweep(c, 3 * TIMEOUT), 0);
+  CHECK(ab__win_sweep(c, 3 * TIMEOUT + 1) == AB_ETIMEDOUT);
+  ab__win_release(c, &l->timed_out);
+  CHECK_EQ_U64(l->timed_out, 6);
+  CHECK_EQ_U64(l->late, 1); /* swept, not late: no reply came */
+  check_identity(l);
+  /* a late warm-up reply is not counted late */
+  l->phase = AB__PH_WARMUP;
+  l->warm_deadline_ns = UINT64_MAX;
+  CHECK_EQ_U64(issue(c, 10 * TIMEOUT), 4);
+  CHECK(ab__win_complete(c, AB_PHASE_WARMUP, 0, 8, 12 * TIMEOUT) == AB_ETIMEDOUT);
+  CHECK_EQ_U64(l->late, 1);
+  ab__win_release(c, &l->timed_out);
+  CHECK_EQ_U64(l->timed_out, 6);
+  CHECK_EQ_U64(l->warm_inflight, 0);
+  check_identity(l);
+  loop_free(l);
+}
+
+/* The time series counts the connections that completed a measure reply
+ * in each interval, each once. */
+static void test_interval_connections(void) {
+  ab__loop_t *l = loop_new(3, 4, AB__WIN_ORDERED);
+  free(l->iv);
+  l->iv_n = 2;
+  l->iv = calloc(2, sizeof(ab__iv_t));
+  for (int i = 0; i < 2; i++) ab_hist_init(&l->iv[i].rtt);
+  l->start_ns = 1000;
+  l->deadline_ns = 3000;
+  l->iv_ns = 1000;
+  l->iv_i = 0;
+  l->iv_end_ns = 2000;
+  ab__client_t *a = ab__loop_client(l, 0), *b = ab__loop_client(l, 1);
+  CHECK_EQ_U64(issue(a, 1100), 4);
+  CHECK_EQ_U64(issue(b, 1100), 4);
+  CHECK(ab__win_complete(a, AB_PHASE_MEASURE, 0, 0, 1200) == AB__WIN_MEASURED);
+  CHECK(ab__win_complete(a, AB_PHASE_MEASURE, 0, 1, 1300) == AB__WIN_MEASURED);
+  CHECK(ab__win_complete(b, AB_PHASE_MEASURE, 1, 0, 1300) == AB__WIN_MEASURED);
+  CHECK_EQ_U64(l->iv[0].connections, 2);
+  CHECK(ab__win_complete(a, AB_PHASE_MEASURE, 0, 2, 2100) == AB__WIN_MEASURED);
+  CHECK(ab__win_complete(a, AB_PHASE_MEASURE, 0, 3, 2200) == AB__WIN_MEASURED);
+  CHECK_EQ_U64(l->iv[0].connections, 2);
+  CHECK_EQ_U64(l->iv[1].connections, 1);
+  ab__win_finish(l);
+  check_identity(l);
+  loop_free(l);
+}
+
 int main(void) {
+  test_late_stream();
+  test_interval_connections();
   test_rate();
   test_intervals();
   test_stamping();
