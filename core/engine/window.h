@@ -3,7 +3,8 @@
  * (window_state.h), the phase gate and its deadline, stamping, completion
  * (in order for a stream, by sequence with late/duplicate/reordered
  * counts for datagrams), release after an error, the timeout sweep and the
- * forced end of a measurement.  It writes the loop's counters (sent,
+ * forced end of a measurement (when to sweep is engine/sweep.c's: a
+ * timerfd at the earliest expiry).  It writes the loop's counters (sent,
  * completed, drained, timed_out, message_errors, unfinished,
  * warmup_completed, meas_inflight, warm_inflight, late, reordered,
  * duplicated), its RTT histograms (per interval; open loop also the raw
