@@ -143,7 +143,7 @@ void ab__client_ready(ab__dclient_t *c) {
   ab__loop_t *l = c->h.loop;
   c->ly.state = AB__LY_READY;
   c->h.alive = 1;
-  l->ready_clients++;
+  if (!c->h.reopening) l->ready_clients++; /* the coordinator's count of first connects */
   if (l->eng->dc->use_tls || l->eng->dc->use_ws)
     ab_hist_record(&l->handshake, ab_now_ns() - c->conn.t_setup);
   ab__client_reported(c);

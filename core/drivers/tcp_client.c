@@ -197,7 +197,7 @@ static void on_connect(uv_connect_t *req, int status) {
     ab__client_close(c);
   } else {
     c->h.alive = 1;
-    c->h.loop->ready_clients++;
+    if (!c->h.reopening) l->ready_clients++; /* the coordinator's count of first connects */
     int r = ab_sockio_start(&c->conn.io, &l->d->reactor, &c->tcp, 0, on_readable, on_io_error);
     if (r < 0) ab__client_fail(c, r, "read start");
   }
