@@ -102,8 +102,18 @@ void ab__conn_fold_stats(ab__loop_t *l, const ab_conn_t *conn) {
   if (conn->codec == NULL) return;
   ab_codec_stats_t st = {0};
   ab_codec_stats(conn->codec, &st);
+  /* each status its own class ("HTTP 404"); past the codec's table, the
+   * rest under AB_EHTTPSTATUS */
+  uint64_t rest = st.status_errors;
+  for (int i = 0; i < st.nstatus; i++) {
+    char why[64];
+    snprintf(why, sizeof(why), "a response with status %d", st.by_status[i].status);
+    ab__errors_add(l->errors, &l->nerrors, AB_ERR_HTTP(st.by_status[i].status), st.by_status[i].n,
+                   why);
+    rest -= st.by_status[i].n;
+  }
+  if (rest) ab__errors_add(l->errors, &l->nerrors, AB_EHTTPSTATUS, rest, NULL);
   l->status_failures += st.status_errors;
-  if (st.status_errors) l->status_failure_code = st.status_error_code;
 }
 
 void ab__consume(uint8_t *buf, size_t *len, size_t used) {

@@ -205,7 +205,8 @@ void ab__udp_pump(ab__dclient_t *c) {
     if (r == UV_EAGAIN || r == UV_ENOBUFS) {
       /* the socket buffer is full: this message is lost locally; counted
        * sent and lost so the identity holds; try again later */
-      ab__errors_add(l->errors, &l->nerrors, r, 1);
+      ab__errors_add(l->errors, &l->nerrors, r, 1,
+                     "udp send: the socket buffer was full, the message was lost here");
       return;
     }
     if (r < 0) {

@@ -31,22 +31,22 @@
 #include "proto/framing.h"
 #include "base/procstat.h"
 
-void ab__errors_add(ab_error_count_t *tab, int *n, int code, uint64_t count) {
-  for (int i = 0; i < *n; i++) {
-    if (tab[i].code == code) {
-      tab[i].count += count;
-      return;
-    }
-  }
-  if (*n < AB_MAX_ERROR_CLASSES) {
-    tab[*n].code = code;
-    tab[*n].count = count;
+void ab__errors_add(ab_error_count_t *tab, int *n, int code, uint64_t count, const char *why) {
+  int i = 0;
+  while (i < *n && tab[i].code != code) i++;
+  if (i == *n) {
+    if (*n == AB_MAX_ERROR_CLASSES) return;
+    tab[i].code = code;
+    tab[i].count = 0;
+    tab[i].why[0] = '\0';
     (*n)++;
   }
+  tab[i].count += count;
+  if (tab[i].why[0] == '\0' && why && why[0]) snprintf(tab[i].why, sizeof(tab[i].why), "%s", why);
 }
 
 void ab__loop_error(ab__loop_t *l, int code, const char *what) {
-  ab__errors_add(l->errors, &l->nerrors, code, 1);
+  ab__errors_add(l->errors, &l->nerrors, code, 1, what);
   if (l->first_error[0] == '\0')
     snprintf(l->first_error, sizeof(l->first_error), "%s", what);
 }
@@ -781,15 +781,16 @@ static void merge_loop(ab_result_t *out, ab__loop_t *l) {
   ab_hist_merge(&out->connect, &l->connect);
   ab_hist_merge(&out->handshake, &l->handshake);
   if (l->status_failures) {
-    /* an echo that answers 500 is not a round trip that worked */
-    ab__errors_add(out->errors, &out->nerrors, l->status_failure_code, l->status_failures);
+    /* an echo that answers 500 is not a round trip that worked (the
+     * classes, by status, are in the loop's errors) */
     if (out->error[0] == '\0')
       snprintf(out->error, sizeof(out->error), "%llu responses had a status outside 2xx",
                (unsigned long long)l->status_failures);
   }
   out->work_sink ^= l->work_sink;
   for (int k = 0; k < l->nerrors; k++)
-    ab__errors_add(out->errors, &out->nerrors, l->errors[k].code, l->errors[k].count);
+    ab__errors_add(out->errors, &out->nerrors, l->errors[k].code, l->errors[k].count,
+                   l->errors[k].why);
   if (out->error[0] == '\0' && l->first_error[0] != '\0')
     snprintf(out->error, sizeof(out->error), "%s", l->first_error);
 }

@@ -80,6 +80,8 @@ enum { AB_ROLE_BOTH = 0, AB_ROLE_CLIENT = 1, AB_ROLE_SERVER = 2 };
 typedef struct {
   int code;        /* ab_error.h code or negated errno */
   uint64_t count;
+  char why[200];   /* the first failure of this code, with context ("" if
+                      none was given): the run object's error_reasons */
 } ab_error_count_t;
 
 struct ab_result_s {
@@ -127,7 +129,8 @@ int ab_run_case(const ab_case_cfg_t *cfg, ab_result_t *out);
 
 void ab_result_free(ab_result_t *r);
 
-/* Adds n to the count of error class `code` (shared by loops and merge). */
-void ab__errors_add(ab_error_count_t *tab, int *n, int code, uint64_t count);
+/* Adds n to the count of error code `code` (shared by loops and merge);
+ * why (may be NULL) is kept when it is the code's first. */
+void ab__errors_add(ab_error_count_t *tab, int *n, int code, uint64_t count, const char *why);
 
 #endif

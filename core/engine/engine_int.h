@@ -158,9 +158,8 @@ struct ab__loop_s {
                                    actual - intended send time; ns */
   AB_COUNTER_FIELDS             /* sent, completed, ... (engine/counters.h) */
   /* client: whole replies whose status says the request failed (a driver
-   * sets the count and the error class it is reported as) */
+   * counts them, and adds their error classes to errors[]) */
   uint64_t status_failures;
-  int status_failure_code;
   ab_error_count_t errors[AB_MAX_ERROR_CLASSES];
   int nerrors;
   char first_error[256];

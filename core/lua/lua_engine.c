@@ -6,7 +6,7 @@
  *                  duration=, timeout= }
  *     execution="lua" also reads scenario_path, scenario_sets, quick, index
  *     and case_id (core/lua/lua_exec.h); its result may hold script_error =
- *     true (status "script_error") and errors.ESCRIPT.
+ *     true (status "script_error") and local_errors.ESCRIPT.
  *     -> result | nil, "ECONFIG: ...", "ECONFIG"
  *
  * result holds the measured fields of a run object (docs/run-object.md):
@@ -15,7 +15,8 @@
  * payload_mib_per_s, rtt_us {min p50 p90 p95 p99 p999 max mean stdev count},
  * rtt_histogram, connect_us, connect_histogram, cpu_percent, cpu_user_s,
  * cpu_sys_s, cpu_machine_percent, rss_peak_bytes, rss_end_bytes,
- * errors {NAME = count}, loops, workers, model, connections_per_loop,
+ * errors {CLASS = count} (the peer's), local_errors {NAME = count} (ours),
+ * error_reasons {KEY = first failure}, loops, workers, model, connections_per_loop,
  * notes, logical_cpus, load_model.  Empty RTT stats are absent (nil).
  * The call blocks for the length of the run; it makes no Lua call while
  * the run is going.
@@ -363,6 +364,42 @@ static void push_udp(lua_State *L, const ab_result_t *r) {
   lua_setfield(L, -2, "udp");
 }
 
+/* Adds n to field key of the table on top. */
+static void add_count(lua_State *L, const char *key, uint64_t n) {
+  lua_getfield(L, -1, key);
+  double had = lua_isnumber(L, -1) ? lua_tonumber(L, -1) : 0;
+  lua_pop(L, 1);
+  lua_pushnumber(L, had + (double)n);
+  lua_setfield(L, -2, key);
+}
+
+/* errors {class -> count}: what the peer did (ab_error.h
+ * AB_ERROR_CLASSES); local_errors {name -> count}: our own failures;
+ * error_reasons {key -> the first such failure, worded}: for both. */
+static void push_errors(lua_State *L, const ab_result_t *r) {
+  for (int side = 1; side >= 0; side--) {
+    lua_newtable(L);
+    for (int i = 0; i < r->nerrors; i++) {
+      char key[32];
+      if (ab_err_is_peer(r->errors[i].code) != side) continue;
+      add_count(L, ab_err_class_key(r->errors[i].code, key, sizeof(key)), r->errors[i].count);
+    }
+    lua_setfield(L, -2, side ? "errors" : "local_errors");
+  }
+  lua_newtable(L);
+  for (int i = 0; i < r->nerrors; i++) {
+    char key[32];
+    ab_err_class_key(r->errors[i].code, key, sizeof(key));
+    lua_getfield(L, -1, key);
+    int have = !lua_isnil(L, -1);
+    lua_pop(L, 1);
+    if (have || r->errors[i].why[0] == '\0') continue;
+    lua_pushstring(L, r->errors[i].why);
+    lua_setfield(L, -2, key);
+  }
+  lua_setfield(L, -2, "error_reasons");
+}
+
 /* CPU, memory, errors, topology and notes. */
 static void push_host(lua_State *L, const ab_case_cfg_t *cfg, const ab_result_t *r) {
   int ncpu = ab_logical_cpus();
@@ -373,9 +410,7 @@ static void push_host(lua_State *L, const ab_case_cfg_t *cfg, const ab_result_t 
   SETNUM("cpu_machine_percent", cpu / ncpu);
   SETNUM("rss_peak_bytes", r->rss_peak_bytes);
   SETNUM("rss_end_bytes", r->rss_end_bytes);
-  lua_newtable(L);
-  for (int i = 0; i < r->nerrors; i++) SETNUM(ab_err_name(r->errors[i].code), r->errors[i].count);
-  lua_setfield(L, -2, "errors");
+  push_errors(L, r);
   SETNUM("loops", r->loops);
   SETNUM("workers", r->workers);
   lua_pushstring(L, cfg->model == AB_MODEL_SHARDED ? "sharded" : "shared");
@@ -499,7 +534,8 @@ static void push_script_outcome(lua_State *L, const ab_lua_exec_t *lx, const ab_
     lua_setfield(L, -2, "script_error");
     lua_pushstring(L, script_msg ? script_msg : "script error");
     lua_setfield(L, -2, "error");
-    lua_getfield(L, -1, "errors");
+    /* the script's failure is ours, not the peer's */
+    lua_getfield(L, -1, "local_errors");
     SETNUM("ESCRIPT", script_errors);
     lua_pop(L, 1);
   }
@@ -574,7 +610,29 @@ static int l_counters(lua_State *L) {
   return 1;
 }
 
+/* core.error_classes() -> { {key=, kind=, doc=}, ... } in table order: the
+ * one declaration of base/ab_error.h's AB_ERROR_CLASSES, for the docs spec
+ * and the terminal. */
+static int l_error_classes(lua_State *L) {
+  lua_newtable(L);
+  int i = 0;
+#define PUSH_CLASS(key, kind, doc)                                                   \
+  lua_newtable(L);                                                                   \
+  lua_pushliteral(L, key);                                                           \
+  lua_setfield(L, -2, "key");                                                        \
+  lua_pushliteral(L, kind);                                                          \
+  lua_setfield(L, -2, "kind");                                                       \
+  lua_pushliteral(L, doc);                                                           \
+  lua_setfield(L, -2, "doc");                                                        \
+  lua_rawseti(L, -2, ++i);
+  AB_ERROR_CLASSES(PUSH_CLASS)
+#undef PUSH_CLASS
+  return 1;
+}
+
 void ab_lua_register_engine(lua_State *L) {
+  lua_pushcfunction(L, l_error_classes);
+  lua_setfield(L, -2, "error_classes");
   lua_pushcfunction(L, l_run_case);
   lua_setfield(L, -2, "run_case");
   lua_pushcfunction(L, l_counters);

@@ -56,10 +56,18 @@ typedef struct {
 } ab_msgview_t;
 
 /* A codec's own counters, summed into the run by the engine. */
+#define AB_CODEC_STATUSES 8
 typedef struct {
   uint64_t status_errors; /* client: final replies whose status says the
                              server refused (HTTP: outside 2xx) */
-  int status_error_code;  /* the error class they count as (ab_error.h) */
+  /* ... by status: the first AB_CODEC_STATUSES distinct ones, each counted
+   * as its own error code (ab_error.h AB_ERR_HTTP(status)); the rest
+   * (status_errors - their sum) count as AB_EHTTPSTATUS */
+  struct {
+    int status;
+    uint64_t n;
+  } by_status[AB_CODEC_STATUSES];
+  int nstatus;
 } ab_codec_stats_t;
 
 typedef struct {

@@ -45,6 +45,7 @@ typedef struct {
   size_t cap, len;
   /* client */
   uint64_t non2xx;
+  ab_codec_stats_t statuses; /* non2xx by status */
   size_t req_len;
   char req[REQ_PREFIX_MAX];
   /* server */
@@ -184,7 +185,20 @@ static int client_on_message_complete(llhttp_t *p) {
   int status = p->status_code;
   s->in_msg = 0;
   if (status < 200) return 0; /* interim: the final response follows */
-  if (status >= 300) s->non2xx++;
+  if (status >= 300) {
+    s->non2xx++;
+    ab_codec_stats_t *st = &s->statuses;
+    int i = 0;
+    while (i < st->nstatus && st->by_status[i].status != status) i++;
+    if (i < AB_CODEC_STATUSES) {
+      if (i == st->nstatus) {
+        st->by_status[i].status = status;
+        st->by_status[i].n = 0;
+        st->nstatus++;
+      }
+      st->by_status[i].n++;
+    }
+  }
   s->done = 1;
   return HPE_PAUSED;
 }
@@ -349,10 +363,9 @@ void ab_http_stats(const ab_codec_t *c, uint64_t *non2xx) {
 }
 
 static void http_codec_stats(const ab_codec_t *c, ab_codec_stats_t *st) {
-  uint64_t n = 0;
-  ab_http_stats(c, &n);
-  st->status_errors += n;
-  st->status_error_code = AB_EHTTPSTATUS;
+  const hstate_t *s = (const hstate_t *)(c + 1);
+  *st = s->statuses;
+  st->status_errors = s->non2xx;
 }
 
 const ab_codec_vt_t ab_codec_http = {

@@ -78,13 +78,22 @@ function M.sum_values(t)
     return n
 end
 
+-- t's keys, sorted (e.g. the error classes a run counted).
+function M.keys(t)
+    local out = {}
+    for k in pairs(t or {}) do out[#out + 1] = k end
+    table.sort(out)
+    return out
+end
+
 -- A run record in one line, for assertion messages.
 function M.brief(r)
     return string.format("%s: ok=%s status=%s error=%s sent=%s completed=%s drained=%s timed_out=%s "
-        .. "message_errors=%s unfinished=%s errors=%s elapsed_s=%s",
+        .. "message_errors=%s unfinished=%s errors=%s local_errors=%s elapsed_s=%s",
         tostring(r.case_id), tostring(r.ok), tostring(r.status), tostring(r.error), tostring(r.sent),
         tostring(r.completed), tostring(r.drained), tostring(r.timed_out), tostring(r.message_errors),
-        tostring(r.unfinished), cjson.encode(r.errors or {}), tostring(r.elapsed_s))
+        tostring(r.unfinished), cjson.encode(r.errors or {}), cjson.encode(r.local_errors or {}),
+        tostring(r.elapsed_s))
 end
 
 return M

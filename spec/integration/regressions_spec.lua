@@ -9,7 +9,7 @@
 --                     65537-byte messages); placement = "split" for tls,
 --                     wss and https (the client trusts the certificate its
 --                     own server wrote)
---   HTTP status       an answer outside 2xx is an error (EHTTPSTATUS)
+--   HTTP status       an answer outside 2xx is an error (class "HTTP 500")
 --   IPv6 targets      "[::1]:PORT" and "[::ffff:127.0.0.1]:PORT"
 --   serve arguments   bad values exit 2 naming the option; an existing
 --                     --cert-out file is left as it was; a second sharded
@@ -342,7 +342,8 @@ return { name = "split_tls", protocol = { "tls", "wss", "https" }, placement = "
 end)
 
 ---------------------------------------------------------------------------
--- An HTTP answer outside 2xx is an error (EHTTPSTATUS), not a success.
+-- An HTTP answer outside 2xx is an error (its own class, "HTTP 500"), not a
+-- success.
 describe("HTTP status", function()
     describe("a peer answering 500 with the echoed body", function()
         local res, peer
@@ -358,15 +359,19 @@ return { name = "http_500", protocol = "http", target = "127.0.0.1:%d", payload 
             peer = last_json(stop(srv), "http_500.py's output")
         end)
 
-        it("is a failed run with EHTTPSTATUS counted and exit code 1", function()
+        it("is a failed run with the class HTTP 500 counted and exit code 1", function()
             assert.are.equal(1, #res.runs, "runs; " .. all_stderr(res))
             local r = res.runs[1]
             assert.is_false(r.ok, brief(r))
             assert.are.equal("error", r.status, brief(r))
-            assert.are.equal("number", type(r.errors.EHTTPSTATUS), "no EHTTPSTATUS: " .. brief(r))
-            assert.is_true(r.errors.EHTTPSTATUS > 0, brief(r))
-            assert.is_true(r.errors.EHTTPSTATUS <= peer.answered, "more 500s counted than the peer sent: "
+            local n = r.errors["HTTP 500"]
+            assert.are.equal("number", type(n), "no HTTP 500: " .. brief(r))
+            assert.is_true(n > 0, brief(r))
+            assert.is_true(n <= peer.answered, "more 500s counted than the peer sent: "
                 .. brief(r) .. "; peer " .. cjson.encode(peer))
+            assert.are.same({ "HTTP 500" }, ark.keys(r.errors), brief(r))
+            assert.are.same({}, r.local_errors, brief(r))
+            assert.is_truthy(r.error_reasons["HTTP 500"]:match("status 500"), brief(r))
             assert.is_truthy(tostring(r.error):match("2xx"), "error: " .. tostring(r.error))
             assert_identity(r)
             assert.is_true(peer.answered > 0, "peer: " .. cjson.encode(peer))

@@ -200,6 +200,37 @@ static void test_no_body_responses(void) {
   }
 }
 
+/* Statuses outside 2xx are counted by status (each its own error class,
+ * "HTTP 404"), the first AB_CODEC_STATUSES distinct ones; the rest only in
+ * the total. */
+static void test_status_counts(void) {
+  char r[8192];
+  size_t n = 0;
+  int statuses[] = {404, 500, 404, 200, 503, 404, 301, 400, 401, 402, 403, 405, 406, 407};
+  for (size_t i = 0; i < N(statuses); i++)
+    n += (size_t)snprintf(r + n, sizeof(r) - n, "HTTP/1.1 %d X\r\nContent-Length: 0\r\n\r\n",
+                          statuses[i]);
+  one_t cl;
+  one_open(&cl, 1, 1000);
+  CHECK(feed(cl.c, ab_codec_http.client_parse, (const uint8_t *)r, n, 0, NULL, NULL) ==
+        (int)N(statuses));
+  ab_codec_stats_t st;
+  memset(&st, 0, sizeof(st));
+  ab_codec_stats(cl.c, &st);
+  CHECK_EQ_U64(st.status_errors, N(statuses) - 1); /* all but the 200 */
+  CHECK_EQ_U64(st.nstatus, AB_CODEC_STATUSES);
+  int want[] = {404, 500, 503, 301, 400, 401, 402, 403};
+  uint64_t want_n[] = {3, 1, 1, 1, 1, 1, 1, 1};
+  uint64_t sum = 0;
+  for (int i = 0; i < st.nstatus && i < AB_CODEC_STATUSES; i++) {
+    CHECK(st.by_status[i].status == want[i]);
+    CHECK_EQ_U64(st.by_status[i].n, want_n[i]);
+    sum += st.by_status[i].n;
+  }
+  CHECK_EQ_U64(st.status_errors - sum, 3); /* 405, 406, 407: past the table */
+  one_close(&cl);
+}
+
 static void test_premature_eof(void) {
   char r[2000];
   int n = snprintf(r, sizeof(r), "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n");
@@ -390,6 +421,7 @@ int main(void) {
   test_interim_responses();
   test_no_body_responses();
   test_premature_eof();
+  test_status_counts();
   test_response_errors();
   test_server_requests();
   test_server_close();

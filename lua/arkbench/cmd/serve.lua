@@ -118,7 +118,8 @@ function _M.main(args)
         bytes = r.server_bytes, resets = r.server_resets, served_s = r.measured_s, cpu_percent = r.cpu_percent,
         cpu_user_s = r.cpu_user_s, cpu_sys_s = r.cpu_sys_s,
         cpu_machine_percent = r.cpu_machine_percent, rss_peak_bytes = r.rss_peak_bytes,
-        rss_end_bytes = r.rss_end_bytes, errors = r.errors,
+        rss_end_bytes = r.rss_end_bytes, errors = r.errors, local_errors = r.local_errors,
+        error_reasons = r.error_reasons,
         elapsed_s = (core.now_ns() - t0) / 1e9,
     }
     if r.tls then out.tls = r.tls end

@@ -39,7 +39,8 @@ local NUMBER_FIELDS = {
     "rss_peak_bytes", "rss_end_bytes",
 }
 local STRING_FIELDS = { "status", "error", "signal" }
-local TABLE_FIELDS = { "scenario", "case", "rtt_us", "connect_us", "errors" }
+local TABLE_FIELDS = { "scenario", "case", "rtt_us", "connect_us", "errors", "local_errors",
+                       "error_reasons" }
 local HISTOGRAMS = { "rtt_histogram", "connect_histogram" }
 
 local function is_object(v) return type(v) == "table" and v[1] == nil end
