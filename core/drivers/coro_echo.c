@@ -84,7 +84,7 @@ static void client_on_readable(ab_conn_t *conn) {
   int got = 0;
   int r = co_recv(conn, &got);
   if (got) c->co_now = ab_now_ns();
-  if (r < 0) c->co_err = r;
+  if (r < 0) c->co_err = ab_err_stream_end(r, AB_SIDE_CLIENT);
   wake(c->task, &c->co_waiting);
 }
 
@@ -95,7 +95,7 @@ static void client_on_ready(ab_conn_t *conn) {
 
 static void client_on_error(ab_conn_t *conn, int err) {
   ab__dclient_t *c = conn->data;
-  c->co_err = err == UV_EOF ? AB_ECLOSED : err;
+  c->co_err = ab_err_stream_end(err, AB_SIDE_CLIENT);
   wake(c->task, &c->co_waiting);
 }
 

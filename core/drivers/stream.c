@@ -227,7 +227,7 @@ int ab__client_reply(ab__dclient_t *c, const ab_msgview_t *msg, uint64_t now) {
 /* The client's read failed (end of stream, a reset, TLS). */
 static void client_read_failed(ab__dclient_t *c, int code) {
   const char *what = "read";
-  if (code == UV_EOF) code = AB_ECLOSED;
+  code = ab_err_stream_end(code, AB_SIDE_CLIENT);
   if (c->ly.state != AB__LY_READY) {
     handshake_failed(c, code, "handshake", NULL);
     return;
@@ -317,7 +317,7 @@ static void client_on_error(ab_conn_t *conn, int err) {
   ab__dclient_t *c = conn->data;
   if (c->ly.state == AB__LY_READY) ab__client_fail(c, err, "socket");
   else if (err == AB_EPROTO) handshake_failed(c, err, "TLS handshake", ab_conn_error_text(conn));
-  else handshake_failed(c, err == UV_EOF ? AB_ECLOSED : err, "handshake", NULL);
+  else handshake_failed(c, ab_err_stream_end(err, AB_SIDE_CLIENT), "handshake", NULL);
 }
 
 static const ab_conn_cbs_t client_cbs = {

@@ -57,6 +57,9 @@ void ab__client_close(ab__dclient_t *c) {
 void ab__client_fail(ab__dclient_t *c, int code, const char *what) {
   ab__loop_t *l = c->h.loop;
   if (!c->h.alive) return;
+  /* the server's orderly close is one class however it was met: a read of
+   * its FIN, or a write that met the RST its kernel sent after it */
+  code = ab_err_stream_end(code, AB_SIDE_CLIENT);
   c->h.alive = 0;
   /* a coroutine blocked on this connection returns AB_EINTR and ends
    * before its handle closes (from inside itself it just returns) */

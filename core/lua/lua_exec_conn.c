@@ -68,6 +68,8 @@ void ab__lx_wake(ab__lx_conn_t *k) {
  * run (counted, its in-flight round trips released) -- without cancelling
  * its task, so the script sees the error. */
 void ab__lx_conn_failed(ab__lx_conn_t *k, int code, const char *what) {
+  /* the script sees the class the run counts (ab_error.h) */
+  code = ab_err_stream_end(code, k->is_client ? AB_SIDE_CLIENT : AB_SIDE_SERVER);
   if (k->err == 0) k->err = code;
   if (k->is_client) {
     k->c->task = NULL;

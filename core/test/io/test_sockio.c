@@ -5,7 +5,9 @@
  * data is still read, then the reset is seen by recv); a reset while output
  * is pending drops it and reaches the reader (or on_error, once, when the
  * owner holds its reads); a send that meets a reset returns 0 and the
- * reader still gets what had arrived; held reads. */
+ * reader still gets what had arrived; a reset after the peer's FIN is
+ * EPIPE, one without is ECONNRESET (the class ab_err_stream_end gives each
+ * side); held reads. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdlib.h>
@@ -14,6 +16,7 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "base/ab_error.h"
 #include "io/sockio.h"
 #include "test/ab_test.h"
 #include "test/io/tcp_pair.h"
@@ -265,6 +268,37 @@ static void test_send_after_reset(void) {
   close_side(&s);
 }
 
+/* How the peer left decides the class, not the timing of our reads and
+ * writes (ab_error.h ab_err_stream_end).  The peer sends 1000 bytes and
+ * ends in order (FIN), then its kernel resets the connection (it closes
+ * with SO_LINGER 0; a server closing with requests unread does the same
+ * after its FIN).  Our send meets the reset after the FIN: Linux reports
+ * it as EPIPE (the socket is in CLOSE_WAIT), never ECONNRESET, and that
+ * first error is the one kept; the reader gets the 1000 bytes, then that
+ * error -- counted on the client side as the peer's orderly close
+ * (ECLOSED), on the server side as a reset.  A reset with no FIN before
+ * it is ECONNRESET on both sides. */
+static void test_fin_then_reset(int fin_first) {
+  side_t s;
+  int b = open_pair(&s, 0, 0, 1);
+  uint8_t data[1000];
+  memset(data, 'x', sizeof(data));
+  CHECK(send(b, data, sizeof(data), 0) == (ssize_t)sizeof(data));
+  if (fin_first) CHECK(shutdown(b, SHUT_WR) == 0);
+  usleep(20000); /* the FIN is in */
+  reset(b);
+  usleep(50000); /* the RST is in */
+  CHECK(ab_sockio_send(&s.io, data, 10) == 0);
+  int want = fin_first ? UV_EPIPE : UV_ECONNRESET;
+  CHECK(s.io.wdead == want);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  CHECK_EQ_U64(s.got, sizeof(data));
+  CHECK(s.last == want);
+  CHECK(ab_err_stream_end((int)s.last, AB_SIDE_CLIENT) == (fin_first ? AB_ECLOSED : UV_ECONNRESET));
+  CHECK(ab_err_stream_end((int)s.last, AB_SIDE_SERVER) == UV_ECONNRESET);
+  close_side(&s);
+}
+
 /* Held reads: data waiting is not read until the owner lets go. */
 static void test_hold_reads(void) {
   side_t s;
@@ -322,6 +356,8 @@ int main(void) {
   test_reset_while_pending(0);
   test_reset_while_pending(1);
   test_send_after_reset();
+  test_fin_then_reset(1);
+  test_fin_then_reset(0);
   test_hold_reads();
   test_reserve_commit();
   uv_run(&loop, UV_RUN_DEFAULT);
