@@ -320,7 +320,7 @@ static void server_on_ready(ab_conn_t *conn) {
 
 static void server_on_error(ab_conn_t *conn, int err) {
   ab__sconn_t *s = conn->data;
-  s->co_err = err == UV_EOF ? AB_ECLOSED : err;
+  s->co_err = ab_err_stream_end(err, AB_SIDE_SERVER);
   wake(s->task, &s->co_waiting);
 }
 
@@ -421,7 +421,10 @@ static void server_main(void *arg) {
     if (run_hi > run_lo) {
       /* straight from rbuf when nothing is queued before it (plain tcp);
        * what the kernel does not take is copied to the pending output */
-      if (ab_conn_send(&s->conn, s->rbuf + run_lo, run_hi - run_lo) < 0) goto done;
+      if ((r = ab_conn_send(&s->conn, s->rbuf + run_lo, run_hi - run_lo)) < 0) {
+        ab__sconn_error(s, r, "write");
+        goto done;
+      }
     }
     ab__consume(s->rbuf, &s->rlen, off);
     if (held) {
@@ -439,11 +442,17 @@ static void server_main(void *arg) {
       }
       s->hlen = 0;
     }
-    if ((r = server_flush(s)) < 0) goto done;
+    if ((r = server_flush(s)) < 0) {
+      ab__sconn_error(s, r, "write");
+      goto done;
+    }
     if (s->co_err) goto done;
     if (off == 0 && wait_event(&s->co_waiting) < 0) goto done;
   }
 done:
+  /* a read's failure or the socket's: counted by the server's one rule (a
+   * client's reset is a reset, its orderly close no error) */
+  if (!s->closing && s->co_err) ab__sconn_error(s, s->co_err, "read");
   if (!s->closing) ab__sconn_close(s);
 }
 

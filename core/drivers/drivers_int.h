@@ -84,6 +84,9 @@ struct ab__sconn_s {
   int closing;
   int eof;                      /* the client half-closed: close once every
                                    reply has gone out */
+  int lingering;                /* TLS: the client's close_notify was read
+                                   (and answered): reading on until the
+                                   client's FIN or RST tells how it left */
   uint8_t *rbuf;
   size_t rcap, rlen;
   ab_conn_t conn;               /* the socket's IO [+ TLS] [+ codec], as

@@ -396,7 +396,7 @@ static void close_after_flush(ab__sconn_t *s) {
 
 void ab__sserver_release(ab__sconn_t *s, uint64_t n) {
   s->jobs_back += n;
-  if (s->closing) return;
+  if (s->closing || s->lingering) return;
   while (s->jobs_back > 0 && s->hlen - s->hoff >= 4) {
     uint32_t len;
     memcpy(&len, s->held + s->hoff, 4);
@@ -501,10 +501,34 @@ static int server_take_requests(ab__sconn_t *s) {
   return 0;
 }
 
+/* After the client's close_notify (answered with ours by the conn): the
+ * requests that came before it get no reply (TLS can no longer carry one),
+ * and the connection stays open until the client's side of TCP ends, so
+ * that how the client left is seen every time, not by timing: its FIN is
+ * an orderly close, its RST (a client that resets after its close_notify)
+ * a reset (ab__sconn_error).  Bytes that still come are read and dropped. */
+static void server_linger(ab__sconn_t *s) {
+  ab_conn_t *conn = &s->conn;
+  s->lingering = 1;
+  s->rlen = 0;
+  while (!s->closing && ab_sockio_may_read(&conn->io)) {
+    ssize_t n = ab_sockio_recv(&conn->io, conn->cipher_rx, AB_CONN_CIPHER_RX);
+    if (n == 0) return;
+    if (n < 0) {
+      ab__sconn_error(s, (int)n, "read");
+      return;
+    }
+  }
+}
+
 /* Reads until the socket has nothing more or reading pauses for pending
  * output (a client that does not read its replies is pushed back). */
 static void server_on_readable(ab_conn_t *conn) {
   ab__sconn_t *s = conn->data;
+  if (s->lingering) {
+    server_linger(s);
+    return;
+  }
   while (!s->closing && ab_sockio_may_read(&conn->io)) {
     size_t room = 0;
     ssize_t n = ab_conn_recv(conn, &room);
@@ -516,13 +540,13 @@ static void server_on_readable(ab_conn_t *conn) {
       ab__sconn_read_failed(s, n);
       return;
     }
+    if (n == AB_ECLOSED) {
+      server_linger(s);
+      return;
+    }
     if (n == 0 && s->rlen == 0) return;
     if (s->ly.state == AB__LY_HS_WS && !server_upgrade(s)) return;
     if (server_take_requests(s) < 0) return;
-    if (n == AB_ECLOSED) {
-      ab__sconn_close(s);
-      return;
-    }
     if (n == 0 || (size_t)n < room) return;
   }
 }

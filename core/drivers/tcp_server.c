@@ -44,9 +44,29 @@ void ab__sconn_close(ab__sconn_t *s) {
   uv_close((uv_handle_t *)&s->tcp, on_sclosed);
 }
 
+/* Every failure of a server connection, from every path (a read, a write,
+ * the socket's error, TLS, a coroutine's end) goes through here, so one
+ * rule holds for all: what the client did is not the server's error.  An
+ * orderly close by the client (EOF, TLS close_notify: ECLOSED, after
+ * ab_err_stream_end) just closes; a client's reset (ECONNRESET, or EPIPE:
+ * its RST after its FIN, met by our write) is counted in server_resets
+ * when serving external clients (their doing; with our own clients a reset
+ * is a failure, counted while the run is live); anything else is a server
+ * error. */
 void ab__sconn_error(ab__sconn_t *s, int code, const char *what) {
   ab__loop_t *l = s->loop;
-  if (l->phase != AB__PH_STOPPING && !s->closing) {
+  if (s->closing) return;
+  code = ab_err_stream_end(code, AB_SIDE_SERVER);
+  if (code == AB_ECLOSED) {
+    ab__sconn_close(s);
+    return;
+  }
+  if (code == UV_ECONNRESET && l->eng->cfg->role == AB_ROLE_SERVER) {
+    l->server_resets++;
+    ab__sconn_close(s);
+    return;
+  }
+  if (l->phase != AB__PH_STOPPING) {
     char msg[200];
     snprintf(msg, sizeof(msg), "server: %s: %s (%s)", what, ab_strerror(code),
              ab_err_name(code));
@@ -55,29 +75,14 @@ void ab__sconn_error(ab__sconn_t *s, int code, const char *what) {
   ab__sconn_close(s);
 }
 
-/* The peer ended the connection (EOF), reset it (counted as a reset when
- * serving external clients: their doing, not the server's) or it failed. */
-static void peer_failed(ab__sconn_t *s, int code, const char *what) {
-  ab__loop_t *l = s->loop;
-  if (code == UV_EOF) {
-    ab__sconn_close(s);
-  } else if (l->eng->cfg->role == AB_ROLE_SERVER &&
-             (code == UV_ECONNRESET || code == UV_EPIPE)) {
-    l->server_resets++;
-    ab__sconn_close(s);
-  } else {
-    ab__sconn_error(s, code, what);
-  }
-}
-
 void ab__sconn_read_failed(ab__sconn_t *s, ssize_t nread) {
-  peer_failed(s, (int)nread, "read");
+  ab__sconn_error(s, (int)nread, "read");
 }
 
 /* a socket error no read met (reads were held) */
 static void on_sio_error(ab_sockio_t *io, int err) {
   ab__sconn_t *s = (ab__sconn_t *)((char *)io - offsetof(ab__sconn_t, conn.io));
-  peer_failed(s, err, "socket");
+  ab__sconn_error(s, err, "socket");
 }
 
 /* Length of the frame at p (prefix included), 0 if incomplete, <0 error;
