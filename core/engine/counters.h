@@ -60,7 +60,8 @@ enum { AB_GROUP_RUN = 1, AB_GROUP_DATAGRAM = 2 };
   X(server_messages, AB_MERGE_SUM, AB_GROUP_RUN, "messages the server side answered")       \
   X(server_bytes, AB_MERGE_SUM, AB_GROUP_RUN, "message bytes the server side received")     \
   X(server_resets, AB_MERGE_SUM, AB_GROUP_RUN,                                              \
-    "server role: clients that reset their connection (not errors)")                        \
+    "server role: clients that reset their connection, met by a read, a write (EPIPE after "  \
+    "their FIN) or the socket's error alike (not errors; an orderly close is not counted)")   \
   X(reordered, AB_MERGE_SUM, AB_GROUP_DATAGRAM,                                             \
     "replies below the highest sequence already answered (still complete)")                 \
   X(duplicated, AB_MERGE_SUM, AB_GROUP_DATAGRAM, "second replies to a completed message")   \
