@@ -4,8 +4,9 @@
 --   * a server that closes in order (FIN) after N echoes, while requests
 --     are in flight: the client meets its FIN on a read or, by timing, the
 --     RST its kernel sends after the FIN on a write (EPIPE); every run
---     counts one class, ECLOSED (closed by peer), once per connection --
---     10 runs in callback mode, 5 in coroutine mode;
+--     counts one class, ECLOSED (closed by peer), once per close (a
+--     closed connection is reopened) -- 10 runs in callback mode, 5 in
+--     coroutine mode;
 --   * a client that resets a serve connection mid-stream (SO_LINGER 0), on
 --     every serve protocol, and for tls, https and wss also after sending
 --     its close_notify (what a TLS library closing with SO_LINGER 0 does):
@@ -50,13 +51,16 @@ return { name = "fin_after", protocol = "tcp", framing = "raw", target = "127.0.
     end)
 
     for _, exec in ipairs({ "callback", "coroutine" }) do
-        it(exec .. ": every run counts one class, ECLOSED, once per connection", function()
+        it(exec .. ": every run counts one class, ECLOSED, once per close", function()
             local t = by_exec[exec]
             assert.are.equal(t.n, #t.res.runs, "runs; stderr:\n" .. t.res.stderr)
-            local seen = {}
+            local seen, closed = {}, 0
             for _, r in ipairs(t.res.runs) do
                 assert.are.same({ "ECLOSED" }, ark.keys(r.errors), brief(r))
-                assert.are.equal(CLIENTS, r.errors.ECLOSED, brief(r))
+                -- each connection at least once (a closed one is reopened,
+                -- and closed again after its 50 echoes)
+                assert.is_true(r.errors.ECLOSED >= CLIENTS, brief(r))
+                closed = closed + r.errors.ECLOSED
                 assert.are.same({}, r.local_errors, brief(r))
                 assert.is_truthy(r.error_reasons.ECLOSED, brief(r))
                 assert.is_true(r.message_errors > 0, "no request was in flight at the FIN: " .. brief(r))
@@ -64,9 +68,10 @@ return { name = "fin_after", protocol = "tcp", framing = "raw", target = "127.0.
                 for k in pairs(r.errors) do seen[k] = true end
             end
             assert.are.same({ ECLOSED = true }, seen)
-            -- the fixture did close every connection with its FIN
-            assert.are.equal(t.n * CLIENTS, t.peer.fins, cjson.encode(t.peer))
-            assert.are.equal(t.n * CLIENTS * 50, t.peer.echoed, cjson.encode(t.peer))
+            -- every close counted was the fixture's FIN (one may come after
+            -- a run has stopped counting)
+            assert.is_true(closed <= t.peer.fins, closed .. " closes counted; " .. cjson.encode(t.peer))
+            assert.is_true(t.peer.echoed >= 50 * t.peer.fins, cjson.encode(t.peer))
         end)
     end
 end)
