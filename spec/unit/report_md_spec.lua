@@ -193,6 +193,39 @@ describe("report_md", function()
         assert.is_nil(s:find("c1-w1", 1, true))
     end)
 
+    it("compares topologies within each execution when both vary, and prints them as text", function()
+        -- sharded:2 doubles callback (2.00x) and triples coroutine (3.00x);
+        -- across executions the best would be sharded:2 / coroutine at 3.6x
+        -- the callback one-thread row
+        local function ex(payload, topology, execution)
+            local c = case(payload, 1, topology)
+            c.execution = execution
+            c.case_id = c.case_id .. " execution=" .. execution
+            return c
+        end
+        local rs = {}
+        for _, p in ipairs({ 64, 1024 }) do
+            rs[#rs + 1] = ok(ex(p, "sharded:1", "callback"), 1, 100000)
+            rs[#rs + 1] = ok(ex(p, "sharded:2", "callback"), 1, 200000)
+            rs[#rs + 1] = ok(ex(p, "sharded:1", "coroutine"), 1, 120000)
+            rs[#rs + 1] = ok(ex(p, "sharded:2", "coroutine"), 1, 360000)
+        end
+        local text, m = render(rs)
+        assert.are.equal(2, #m.findings)
+        local t = section(text, "## Key findings")
+        assert.truthy(t:find("| tcp, execution callback | sharded:1 / callback | sharded:2 / callback "
+            .. "| 2.00× [2.00×, 2.00×] | 2 payloads |", 1, true), t)
+        assert.truthy(t:find("| tcp, execution coroutine | sharded:1 / coroutine | sharded:2 / coroutine "
+            .. "| 3.00× [3.00×, 3.00×] | 2 payloads |", 1, true), t)
+        local lines = md.findings_text(m)
+        assert.truthy(lines:find("^key findings: best topology by round trips/s, the median %[min, max%] "
+            .. "of its per%-payload ratios to the one%-thread topology\n"), lines)
+        assert.truthy(lines:find("\n  tcp, execution coroutine: sharded:2 / coroutine 3.00× [3.00×, 3.00×] "
+            .. "over 2 payloads vs sharded:1 / coroutine; lowest p99 sharded:2 / coroutine (2 of 2)\n", 1, true),
+            lines)
+        assert.are.equal("", md.findings_text({ findings = {} }))
+    end)
+
     it("has no findings and one row per case when only one topology ran", function()
         local rs = {}
         for rep, rt in ipairs({ 100000, 110000, 90000 }) do rs[#rs + 1] = ok(A, rep, rt) end

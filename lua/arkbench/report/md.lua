@@ -8,6 +8,8 @@
 --       header = { { title, right } }, rows = { { cells = {...}, case = c,
 --       failed = bool, sort = { number|nil per cell } } }
 --   report_md.finding_cells(f) / report_md.FINDING_HEADER
+--   report_md.findings_text(model) -> string: the key findings as plain
+--       lines for the terminal (`arkbench run` prints them), "" when none
 --   report_md.failed_cells(f) / report_md.FAILED_HEADER
 --
 -- Numbers: round trips/s `median [min, max]` over the ok repetitions; the
@@ -157,6 +159,19 @@ function _M.finding_cells(f)
         over,
         f.lowest_p99 and format("%s (%d of %d)", f.lowest_p99, f.lowest_p99_n, f.groups) or "-",
     }
+end
+
+-- "tcp, 16 clients, window 16: sharded:2 1.75x [1.50x, 2.00x] over 2 payloads
+--  vs sharded:1; lowest p99 sharded:2 (2 of 2)", one line per finding
+function _M.findings_text(model)
+    if #model.findings == 0 then return "" end
+    local lines = { "key findings: best topology by round trips/s, the median [min, max] of its per-"
+        .. (model.x_axis or "case") .. " ratios to the one-thread topology" }
+    for _, f in ipairs(model.findings) do
+        local c = _M.finding_cells(f)
+        lines[#lines + 1] = format("  %s: %s %s over %s vs %s; lowest p99 %s", c[1], c[3], c[4], c[5], c[2], c[6])
+    end
+    return concat(lines, "\n") .. "\n"
 end
 
 _M.FAILED_HEADER = {

@@ -154,8 +154,9 @@ local function title_of(values, keys)
     return concat(parts, ", ")
 end
 
--- Best row of one chart partition against the one-thread row, by the
--- median over x values of the per-x throughput ratios.
+-- Best row of one group of cases (a chart partition, or a part of one:
+-- finding_groups) against its one-thread row, by the median over x values
+-- of the per-x throughput ratios.
 local function finding(part, model)
     local stats = require("arkbench.report.stats")
     local base
@@ -207,6 +208,23 @@ local function finding(part, model)
         n = #ratios[best], groups = #xs, x_axis = model.x_axis,
         lowest_p99 = lowest, lowest_p99_n = lowest_n,
     }
+end
+
+-- The groups a part's findings compare topologies in: the part itself, or,
+-- when topology and another row axis (execution) both vary, one group per
+-- value of the other row axes, so that a topology is compared with the
+-- one-thread topology of its own execution, never across executions.
+local function finding_groups(part, model)
+    local others, has_topology = {}, false
+    for _, k in ipairs(model.row_axes) do
+        if k == "topology" then has_topology = true else others[#others + 1] = k end
+    end
+    if not has_topology or #others == 0 then return { part } end
+    local out = {}
+    for _, g in ipairs(partition(part.cases, others)) do
+        out[#out + 1] = { title = part.title .. ", " .. title_of(g.values, others), cases = g.cases }
+    end
+    return out
 end
 
 local function counters_text(errors)
@@ -425,7 +443,9 @@ function _M.build(summary, runs, env)
 
     m.findings = {}
     if #m.rows > 1 then
-        for _, p in ipairs(m.parts) do m.findings[#m.findings + 1] = finding(p, m) end
+        for _, p in ipairs(m.parts) do
+            for _, g in ipairs(finding_groups(p, m)) do m.findings[#m.findings + 1] = finding(g, m) end
+        end
     end
 
     -- open loop (report/openloop.lua), thresholds and an SLO search, as the
