@@ -87,13 +87,14 @@ const size_t kMaxPayload = 16u * 1024 * 1024;
 // socket buffers (a few MiB) both ends would wait on each other
 const size_t kMaxBatch = 1u * 1024 * 1024;
 
+const char *const kUsage =
+    "usage: asio_echo [--mode both|server|client] [--style callback|coroutine]\n"
+    "                 [--topology shared:N|sharded:N] [--clients C] [--window W]\n"
+    "                 [--payload B] [--work N] [--warmup S] [--duration S]\n"
+    "                 [--listen HOST:PORT] [--connect HOST:PORT] [--no-check]\n";
+
 [[noreturn]] void usage(const std::string &why) {
-  std::fprintf(stderr, "asio_echo: %s\n", why.c_str());
-  std::fprintf(stderr,
-               "usage: asio_echo [--mode both|server|client] [--style callback|coroutine]\n"
-               "                 [--topology shared:N|sharded:N] [--clients C] [--window W]\n"
-               "                 [--payload B] [--work N] [--warmup S] [--duration S]\n"
-               "                 [--listen HOST:PORT] [--connect HOST:PORT] [--no-check]\n");
+  std::fprintf(stderr, "asio_echo: %s\n%s", why.c_str(), kUsage);
   std::exit(2);
 }
 
@@ -123,7 +124,10 @@ Options parse(int argc, char **argv) {
       o.check = false;
       continue;
     }
-    if (a == "-h" || a == "--help") usage("the reference echo of bench/README.md");
+    if (a == "-h" || a == "--help") {
+      std::printf("asio_echo: the native Asio reference echo (docs/topologies.md)\n%s", kUsage);
+      std::exit(0);
+    }
     if (i + 1 >= argc) usage(a + " needs a value");
     std::string v = argv[++i];
     if (a == "--mode") {

@@ -189,7 +189,7 @@ END {
   print "x1thr: the rate over the same side'"'"'s 1-thread rate (Asio 1 context x 1 thread, arkbench sharded:1) of that load and execution."
   if (cpus + 0 < 4) print "\"4 over\": 4 threads on " cpus " CPUs are oversubscribed (more busy threads than logical CPUs)."
 }' "$TSV" | tee -a "$SUMMARY"
-say ""
+say "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?')"
 say "results: $OUT (summary.txt, results.tsv, one log per run)"
 [ "$FAILED" = 0 ] || say "some run FAILED: see the logs named above"
 exit "$FAILED"
