@@ -128,6 +128,12 @@ Options parse(int argc, char **argv) {
       std::printf("asio_echo: the native Asio reference echo (docs/topologies.md)\n%s", kUsage);
       std::exit(0);
     }
+    static const char *const with_value[] = {"--mode",    "--style",  "--topology", "--clients",
+                                             "--window",  "--payload", "--work",    "--warmup",
+                                             "--duration", "--listen", "--connect"};
+    bool known = false;
+    for (const char *k : with_value) known = known || a == k;
+    if (!known) usage("unknown option '" + a + "'");
     if (i + 1 >= argc) usage(a + " needs a value");
     std::string v = argv[++i];
     if (a == "--mode") {
