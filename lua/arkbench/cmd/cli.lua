@@ -291,13 +291,13 @@ local function finish_results(dir, spec_name, runs, meta, rules)
     local crossed = apply_thresholds(summary, rules)
     local ok, err = write_file(dir .. "/summary.json", json.encode(summary, { indent = 2 }) .. "\n")
     if not ok then io_stderr:write("arkbench: cannot write ", tostring(err), "\n") end
-    local written, rerr = report.write_reports(dir, runs, summary)
+    local written, rerr, model = report.write_reports(dir, runs, summary)
     if not written then io_stderr:write("arkbench: cannot write ", tostring(rerr), "\n") end
     table_out:write(report.terminal_table(summary), "\n")
     -- the key findings of report.md (best topology per group and its ratio
     -- to one thread), when more than one topology ran
     local findings = require("arkbench.report.md").findings_text(
-        require("arkbench.report.model").build(summary, runs, nil))
+        model or require("arkbench.report.model").build(summary, runs, nil))
     if findings ~= "" then table_out:write(findings) end
     -- execution as an axis: the reference's table, callback -> coroutine
     -- per case with the ratio, and the median of the per-case ratios

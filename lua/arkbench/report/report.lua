@@ -15,7 +15,8 @@
 -- characters, not bytes, so columns line up on a UTF-8 terminal.
 --
 -- The files of a result folder (docs/reports.md):
---   report.write_reports(dir, runs, summary) -> { path, ... } | nil, err
+--   report.write_reports(dir, runs, summary) -> { path, ... }, nil, model | nil, err
+--       (model: the report_model the files were made from)
 --       writes report.md, charts/*.svg and report.html from runs (the
 --       objects of runs.jsonl), summary (stats.summarize of those runs) and
 --       dir/env.json when present.  Nothing else goes into them (no clock,
@@ -407,7 +408,7 @@ function _M.write_reports(dir, runs, summary)
     ok, err = write_file(dir .. "/report.html", html.render(model, charts))
     if not ok then return nil, err end
     written[#written + 1] = dir .. "/report.html"
-    return written
+    return written, nil, model
 end
 
 return _M
