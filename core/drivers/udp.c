@@ -5,10 +5,13 @@
  * kernel will not take at once (EAGAIN) is dropped and counted: a UDP
  * server does not queue.
  * Client: one connected socket per client, `window` messages in flight,
- * accounted by the window's datagram rules (engine/window.h): a message
- * without a reply after `timeout` is lost, its slot freed; a reply after
- * that is `late`, a second one `duplicated`, one below the highest sequence
- * seen `reordered` (and still completes).
+ * accounted by the window's datagram rules (engine/window.h,
+ * window_dgram.h): each message takes any free slot and its reply is
+ * matched by the sequence it carries; a message without a reply after
+ * `timeout` is lost, its slot freed for the next one; a reply after that
+ * is `late`, a second one `duplicated`, one below the highest sequence
+ * seen `reordered` (and still completes), each counted for measure-phase
+ * messages only.
  */
 #include <stdio.h>
 #include <stdlib.h>

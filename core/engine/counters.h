@@ -63,8 +63,10 @@ enum { AB_GROUP_RUN = 1, AB_GROUP_DATAGRAM = 2 };
     "server role: clients that reset their connection, met by a read, a write (EPIPE after "  \
     "their FIN) or the socket's error alike (not errors; an orderly close is not counted)")   \
   X(reordered, AB_MERGE_SUM, AB_GROUP_DATAGRAM,                                             \
-    "replies below the highest sequence already answered (still complete)")                 \
-  X(duplicated, AB_MERGE_SUM, AB_GROUP_DATAGRAM, "second replies to a completed message")   \
+    "replies to measure-phase messages below the highest sequence already answered (still " \
+    "complete)")                                                                            \
+  X(duplicated, AB_MERGE_SUM, AB_GROUP_DATAGRAM,                                            \
+    "second replies to a completed measure-phase message")                                  \
   X(server_drops, AB_MERGE_SUM, AB_GROUP_DATAGRAM,                                          \
     "datagrams the server dropped (truncated, out of memory, send failed)")
 

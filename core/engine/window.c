@@ -1,6 +1,7 @@
 /* window.c -- the window's per-connection setup, release, timeout sweep
- * and forced end (window.h).  These run per connection or per tick, never
- * per message; the per-message parts are inline in window.h.
+ * and forced end (window.h; the datagram in-flight set: window_dgram.h).
+ * These run per connection or per tick, never per message; the
+ * per-message parts are inline in window.h and window_dgram.h.
  */
 #include "engine/window.h"
 
@@ -22,6 +23,20 @@ int ab__win_init(ab__win_t *w, uint32_t window, int kind, int open_loop) {
     w->out_seq = calloc(w->out_n, sizeof(uint64_t));
     w->out_state = calloc(w->out_n, 1);
     if (w->out_seq == NULL || w->out_state == NULL) return AB_ENOMEM;
+    /* the in-flight set: every slot free, a map of >= 2 * window buckets */
+    uint32_t buckets = 8;
+    while (buckets < 2 * window) buckets *= 2;
+    w->map_mask = buckets - 1;
+    w->map = calloc(buckets, sizeof(uint32_t));
+    w->free_slot = calloc(window, sizeof(uint32_t));
+    w->age_prev = calloc(window, sizeof(uint32_t));
+    w->age_next = calloc(window, sizeof(uint32_t));
+    if (w->map == NULL || w->free_slot == NULL || w->age_prev == NULL || w->age_next == NULL)
+      return AB_ENOMEM;
+    /* slot 0 on top: a window of 1 uses slot 0, as an ordered one does */
+    for (uint32_t i = 0; i < window; i++) w->free_slot[i] = window - 1 - i;
+    w->nfree = window;
+    w->age_head = w->age_tail = AB__DG_NIL;
   }
   return 0;
 }
@@ -33,6 +48,10 @@ void ab__win_free(ab__win_t *w) {
   free(w->origin);
   free(w->out_seq);
   free(w->out_state);
+  free(w->map);
+  free(w->free_slot);
+  free(w->age_prev);
+  free(w->age_next);
   memset(w, 0, sizeof(*w));
 }
 
@@ -68,6 +87,7 @@ static void give_up(ab__loop_t *l, ab__win_t *w, uint32_t i, uint64_t *as) {
   } else {
     l->warm_inflight--;
   }
+  if (w->kind == AB__WIN_DATAGRAM) ab__dg_drop(w, i);
   w->ns[i] = 0;
   w->inflight--;
 }
@@ -90,10 +110,12 @@ int ab__win_sweep(ab__client_t *c, uint64_t now) {
     uint64_t t = w->ns[ab__win_slot(l, w->oldest_seq)];
     return t != 0 && now > t && now - t > limit ? AB_ETIMEDOUT : 0;
   }
+  /* the oldest stamp first: the first one not overdue ends the sweep */
   int freed = 0;
-  for (uint32_t i = 0; i < l->window && w->inflight > 0; i++) {
+  while (w->age_head != AB__DG_NIL) {
+    uint32_t i = w->age_head;
     uint64_t t = w->ns[i];
-    if (t == 0 || now <= t || now - t <= limit) continue;
+    if (now <= t || now - t <= limit) break;
     ab__win_outcome(w, w->seq[i], AB__WIN_OUT_LOST);
     give_up(l, w, i, &l->timed_out);
     freed++;
@@ -109,8 +131,7 @@ uint64_t ab__win_next_expiry(const ab__client_t *c) {
   if (w->kind == AB__WIN_ORDERED) {
     first = w->ns[ab__win_slot(l, w->oldest_seq)];
   } else {
-    for (uint32_t i = 0; i < l->window; i++)
-      if (w->ns[i] != 0 && w->ns[i] < first) first = w->ns[i];
+    first = w->ns[w->age_head]; /* the oldest stamp */
   }
   /* overdue once older than the timeout: strictly after t + limit */
   return first == UINT64_MAX || first == 0 ? UINT64_MAX : first + l->timeout_ns + 1;

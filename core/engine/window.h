@@ -1,6 +1,7 @@
 /* window.h -- the window: everything about issuing and accounting one
  * connection's messages (docs/run-object.md).  It owns the in-flight slot table
- * (window_state.h), the phase gate and its deadline, stamping, completion
+ * (window_state.h; a datagram window's set of in-flight sequences, any
+ * slot for any message: window_dgram.h), the phase gate and its deadline, stamping, completion
  * (in order for a stream, by sequence with late/duplicate/reordered
  * counts for datagrams), release after an error, the timeout sweep and the
  * forced end of a measurement (when to sweep is engine/sweep.c's: a
@@ -47,6 +48,7 @@
 #include "base/clock.h"
 #include "base/histogram.h"
 #include "engine/engine_int.h"
+#include "engine/window_dgram.h"
 #include "engine/window_state.h"
 #include "proto/framing.h"
 
@@ -90,8 +92,9 @@ void ab__win_free(ab__win_t *w);
 
 /* ---- the phase gate and issuing --------------------------------------- */
 
-/* The in-flight slot of message seq: seq mod window, without a division
- * when the window is a power of two. */
+/* The in-flight slot of an ordered window's message seq: seq mod window,
+ * without a division when the window is a power of two.  (A datagram
+ * message takes any free slot: window_dgram.h.) */
 static inline uint32_t ab__win_slot(const ab__loop_t *l, uint64_t seq) {
   return l->window_pow2 ? (uint32_t)seq & (l->window - 1) : (uint32_t)(seq % l->window);
 }
@@ -136,9 +139,10 @@ static inline ab__iv_t *ab__iv_at(ab__loop_t *l, uint64_t t) {
 }
 
 /* How many messages c may issue now (closed loop: every free slot while
- * the phase is open; a datagram window stops at a slot an older message
- * still holds).  Fills *g and returns g->n (0: issue nothing).  `now` is a
- * recent clock reading, used only for the phase gate. */
+ * the phase is open, whichever messages hold the others; open loop: also
+ * only those whose intended time has come).  Fills *g and returns g->n
+ * (0: issue nothing).  `now` is a recent clock reading, used only for the
+ * phase gate. */
 static inline uint32_t ab__win_grant(ab__client_t *c, uint64_t now, ab__win_grant_t *g) {
   const ab__loop_t *l = c->loop;
   const ab__win_t *w = &c->win;
@@ -155,14 +159,6 @@ static inline uint32_t ab__win_grant(ab__client_t *c, uint64_t now, ab__win_gran
     while (k < n && ab__win_intended(w, w->sched_k + k) <= t) k++;
     n = k;
   }
-  if (w->kind == AB__WIN_DATAGRAM) {
-    uint32_t s = ab__win_slot(l, w->next_seq), k = 0;
-    while (k < n && w->ns[s] == 0) {
-      k++;
-      s = s + 1 == l->window ? 0 : s + 1;
-    }
-    n = k;
-  }
   g->seq = w->next_seq;
   g->phase = ph;
   g->n = n;
@@ -170,10 +166,11 @@ static inline uint32_t ab__win_grant(ab__client_t *c, uint64_t now, ab__win_gran
 }
 
 /* The first n (<= g->n) messages of g, built, are handed to the socket at
- * t (read just before the first byte goes): they take their slots and
- * count as sent (in the measure phase only).  Returns n, and moves g past
- * them; or 0 when t is at or past the deadline: then nothing is counted and
- * the caller must not send what it built. */
+ * t (read just before the first byte goes; never earlier than an earlier
+ * stamp of c: the clock is monotonic): they take their slots and count as
+ * sent (in the measure phase only).  Returns n, and moves g past them; or
+ * 0 when t is at or past the deadline: then nothing is counted and the
+ * caller must not send what it built. */
 static inline uint32_t ab__win_stamp(ab__client_t *c, ab__win_grant_t *g, uint32_t n, uint64_t t) {
   ab__loop_t *l = c->loop;
   ab__win_t *w = &c->win;
@@ -181,25 +178,24 @@ static inline uint32_t ab__win_stamp(ab__client_t *c, ab__win_grant_t *g, uint32
   uint64_t seq = g->seq;
   uint32_t slot = ab__win_slot(l, seq);
   for (uint32_t i = 0; i < n; i++, slot = slot + 1 == l->window ? 0 : slot + 1) {
-    w->seq[slot] = seq + i;
-    w->ns[slot] = t;
-    w->phase[slot] = g->phase;
-  }
-  if (w->origin != NULL) {
-    /* open loop: each message's RTT starts at its intended time; how late
-     * it went out is the send lag */
-    slot = ab__win_slot(l, seq);
-    for (uint32_t i = 0; i < n; i++, slot = slot + 1 == l->window ? 0 : slot + 1) {
+    /* ordered: the next slot in turn; datagram: any free one */
+    uint32_t s = w->kind == AB__WIN_DATAGRAM ? ab__dg_take(w, seq + i) : slot;
+    w->seq[s] = seq + i;
+    w->ns[s] = t;
+    w->phase[s] = g->phase;
+    if (w->origin != NULL) {
+      /* open loop: each message's RTT starts at its intended time; how
+       * late it went out is the send lag */
       uint64_t it = ab__win_intended(w, w->sched_k + i);
-      w->origin[slot] = it;
+      w->origin[s] = it;
       if (g->phase == AB_PHASE_MEASURE) {
         uint64_t lag = t > it ? t - it : 0;
         ab_hist_record(&l->send_lag, lag);
         ab_hist_record(&l->iv_lag[ab__iv_at(l, t) - l->iv], lag);
       }
     }
-    w->sched_k += n;
   }
+  if (w->origin != NULL) w->sched_k += n;
   if (w->inflight == 0) w->oldest_seq = seq;
   w->next_seq = seq + n;
   w->inflight += n;
@@ -287,48 +283,59 @@ static inline int ab__win_complete_oldest(ab__client_t *c, uint64_t now) {
   return ab__win_complete(c, 0, c->id, c->win.oldest_seq, now);
 }
 
+/* Records what became of datagram message seq in the outcome ring, unless
+ * its entry already holds a younger sequence's (a message that timed out
+ * long after it was sent must not erase a recent completion). */
 static inline void ab__win_outcome(ab__win_t *w, uint64_t seq, uint8_t st) {
   uint32_t i = (uint32_t)(seq % w->out_n);
+  if (w->out_state[i] != AB__WIN_OUT_NONE && w->out_seq[i] > seq) return;
   w->out_seq[i] = seq;
   w->out_state[i] = st;
 }
 
 /* A datagram reply to (phase ph, connection cid, message seq) arrived
- * at `now`.  A reply to a message no longer in flight is counted `late`
- * (it timed out) or `duplicated` (it completed already); one below the
- * highest sequence answered so far is `reordered` and still completes; one
- * later than the timeout times its message out (timed_out, and `late`).
- * Returns AB__WIN_MEASURED / AB__WIN_FREED when a slot was freed (issue
- * again), AB__WIN_NONE when not, AB_ESEQ for a message never sent (or another connection's). */
+ * at `now`; it is matched by its sequence (window_dgram.h), whatever slot
+ * the message took.  A reply to a message no longer in flight is counted
+ * `late` (it timed out, or is too old for the outcome ring) or
+ * `duplicated` (it completed already); one below the highest sequence
+ * answered so far is `reordered` and still completes; one later than the
+ * timeout times its message out (timed_out, and `late`), its slot freed.
+ * late, duplicated and reordered count measure-phase messages only (by the
+ * phase the reply carries), as sent and timed_out do.  Returns
+ * AB__WIN_MEASURED / AB__WIN_FREED when a slot was freed (issue again),
+ * AB__WIN_NONE when not, AB_ESEQ for a message never sent (or another
+ * connection's). */
 static inline int ab__win_complete_datagram(ab__client_t *c, uint8_t ph, uint32_t cid,
                                             uint64_t seq, uint64_t now) {
   ab__loop_t *l = c->loop;
   ab__win_t *w = &c->win;
   if (cid != c->id) return AB_ESEQ;
-  uint32_t slot = ab__win_slot(l, seq);
-  if (w->ns[slot] == 0 || w->seq[slot] != seq || w->phase[slot] != ph) {
+  int measure = ph == AB_PHASE_MEASURE;
+  uint32_t slot = ab__dg_find(w, seq);
+  if (slot == AB__DG_NIL || w->phase[slot] != ph) {
     uint32_t i = (uint32_t)(seq % w->out_n);
     uint8_t st = w->out_seq[i] == seq ? w->out_state[i] : AB__WIN_OUT_NONE;
-    if (st == AB__WIN_OUT_DONE) l->duplicated++;
-    else if (st == AB__WIN_OUT_LOST || seq < w->next_seq) l->late++; /* or too old for the ring */
+    if (st == AB__WIN_OUT_DONE) l->duplicated += (uint64_t)measure;
+    else if (st == AB__WIN_OUT_LOST || seq < w->next_seq) l->late += (uint64_t)measure;
     else return AB_ESEQ;
     return AB__WIN_NONE;
   }
+  ab__dg_drop(w, slot);
   if (now > w->ns[slot] && now - w->ns[slot] > l->timeout_ns) {
     ab__win_outcome(w, seq, AB__WIN_OUT_LOST);
     w->ns[slot] = 0;
     w->inflight--;
-    if (w->phase[slot] == AB_PHASE_MEASURE) {
+    if (measure) {
       l->timed_out++;
       ab__iv_at(l, now)->timed_out++;
       l->meas_inflight--;
+      l->late++;
     } else {
       l->warm_inflight--;
     }
-    l->late++;
     return AB__WIN_FREED;
   }
-  if (w->any_reply && seq < w->highest_seq) l->reordered++;
+  if (w->any_reply && seq < w->highest_seq) l->reordered += (uint64_t)measure;
   if (!w->any_reply || seq > w->highest_seq) w->highest_seq = seq;
   w->any_reply = 1;
   ab__win_outcome(w, seq, AB__WIN_OUT_DONE);

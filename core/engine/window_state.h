@@ -33,7 +33,9 @@ typedef struct ab__win_s {
   uint8_t any_reply;            /* datagram: highest_seq is set */
   uint64_t next_seq;            /* the next message's sequence */
   uint64_t oldest_seq;          /* ordered: the reply expected next */
-  /* slot table, `window` entries: message seq lives in slot seq mod window */
+  /* slot table, `window` entries: an ordered window's message seq lives in
+   * slot seq mod window, a datagram one's in any free slot
+   * (window_dgram.h) */
   uint64_t *seq;
   uint64_t *ns;                 /* when it was handed to the socket (the
                                    RTT origin), ns; 0 = the slot is free */
@@ -56,6 +58,14 @@ typedef struct ab__win_s {
   /* 1 + the interval of the time series its last measure reply completed
    * in (0: none yet): counts the connections that carry traffic */
   uint32_t iv_mark;
+  /* datagram only: the in-flight set (window_dgram.h) */
+  uint32_t *free_slot;          /* the free slots, a stack, window entries */
+  uint32_t nfree;
+  uint32_t *map;                /* seq -> slot + 1, map_mask + 1 buckets */
+  uint32_t map_mask;
+  uint32_t *age_prev, *age_next; /* per slot in flight: its neighbours in
+                                    stamp order (AB__DG_NIL at the ends) */
+  uint32_t age_head, age_tail;  /* the oldest and the youngest in flight */
 } ab__win_t;
 
 /* One interval of the measure phase's time series (docs/run-object.md, intervals): what
