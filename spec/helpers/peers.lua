@@ -46,17 +46,20 @@ function M.serve(protocol, extra, name)
     return proc.spawn(argv, { name = name or ("serve " .. protocol) })
 end
 
--- Starts the Python peer `script` (a path), named after its file.
-function M.python(script)
-    return proc.spawn({ M.PY, script }, { name = script:match("[^/]+$") })
+-- Starts the Python peer `script` (a path) with arguments `args` (a list,
+-- optional), named after its file.
+function M.python(script, args)
+    local argv = { M.PY, script }
+    for _, a in ipairs(args or {}) do argv[#argv + 1] = a end
+    return proc.spawn(argv, { name = script:match("[^/]+$") })
 end
 
--- Starts the Python peer `script`, runs the scenario make(port) against it
--- (named opts.name), waits opts.settle s (so the peer has read the
--- client's last bytes) and stops the peer; returns the run result
--- (ark.run_scenario) and the peer's last JSON line.
+-- Starts the Python peer `script` (with arguments opts.args), runs the
+-- scenario make(port) against it (named opts.name), waits opts.settle s (so
+-- the peer has read the client's last bytes) and stops the peer; returns
+-- the run result (ark.run_scenario) and the peer's last JSON line.
 function M.scenario_against_python(script, make, opts)
-    local srv = M.python(script)
+    local srv = M.python(script, opts.args)
     local port = M.wait_listening(srv)
     local res = ark.run_scenario(make(port), { name = opts.name })
     proc.sleep(opts.settle)
