@@ -24,9 +24,13 @@ int ab__win_init(ab__win_t *w, uint32_t window, int kind, int open_loop) {
     w->out_state = calloc(w->out_n, 1);
     if (w->out_seq == NULL || w->out_state == NULL) return AB_ENOMEM;
     /* the in-flight set: every slot free, a map of >= 2 * window buckets */
-    uint32_t buckets = 8;
-    while (buckets < 2 * window) buckets *= 2;
+    uint32_t buckets = 8, shift = 61;
+    while (buckets < 2 * window) {
+      buckets *= 2;
+      shift--;
+    }
     w->map_mask = buckets - 1;
+    w->map_shift = shift;
     w->map = calloc(buckets, sizeof(uint32_t));
     w->free_slot = calloc(window, sizeof(uint32_t));
     w->age_prev = calloc(window, sizeof(uint32_t));

@@ -12,14 +12,16 @@
  *   free_slot[0..nfree)   a stack of the free slots (the most recently
  *                         freed on top, still warm in the cache);
  *   map                   seq -> slot + 1 (0 = empty), open addressing with
- *                         linear probing from seq & map_mask, map_mask + 1
- *                         (a power of two) >= 2 * window buckets, so a
- *                         probe always finds an empty one; deletion shifts
- *                         the entries behind back (no tombstones).  Keys
- *                         are not stored: a bucket's key is seq[its slot].
- *                         Sequences are issued in order, so the home
- *                         buckets of the messages in flight are mostly
- *                         consecutive and probes are short;
+ *                         linear probing, map_mask + 1 (a power of two)
+ *                         >= 2 * window buckets, so at most half are taken
+ *                         and a probe always ends; deletion shifts the
+ *                         entries behind back (no tombstones).  Keys are
+ *                         not stored: a bucket's key is seq[its slot].  The
+ *                         home bucket is a Fibonacci hash of seq: the
+ *                         sequences in flight are mostly consecutive, and
+ *                         seq & mask would lay them out as one long run of
+ *                         taken buckets that every deletion scans to its
+ *                         end; hashed, runs stay a few buckets long;
  *   age_prev/age_next     the slots in flight in the order they were
  *                         stamped (age_head the oldest): stamps come in
  *                         clock order, so this is also the order in which
@@ -39,9 +41,14 @@
 
 #define AB__DG_NIL UINT32_MAX
 
+/* The home bucket of seq: the top bits of seq times 2^64 / phi. */
+static inline uint32_t ab__dg_home(const ab__win_t *w, uint64_t seq) {
+  return (uint32_t)((seq * 0x9E3779B97F4A7C15u) >> w->map_shift);
+}
+
 /* The slot holding sequence seq in flight, or AB__DG_NIL. */
 static inline uint32_t ab__dg_find(const ab__win_t *w, uint64_t seq) {
-  for (uint32_t b = (uint32_t)seq & w->map_mask;; b = (b + 1) & w->map_mask) {
+  for (uint32_t b = ab__dg_home(w, seq);; b = (b + 1) & w->map_mask) {
     uint32_t e = w->map[b];
     if (e == 0) return AB__DG_NIL;
     if (w->seq[e - 1] == seq) return e - 1;
@@ -54,7 +61,7 @@ static inline uint32_t ab__dg_find(const ab__win_t *w, uint64_t seq) {
 static inline uint32_t ab__dg_take(ab__win_t *w, uint64_t seq) {
   uint32_t slot = w->free_slot[--w->nfree];
   w->seq[slot] = seq;
-  uint32_t b = (uint32_t)seq & w->map_mask;
+  uint32_t b = ab__dg_home(w, seq);
   while (w->map[b] != 0) b = (b + 1) & w->map_mask;
   w->map[b] = slot + 1;
   w->age_prev[slot] = w->age_tail;
@@ -69,12 +76,12 @@ static inline uint32_t ab__dg_take(ab__win_t *w, uint64_t seq) {
  * on the free stack.  Its seq/ns/phase are the caller's to clear. */
 static inline void ab__dg_drop(ab__win_t *w, uint32_t slot) {
   uint32_t m = w->map_mask;
-  uint32_t hole = (uint32_t)w->seq[slot] & m;
+  uint32_t hole = ab__dg_home(w, w->seq[slot]);
   while (w->map[hole] != slot + 1) hole = (hole + 1) & m;
   /* backward shift: an entry after the hole moves into it unless its home
    * bucket lies cyclically in (hole, its bucket] */
   for (uint32_t b = (hole + 1) & m; w->map[b] != 0; b = (b + 1) & m) {
-    uint32_t home = (uint32_t)w->seq[w->map[b] - 1] & m;
+    uint32_t home = ab__dg_home(w, w->seq[w->map[b] - 1]);
     if (((b - home) & m) >= ((b - hole) & m)) {
       w->map[hole] = w->map[b];
       hole = b;

@@ -63,6 +63,7 @@ typedef struct ab__win_s {
   uint32_t nfree;
   uint32_t *map;                /* seq -> slot + 1, map_mask + 1 buckets */
   uint32_t map_mask;
+  uint32_t map_shift;           /* 64 - log2(buckets): the hash's top bits */
   uint32_t *age_prev, *age_next; /* per slot in flight: its neighbours in
                                     stamp order (AB__DG_NIL at the ends) */
   uint32_t age_head, age_tail;  /* the oldest and the youngest in flight */

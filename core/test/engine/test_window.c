@@ -454,6 +454,47 @@ static void test_datagram_phases(void) {
   loop_free(l);
 }
 
+/* The longest run of taken buckets in c's seq -> slot map: what a lookup
+ * or a deletion may have to scan. */
+static uint32_t longest_run(const ab__client_t *c) {
+  uint32_t n = c->win.map_mask + 1, best = 0, cur = 0;
+  for (uint32_t i = 0; i < 2 * n; i++) {
+    cur = c->win.map[i & c->win.map_mask] ? cur + 1 : 0;
+    if (cur > best) best = cur;
+  }
+  return best < n ? best : n;
+}
+
+/* The map keeps its runs short for the consecutive sequences a window
+ * holds (seq & mask would lay a full window out as one run, scanned by
+ * every deletion), also with stragglers of a lost sequence in it. */
+static void test_datagram_map_runs(void) {
+  static const uint32_t windows[] = {1, 3, 64, 1000, 4096};
+  for (size_t k = 0; k < sizeof(windows) / sizeof(windows[0]); k++) {
+    uint32_t w = windows[k];
+    ab__loop_t *l = loop_new(1, w, AB__WIN_DATAGRAM);
+    ab__client_t *c = ab__loop_client(l, 0);
+    CHECK(c->win.map_mask + 1 >= 2 * w);
+    CHECK_EQ_U64(issue(c, 10), w);
+    CHECK(longest_run(c) <= 8);
+    /* turn the window over 20 times, every 50th message left in flight
+     * until the end (a straggler) while the window has room for it */
+    uint64_t t = 20, kept = 0;
+    for (uint64_t seq = 0; seq < 20 * (uint64_t)w; seq++, t++) {
+      if (seq % 50 == 49 && kept < w / 2) {
+        kept++;
+        continue;
+      }
+      CHECK(ab__win_complete_datagram(c, AB_PHASE_MEASURE, 0, seq, t) == AB__WIN_MEASURED);
+      CHECK_EQ_U64(issue(c, t), 1);
+    }
+    CHECK_EQ_U64(c->win.inflight, w);
+    CHECK(longest_run(c) <= 12);
+    check_identity(l);
+    loop_free(l);
+  }
+}
+
 /* The in-flight set against a plain model: window 64, replies in a
  * scrambled order, every 50th message never answered, the sweep freeing
  * those; every reply finds its own message, every slot holds one message,
@@ -776,6 +817,7 @@ int main(void) {
   test_datagram_timeout_reuse();
   test_datagram_phases();
   test_datagram_model();
+  test_datagram_map_runs();
   test_release();
   test_sweep_ordered();
   test_finish();
