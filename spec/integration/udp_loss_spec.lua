@@ -9,12 +9,15 @@
 -- that long, by design): the lossy run keeps at least half the loss-free
 -- throughput measured here, its window stays at least half full, and about
 -- 2 % is lost.  (With slot = seq mod window, one lost datagram stalled the
--- window until its timeout: 3-12 % of the loss-free throughput.)  Then
--- duplicates and swapped pairs: `udp.duplicated` and `udp.reordered` equal
--- the peer's measure-phase counts, warm-up excluded.
+-- window until its timeout: 3-12 % of the loss-free throughput.)  The
+-- machine may be shared: each side runs 3 times, in turn with the other,
+-- and the best of each is compared, and a reply that a busy peer sends after the timeout is lost
+-- and late, apart from the datagrams the peer dropped.  Then duplicates
+-- and swapped pairs: `udp.duplicated` and `udp.reordered` equal the peer's
+-- measure-phase counts, warm-up excluded.
 --
 -- Needs: /usr/bin/python3 ($ARKBENCH_PYTHON overrides it).
--- Runtime: ~10 s.
+-- Runtime: ~20 s (longer on a busy machine).
 package.path = (os.getenv("ARKBENCH_ROOT") or ".") .. "/spec/?.lua;" .. package.path
 local files = require("helpers.files")
 local proc = require("helpers.proc")
@@ -31,17 +34,42 @@ end)
 local PEER = ark.ROOT .. "/spec/fixtures/misbehaving/udp_faulty_echo.py"
 local WINDOW = 64
 
--- One run of 1 client x window 64 against the peer started with `args`;
--- returns the run object and the peer's counters.
-local function against_peer(name, args, timeout)
-    local res, peer = peers.scenario_against_python(PEER, function(port)
-        return string.format([[
+-- The scenario: 1 client x window 64 against the peer at `port`, one run.
+local function scenario(name, port, timeout)
+    return string.format([[
 return { name = "%s", protocol = "udp", target = "127.0.0.1:%d", payload = 64,
          clients = 1, window = %d, warmup = 0.3, duration = 1, timeout = %s, repetitions = 1 }
 ]], name, port, WINDOW, timeout)
+end
+
+-- One run against a peer started with `args`; returns the run object and
+-- the peer's counters.
+local function against_peer(name, args, timeout)
+    local res, peer = peers.scenario_against_python(PEER, function(port)
+        return scenario(name, port, timeout)
     end, { name = name, args = args, settle = 0.3 })
     assert.are.equal(1, #res.runs, name .. ": runs; stderr:\n" .. res.stderr)
     return res.runs[1], peer
+end
+
+-- `rounds` runs against each of the peers started with args_a and args_b,
+-- one of each in turn (so that a busy spell of a shared machine falls on
+-- both alike); returns the runs against each and the peers' counters.
+local function alternating(rounds, timeout, args_a, args_b)
+    local pa, pb = peers.python(PEER, args_a), peers.python(PEER, args_b)
+    local port_a, port_b = peers.wait_listening(pa), peers.wait_listening(pb)
+    local runs_a, runs_b = {}, {}
+    for i = 1, rounds do
+        for _, side in ipairs({ { "udp_clean", port_a, runs_a }, { "udp_drop50", port_b, runs_b } }) do
+            local res = ark.run_scenario(scenario(side[1], side[2], timeout), { name = side[1] })
+            assert.are.equal(1, #res.runs, side[1] .. " round " .. i .. ": runs; stderr:\n" .. res.stderr)
+            side[3][i] = res.runs[1]
+        end
+    end
+    proc.sleep(0.3) -- the peers have read the last datagrams
+    local peer_a = peers.last_json(proc.stop(pa), "the loss-free peer's output")
+    local peer_b = peers.last_json(proc.stop(pb), "the lossy peer's output")
+    return runs_a, runs_b, peer_a, peer_b
 end
 
 -- A run that measured: ok, or degraded by its timeouts (never failed).
@@ -49,6 +77,22 @@ local function assert_measured(r)
     assert.is_truthy(r.status == "ok" or r.status == "degraded", brief(r))
     assert.is_true(r.completed > 0, brief(r))
     assert_identity(r)
+end
+
+-- The run with the most round trips/s.
+local function best(runs)
+    local b = runs[1]
+    for _, r in ipairs(runs) do
+        if r.round_trips_per_s > b.round_trips_per_s then b = r end
+    end
+    return b
+end
+
+-- The sum of field k (of r.udp with udp) over runs.
+local function total(runs, k, udp)
+    local n = 0
+    for _, r in ipairs(runs) do n = n + (udp and r.udp[k] or r[k]) end
+    return n
 end
 
 -- Mean messages in flight over the measure phase, by Little's law: each
@@ -62,17 +106,16 @@ end
 
 ---------------------------------------------------------------------------
 describe("udp, 1 client x window 64, a peer dropping every 50th datagram", function()
-    local TIMEOUT = 0.01
+    local TIMEOUT, REPS = 0.01, 3
     local clean, lossy, peer_clean, peer_lossy
 
     setup(function()
-        clean, peer_clean = against_peer("udp_clean", {}, TIMEOUT)
-        lossy, peer_lossy = against_peer("udp_drop50", { "drop=50" }, TIMEOUT)
+        clean, lossy, peer_clean, peer_lossy = alternating(REPS, TIMEOUT, {}, { "drop=50" })
     end)
 
-    it("both runs measure, and the peer dropped about 2 % of the measure phase", function()
-        assert_measured(clean)
-        assert_measured(lossy)
+    it("every run measures, and the peer dropped 2 % of the measure phase", function()
+        for _, r in ipairs(clean) do assert_measured(r) end
+        for _, r in ipairs(lossy) do assert_measured(r) end
         assert.are.equal(0, peer_clean.dropped, cjson.encode(peer_clean))
         assert.is_true(peer_lossy.measure > 1000, cjson.encode(peer_lossy))
         local share = peer_lossy.dropped / peer_lossy.measure
@@ -80,31 +123,40 @@ describe("udp, 1 client x window 64, a peer dropping every 50th datagram", funct
     end)
 
     it("keeps at least half the loss-free throughput", function()
-        local a, b = clean.round_trips_per_s, lossy.round_trips_per_s
-        assert.is_true(a > 0, brief(clean))
+        local a, b = best(clean).round_trips_per_s, best(lossy).round_trips_per_s
+        assert.is_true(a > 0, brief(best(clean)))
         assert.is_true(b >= 0.5 * a, string.format(
-            "round trips/s: loss-free %.0f, every 50th dropped %.0f (%.0f %%)", a, b, 100 * b / a))
+            "best round trips/s of %d runs: loss-free %.0f, every 50th dropped %.0f (%.0f %%)",
+            REPS, a, b, 100 * b / a))
     end)
 
     it("keeps at least half the window in flight", function()
-        local mean, answered = in_flight(lossy, TIMEOUT)
+        local r = best(lossy)
+        local mean, answered = in_flight(r, TIMEOUT)
         assert.is_true(mean >= WINDOW / 2, string.format(
             "mean in flight %.1f of %d (%.1f awaiting a reply that came); %s",
-            mean, WINDOW, answered, brief(lossy)))
+            mean, WINDOW, answered, brief(r)))
     end)
 
-    it("loses about 2 %: every dropped measure datagram, counted lost", function()
-        local u = lossy.udp
-        assert.are.equal(lossy.timed_out, u.lost, cjson.encode(u))
-        -- a dropped datagram is lost (the last few may end unfinished);
-        -- a reply later than the timeout on a busy machine is lost too,
-        -- and then counted late
-        assert.is_true(u.lost >= peer_lossy.dropped - 3, string.format(
-            "lost %d, the peer dropped %d measure datagrams", u.lost, peer_lossy.dropped))
-        assert.is_true(u.lost - u.late <= peer_lossy.dropped, cjson.encode(u) .. " " .. cjson.encode(peer_lossy))
-        assert.is_true(u.loss_percent >= 1.8 and u.loss_percent <= 3, "loss_percent " .. u.loss_percent)
-        assert.are.equal(0, u.duplicated, cjson.encode(u))
-        assert.are.equal(0, u.reordered, cjson.encode(u))
+    it("loses about 2 %: every datagram the peer dropped, counted lost", function()
+        local lost, late, sent = total(lossy, "lost", true), total(lossy, "late", true), total(lossy, "sent")
+        local what = string.format("sent %d, lost %d, late %d; the peer dropped %d measure datagrams",
+            sent, lost, late, peer_lossy.dropped)
+        assert.are.equal(total(lossy, "timed_out"), lost, what)
+        -- every dropped datagram is lost (the last few may end unfinished)
+        assert.is_true(lost >= peer_lossy.dropped - 3 * REPS, what)
+        -- and what else was lost came back late (a busy machine), except
+        -- replies still on the way when a run's drain ended
+        assert.is_true(lost - late <= peer_lossy.dropped + WINDOW * REPS, what)
+        local genuine = (lost - late) / sent * 100
+        assert.is_true(genuine >= 1.8 and genuine <= 2.5, what)
+        for _, r in ipairs(lossy) do
+            local u = r.udp
+            assert.is_true(u.loss_percent >= 1.8, "loss_percent " .. u.loss_percent)
+            assert.is_true(math.abs(u.loss_percent - u.lost / r.sent * 100) < 1e-9, cjson.encode(u))
+            assert.are.equal(0, u.duplicated, cjson.encode(u))
+            assert.are.equal(0, u.reordered, cjson.encode(u))
+        end
     end)
 end)
 
