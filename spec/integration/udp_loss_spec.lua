@@ -11,10 +11,10 @@
 -- 2 % is lost.  (With slot = seq mod window, one lost datagram stalled the
 -- window until its timeout: 3-12 % of the loss-free throughput.)  The
 -- machine may be shared: each side runs 3 times, in turn with the other,
--- and the best of each is compared, and a reply that a busy peer sends after the timeout is lost
--- and late, apart from the datagrams the peer dropped.  Then duplicates
--- and swapped pairs: `udp.duplicated` and `udp.reordered` equal the peer's
--- measure-phase counts, warm-up excluded.
+-- and the best of each is compared; a reply that a busy peer sends after
+-- the timeout is lost and late, apart from the datagrams the peer
+-- dropped.  Then duplicates and swapped pairs: `udp.duplicated` and
+-- `udp.reordered` equal the peer's measure-phase counts, warm-up excluded.
 --
 -- Needs: /usr/bin/python3 ($ARKBENCH_PYTHON overrides it).
 -- Runtime: ~20 s (longer on a busy machine).
