@@ -1,14 +1,14 @@
 /* window.h -- the window: everything about issuing and accounting one
- * connection's messages (docs/run-object.md).  It owns the in-flight slot table
- * (window_state.h; a datagram window's set of in-flight sequences, any
- * slot for any message: window_dgram.h), the phase gate and its deadline, stamping, completion
- * (in order for a stream, by sequence with late/duplicate/reordered
- * counts for datagrams), release after an error, the timeout sweep and the
- * forced end of a measurement (when to sweep is engine/sweep.c's: a
- * timerfd at the earliest expiry).  It writes the loop's counters (sent,
- * completed, drained, timed_out, message_errors, unfinished,
- * warmup_completed, meas_inflight, warm_inflight, late, reordered,
- * duplicated), its RTT histograms (per interval; open loop also the raw
+ * connection's messages (docs/run-object.md).  It owns the in-flight slot
+ * table (window_state.h; a datagram window's set of in-flight sequences,
+ * any slot for any message: window_dgram.h), the phase gate and its
+ * deadline, stamping, completion (in order for a stream, by sequence with
+ * late/duplicate/reordered counts for datagrams), release after an error,
+ * the timeout sweep and the forced end of a measurement (when to sweep is
+ * engine/sweep.c's: a timerfd at the earliest expiry).  It writes the
+ * loop's counters (sent, completed, drained, timed_out, message_errors,
+ * unfinished, warmup_completed, meas_inflight, warm_inflight, late,
+ * reordered, duplicated), its RTT histograms (per interval; open loop also the raw
  * view and the send lag) and the time series' counts; nothing else does.
  * (`unsent` is the engine's, from ab__win_unsent at the deadline.)
  *
