@@ -38,9 +38,9 @@ enum { AB_GROUP_RUN = 1, AB_GROUP_DATAGRAM = 2 };
     "or `drained`); on a stream also the messages behind it on its connection, which is "    \
     "reopened (`reconnects`)")                                                              \
   X(late, AB_MERGE_SUM, AB_GROUP_RUN,                                                       \
-    "replies that came after their message's `timeout`: timed out, never completions or "   \
-    "RTT samples (a stream's overdue connection is replaced, so only replies that beat the " \
-    "sweep); also in the datagram table")                                                   \
+    "replies to measure-phase messages that came after their message's `timeout`: timed "   \
+    "out, never completions or RTT samples (a stream's overdue connection is replaced, so "  \
+    "only replies that beat the sweep); also in the datagram table")                        \
   X(message_errors, AB_MERGE_SUM, AB_GROUP_RUN,                                             \
     "messages lost to a connection error or a bad reply")                                   \
   X(unfinished, AB_MERGE_SUM, AB_GROUP_RUN, "messages still in flight when the run ended")  \
