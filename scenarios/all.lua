@@ -3,7 +3,7 @@
 -- What it measures: the built-in echo at 1 KiB over every protocol, with
 -- 16 connections and 16 messages in flight each (UDP: window 1, a round
 -- trip rather than queueing), on one loop thread (sharded:1) and on one IO
--- thread with 4 workers (shared:4). 7 protocols x 2 topologies = 14 cases.
+-- thread with 4 workers (pool:4). 7 protocols x 2 topologies = 14 cases.
 -- The file returns two parts (stream protocols, then UDP); their cases run
 -- in order under one name.
 --
@@ -13,7 +13,7 @@
 local common = {
     name = "all",
     payload = 1024,
-    topology = { "sharded:1", "shared:4" },
+    topology = { "sharded:1", "pool:4" },
     warmup = 0.25,
     duration = 1,
     repetitions = 3,

@@ -4,12 +4,12 @@
 -- ways -- libuv callbacks with a per-connection state machine, and one
 -- stackful C coroutine per connection end doing blocking-style read/write
 -- on the loop's scheduler -- at window 1 and 16, with 0 and 10,000
--- iterations of server work per echo, on shared:1, shared:4 and sharded:4.
+-- iterations of server work per echo, on pool:1, pool:4 and sharded:4.
 -- Both time every message the same way (unlike the reference, whose
 -- coroutine program timed whole batches), so the ratio means something.
 -- The end of the run prints callback -> coroutine per case with the ratio
 -- and the median of the per-case throughput ratios.  Expect large ratios
--- in shared:4 with work = 0: there a coroutine server waits until the pool
+-- in pool:4 with work = 0: there a coroutine server waits until the pool
 -- has returned all of a read's requests and writes their replies at once,
 -- while the callback server echoes each as its job returns (see
 -- docs/execution.md, "Coroutines").
@@ -25,7 +25,7 @@ return {
     clients = 16,
     window = { 1, 16 },
     work = { 0, 10000 },
-    topology = { "shared:1", "shared:4", "sharded:4" },
+    topology = { "pool:1", "pool:4", "sharded:4" },
     execution = { "callback", "coroutine" },
     warmup = 0.25,
     duration = 1,

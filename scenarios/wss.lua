@@ -19,7 +19,7 @@ return {
         { clients = 1, window = 1 },
         { clients = 16, window = 16 },
     },
-    topology = { "shared:1", "shared:2", "shared:4", "sharded:2", "sharded:4" },
+    topology = { "pool:1", "pool:2", "pool:4", "sharded:2", "sharded:4" },
     work = 0,
     warmup = 0.25,
     duration = 1,

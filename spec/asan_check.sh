@@ -14,7 +14,7 @@ export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:exitcode=99
 ctest --test-dir "$OUT" -R '^c_' --output-on-failure
 RES=$(mktemp -d)
 ARKBENCH_ROOT="$ROOT" "$OUT/arkbench" run "$ROOT/scenarios/tcp.lua" --quick \
-  --filter payload=1024 --set topology=sharded:2,shared:2 --out "$RES/r" >"$RES/out" 2>"$RES/err" || {
+  --filter payload=1024 --set topology=sharded:2,pool:2 --out "$RES/r" >"$RES/out" 2>"$RES/err" || {
   echo "sanitized end-to-end run failed:"; cat "$RES/out" "$RES/err"; exit 1; }
 lines=$(wc -l <"$RES/r/runs.jsonl")
 [ "$lines" -eq 4 ] || { echo "expected 4 runs, got $lines"; exit 1; }

@@ -38,7 +38,7 @@ typedef struct {
 #define AB__IO_RX ((size_t)256 << 10)
 #define AB__IO_TX ((size_t)256 << 10)
 #define AB__IO_SHARED_MAX ((size_t)64 << 10)
-/* A server connection whose requests wait for the shared:N work pool holds
+/* A server connection whose requests wait for the pool:N work pool holds
  * its reads past this many bytes, until the pool catches up: a client that
  * sends faster than the pool works is pushed back instead of buffered. */
 #define AB__HOLD_BYTES ((size_t)4 << 20)
@@ -93,7 +93,7 @@ struct ab__sconn_s {
                                    the client's */
   ab__job_t job;                /* pool completions for this connection */
   struct ab__sconn_s *next, *prev; /* loop's list of server connections */
-  /* shared:N only: frames waiting for their work to come back */
+  /* pool:N only: frames waiting for their work to come back */
   uint8_t *held;
   size_t hcap, hlen, hoff;
   ab__layers_t ly;              /* layered protocols only */

@@ -10,7 +10,7 @@
  * goes to `handshake_us`, never into RTT), then sends requests built by the
  * codec and checks every reply exactly like the plain TCP client.  The
  * server accepts, answers the upgrade and echoes each request through the
- * codec (its work inline, or on the shared:N pool with replies released in
+ * codec (its work inline, or on the pool:N pool with replies released in
  * arrival order; while replies wait for the socket it stops reading, as
  * the plain server does).  What differs between codecs is asked through
  * the codec interface (codec.h): no codec is named here.  Plain `tcp` keeps

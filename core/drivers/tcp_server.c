@@ -7,7 +7,7 @@
  * that buffer; only a trailing partial frame, or what the kernel did not
  * take, is copied to the connection.  While output is pending the
  * connection stops reading, so a client that does not read its replies is
- * pushed back rather than buffered without bound.  In shared:N with a work
+ * pushed back rather than buffered without bound.  In pool:N with a work
  * pool, frames wait in `held` until the pool returns their work, and are
  * released in arrival order, so the echo order on a connection is the send
  * order whichever worker finishes first; past AB__HOLD_BYTES held, reads

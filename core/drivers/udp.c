@@ -1,7 +1,7 @@
 /* udp.c -- the built-in echo over UDP (docs/protocols.md).
  *
  * Server: one unconnected socket per loop; every datagram is one message,
- * echoed to its sender (work inline, or on the shared:N pool).  A reply the
+ * echoed to its sender (work inline, or on the pool:N pool).  A reply the
  * kernel will not take at once (EAGAIN) is dropped and counted: a UDP
  * server does not queue.
  * Client: one connected socket per client, `window` messages in flight,

@@ -38,7 +38,7 @@
  *                reply overdue past the timeout, or warm-up overdue); with
  *                can_reopen it reopens it (sweep.c).
  *   work_done    loop thread: one pool job of server connection s came
- *                back (shared:N); NULL when the driver submits none.
+ *                back (pool:N); NULL when the driver submits none.
  *   stop         loop thread, STOP: cancel tasks, close every handle the
  *                driver opened, so that the loop ends.
  *   loop_close   coordinator, after the loop thread ended (or when setup

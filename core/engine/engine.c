@@ -926,7 +926,7 @@ int ab_run_case(const ab_case_cfg_t *cfg, ab_result_t *out) {
 
   ab__engine_t eng;
   engine_init(&eng, cfg);
-  uint32_t workers = cfg->model == AB_MODEL_SHARED && cfg->threads > 1 ? cfg->threads : 0;
+  uint32_t workers = cfg->model == AB_MODEL_POOL && cfg->threads > 1 ? cfg->threads : 0;
   uint32_t started = 0; /* loops whose uv_loop is initialised */
   if ((r = eng.drv->case_open(&eng, out->error, sizeof(out->error))) < 0) {
     engine_destroy(&eng);

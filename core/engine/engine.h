@@ -1,7 +1,7 @@
 /* engine.h -- runs one benchmark case in this process (README.md "Topologies"; docs/run-object.md).
  *
  * ab_run_case() builds the topology (loops on their own threads, a worker
- * pool for shared:N), connects every client to this process's own echo
+ * pool for pool:N), connects every client to this process's own echo
  * server over loopback, runs warm-up, the measured interval and the drain,
  * and fills an ab_result_t.  It blocks the calling thread for about
  * warmup + duration (+ drain) seconds.  The calling thread only coordinates
@@ -37,7 +37,7 @@ typedef struct {
   uint32_t clients;  /* connections, >= 1 */
   uint32_t window;   /* messages in flight per connection, >= 1 */
   int model;         /* AB_MODEL_* */
-  uint32_t threads;  /* N of sharded:N / shared:N */
+  uint32_t threads;  /* N of sharded:N / shared:N / pool:N */
   uint64_t work;     /* xorshift iterations per echo, server side */
   double warmup_s;   /* >= 0 */
   double duration_s; /* > 0 */

@@ -9,7 +9,7 @@
  * eng->mu; a loop reports progress by bumping eng->reached[stage] under
  * eng->mu and signalling eng->cv.  Everything else a loop touches is its own:
  * connections, buffers, histograms and counters, so the per-message path
- * takes no lock (shared:N's hand-off to the work pool is the one exception,
+ * takes no lock (pool:N's hand-off to the work pool is the one exception,
  * and it is the model being measured).
  */
 #ifndef AB_ENGINE_INT_H
@@ -65,7 +65,7 @@ enum {
   AB__PH_STOPPING
 };
 
-/* A unit of server work handed to the shared:N pool; `done` runs on the
+/* A unit of server work handed to the pool:N pool; `done` runs on the
  * loop thread when the work has been done. */
 typedef struct ab__job_s {
   void (*done)(struct ab__job_s *job);
@@ -101,7 +101,7 @@ struct ab__loop_s {
   uv_thread_t thread;
   uv_loop_t loop;
   uv_async_t ctl;
-  uv_async_t pool_done;         /* shared:N: work pool returns */
+  uv_async_t pool_done;         /* pool:N: work pool returns */
   uv_timer_t phase_timer;       /* fires at the phase deadline */
   int sweep_fd;                 /* timerfd of the timeout sweep (sweep.c),
                                    -1 when the loop has no clients */
@@ -174,7 +174,7 @@ struct ab__engine_s {
   const ab_case_cfg_t *cfg;
   ab__loop_t *loops;
   uint32_t nloops;
-  ab__pool_t *pool;             /* shared:N with N > 1, else NULL */
+  ab__pool_t *pool;             /* pool:N with N > 1, else NULL */
   uint64_t max_frame;           /* largest frame a server accepts */
   pthread_mutex_t mu;
   pthread_cond_t cv;
@@ -235,7 +235,7 @@ void ab__client_connect_done(ab__client_t *c);
  * loops).  Returns an fd or a negative errno. */
 int ab__server_socket(ab__loop_t *l, int type);
 
-/* pool.c: shared:N hand-off of per-message server work */
+/* pool.c: pool:N hand-off of per-message server work */
 int ab__pool_start(ab__engine_t *eng, uint32_t workers);
 void ab__pool_submit(ab__pool_t *p, ab__job_t *job);
 void ab__pool_stop(ab__pool_t *p);

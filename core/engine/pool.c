@@ -1,4 +1,4 @@
-/* pool.c -- shared:N's work pool: N threads that run the per-message server
+/* pool.c -- pool:N's work pool: N threads that run the per-message server
  * work for the one IO loop (README.md "Topologies"; libuv's model for handler work).
  *
  * The loop submits one job per received frame (an ab__job_t: a stream
@@ -6,7 +6,7 @@
  * worker runs ab_work() and pushes the pointer onto the return list, then
  * wakes the loop with uv_async_send.  The loop's async handler collects
  * returned jobs and releases the held frames in order.  This hand-off is
- * the cost the shared model carries; it is the one lock on the per-message
+ * the cost the pool model carries; it is the one lock on the per-message
  * path.
  */
 #include <stdlib.h>

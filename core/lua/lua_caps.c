@@ -8,7 +8,7 @@
  *                   ... },                 -- in the order users see them
  *     executions = { "callback", "coroutine", "lua" },
  *     framings = { "length", "raw" },
- *     models = { "sharded", "shared" },   -- topology = "MODEL:N"
+ *     models = { "sharded", "shared", "pool" },   -- topology = "MODEL:N"
  *     limits = { payload_min, payload_max, clients_min, clients_max,
  *                window_min, window_max, threads_min, threads_max, work_max,
  *                inflight_max, open_loop = boolean },

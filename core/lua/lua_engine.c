@@ -2,7 +2,7 @@
  *
  *   core.run_case{ protocol="tcp", framing="length"|"raw",
  *                  execution="callback", payload=, clients=, window=,
- *                  topology="sharded:N"|"shared:N", work=, warmup=,
+ *                  topology="sharded:N"|"shared:N"|"pool:N", work=, warmup=,
  *                  duration=, timeout= }
  *     execution="lua" also reads scenario_path, scenario_sets, quick, index
  *     and case_id (core/lua/lua_exec.h); its result may hold script_error =
@@ -172,7 +172,7 @@ static const char *read_shape(lua_State *L, ab_case_cfg_t *cfg) {
   if (cfg->execution == 0) return lua_pushfstring(L, "execution '%s' is not built into the engine yet", exec);
   unsigned n = 0;
   char model[16] = "";
-  if (sscanf(topo, "%15[a-z]:%u", model, &n) != 2) return "topology must be sharded:N or shared:N";
+  if (sscanf(topo, "%15[a-z]:%u", model, &n) != 2) return "topology must be sharded:N, shared:N or pool:N";
   cfg->model = ab_caps_id(models, nmodel, model);
   cfg->threads = n;
   cfg->rate = opt_number(L, "rate", 0);
@@ -413,7 +413,9 @@ static void push_host(lua_State *L, const ab_case_cfg_t *cfg, const ab_result_t 
   push_errors(L, r);
   SETNUM("loops", r->loops);
   SETNUM("workers", r->workers);
-  lua_pushstring(L, cfg->model == AB_MODEL_SHARDED ? "sharded" : "shared");
+  size_t nmodel;
+  const ab_cap_name_t *models = ab_caps_models(&nmodel);
+  lua_pushstring(L, ab_caps_name(models, nmodel, cfg->model));
   lua_setfield(L, -2, "model");
   lua_createtable(L, (int)r->loops, 0);
   for (uint32_t i = 0; i < r->loops; i++) {

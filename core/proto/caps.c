@@ -39,6 +39,7 @@ static const ab_cap_name_t framings[] = {
 static const ab_cap_name_t models[] = {
     {"sharded", AB_MODEL_SHARDED},
     {"shared", AB_MODEL_SHARED},
+    {"pool", AB_MODEL_POOL},
 };
 
 static const ab_caps_limits_t limits = {

@@ -28,8 +28,8 @@ enum { AB_EXEC_CALLBACK = 1, AB_EXEC_COROUTINE = 2, AB_EXEC_HOOKS = 3 };
 #define AB_EXEC_BIT(e) (1u << (e))
 /* framing = "length" | "raw" of the length-framed stream protocols */
 enum { AB_FRAMING_LENGTH = 1, AB_FRAMING_RAW = 2 };
-/* topology = "sharded:N" | "shared:N" */
-enum { AB_MODEL_SHARDED = 1, AB_MODEL_SHARED = 2 };
+/* topology = "sharded:N" | "shared:N" | "pool:N" (docs/topologies.md) */
+enum { AB_MODEL_SHARDED = 1, AB_MODEL_SHARED = 2, AB_MODEL_POOL = 3 };
 
 /* The largest UDP payload (65535 - 8 UDP header - 20 IPv4 header). */
 #define AB_UDP_MAX_PAYLOAD 65507
@@ -59,7 +59,7 @@ typedef struct {
   uint32_t payload_min, payload_max; /* bytes per message */
   uint32_t clients_min, clients_max; /* connections per case */
   uint32_t window_min, window_max;   /* messages in flight per connection */
-  uint32_t threads_min, threads_max; /* N of sharded:N / shared:N */
+  uint32_t threads_min, threads_max; /* N of sharded:N / shared:N / pool:N */
   uint64_t work_max;                 /* iterations of server work per echo */
   uint64_t inflight_max;             /* bytes: clients x window x payload */
   int open_loop;                     /* 1 when rate (open-loop load) is

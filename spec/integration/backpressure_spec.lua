@@ -2,14 +2,14 @@
 -- peers that do not keep up or go away, found by a break-it pass:
 --   1. a client that floods `serve` and never reads: the server's memory
 --      stays bounded (it stops reading while replies are pending, and in
---      shared:N while its requests wait for the work pool), another client
+--      pool:N while its requests wait for the work pool), another client
 --      is still served, and the flooder's final reset is counted under
 --      `resets`, not as a server error;
 --   2. a server that resets after its last echoes reached the client: the
 --      client still counts every reply that arrived (a failed send used to
 --      end the connection first), in callback and coroutine execution;
 --   3. a client that half-closes after its requests: serve still sends
---      every reply (shared:N used to close on the EOF with work in the pool).
+--      every reply (pool:N used to close on the EOF with work in the pool).
 --
 -- Needs: /usr/bin/python3 ($ARKBENCH_PYTHON overrides it).
 -- Runtime: ~20 s.
@@ -30,7 +30,7 @@ end)
 local FIX = ROOT .. "/spec/fixtures/regress"
 local MiB = 1024 * 1024
 
-for _, case in ipairs({ { "sharded:1", "0" }, { "shared:2", "100000" } }) do
+for _, case in ipairs({ { "sharded:1", "0" }, { "pool:2", "100000" } }) do
     local topo, work = case[1], case[2]
     describe("1. a client that never reads, against serve --topology " .. topo .. " --work " .. work, function()
         local flood, serve_json
@@ -69,7 +69,7 @@ for _, case in ipairs({ { "sharded:1", "0" }, { "shared:2", "100000" } }) do
     end)
 end
 
-for _, case in ipairs({ { "sharded:1", "0" }, { "shared:2", "100000" } }) do
+for _, case in ipairs({ { "sharded:1", "0" }, { "pool:2", "100000" } }) do
     local topo, work = case[1], case[2]
     describe("3. a client that half-closes after its requests (echo ... | nc), serve --topology " .. topo, function()
         it("gets every reply before the server closes, for 1 and 3000 requests", function()

@@ -23,7 +23,7 @@
 -- Each bug has at least one test that fails on the behaviour before its
 -- fix (checked against builds of a810e16 and f75dc11); a few checks the bug
 -- report asked for cannot tell the two apart on Linux and say so where
--- they are (the plain-RST round and shared:2 under "signals"; [::1] under
+-- they are (the plain-RST round and pool:2 under "signals"; [::1] under
 -- "IPv6 targets"; "timeouts", see its comment).
 --
 -- Peers are Python fixtures in spec/fixtures/regress/ (the misbehaving
@@ -200,12 +200,12 @@ describe("signals", function()
     -- the burst, half-close (FIN) and reset; the kernel completes their
     -- handshakes and queues everything, so when serve continues every socket
     -- is one that got its RST in CLOSE_WAIT, and its echo write fails with
-    -- EPIPE -- SIGPIPE, status 141, before the fix. (In shared:2 the read of
+    -- EPIPE -- SIGPIPE, status 141, before the fix. (In pool:2 the read of
     -- the FIN used to close the connection before the pool handed back the
     -- echoes, so no write followed and that topology survived before the fix
     -- too; since serve answers a half-closed client in full, it writes, and
     -- the write meets the reset.)
-    for _, topo in ipairs({ "sharded:1", "shared:2" }) do
+    for _, topo in ipairs({ "sharded:1", "pool:2" }) do
         describe("serve --protocol tcp --topology " .. topo .. " against clients that burst and reset", function()
             local srv, child, rounds, serve_out, rc, alive_after = nil, nil, {}, nil, nil, {}
 
@@ -667,7 +667,7 @@ describe("run objects", function()
 
         setup(function()
             res = run_scenario([[
-return { name = "rss", protocol = "tcp", payload = { 64, 65536 }, topology = { "sharded:1", "shared:2" },
+return { name = "rss", protocol = "tcp", payload = { 64, 65536 }, topology = { "sharded:1", "pool:2" },
          clients = 2, window = 2, warmup = 0, duration = 0.2, repetitions = 1 }
 ]], { name = "rss" })
         end)

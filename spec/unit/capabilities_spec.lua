@@ -61,7 +61,7 @@ describe("core.capabilities()", function()
 
     it("has the framings, topology models and limits", function()
         assert.same({ "length", "raw" }, caps.framings)
-        assert.same({ "sharded", "shared" }, caps.models)
+        assert.same({ "sharded", "shared", "pool" }, caps.models)
         assert.same({
             payload_min = 16, payload_max = 16777216, clients_min = 1, clients_max = 100000,
             window_min = 1, window_max = 4096, threads_min = 1, threads_max = 256,

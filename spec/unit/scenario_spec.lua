@@ -149,7 +149,7 @@ describe("scenario.load", function()
                 F .. "several.lua:2: key 'warmup': got -1; expected a number >= 0 "
                     .. "(seconds, at most 3600) or a duration such as \"250ms\", \"10s\", \"2m\"",
                 F .. "several.lua:3: key 'topology': got string \"sharded:0\"; expected "
-                    .. "\"sharded:N\" or \"shared:N\" with N an integer from 1 to 256",
+                    .. "\"sharded:N\", \"shared:N\" or \"pool:N\" with N an integer from 1 to 256",
                 F .. "several.lua:4: key 'tls': unknown key 'verison'; did you mean 'version'?",
             }, "\n"), load_err("several.lua"))
         end)
@@ -187,7 +187,7 @@ describe("scenario.load", function()
         end)
 
         it("counts each topology/clients pair across the other axes, in matrix order", function()
-            -- 3 clients x 2 windows x 2 topologies = 12 cases; shared:4 never idles
+            -- 3 clients x 2 windows x 2 topologies = 12 cases; pool:4 never idles
             local spec = assert(scenario.load(F .. "idle_loops.lua"))
             assert.same({
                 F .. "idle_loops.lua:6: key 'topology': sharded:4 with clients=1: 3 of 4 loops "
@@ -467,7 +467,7 @@ describe("scenario.load", function()
                 load_err("minimal.lua", { "execution=fibers" }))
             local top = "sharded:" .. (caps.limits.threads_max + 1)
             assert.equals("--set topology=" .. top .. ": key 'topology': got string \"" .. top
-                .. "\"; expected \"sharded:N\" or \"shared:N\" with N an integer from 1 to "
+                .. "\"; expected \"sharded:N\", \"shared:N\" or \"pool:N\" with N an integer from 1 to "
                 .. caps.limits.threads_max, load_err("minimal.lua", { "topology=" .. top }))
         end)
 

@@ -77,11 +77,11 @@ int main(void) {
   CHECK(r.nnotes >= 1 && strstr(r.notes[0], "6 of 8 loops have no connection") != NULL);
   ab_result_free(&r);
 
-  /* shared:2 with work: the pool returns every frame, in order */
+  /* pool:2 with work: the pool returns every frame, in order */
   c = base();
   c.clients = 4;
   c.window = 8;
-  c.model = AB_MODEL_SHARED;
+  c.model = AB_MODEL_POOL;
   c.threads = 2;
   c.work = 1000;
   run_ok(c);
@@ -119,7 +119,7 @@ int main(void) {
     c.execution = AB_EXEC_COROUTINE;
     c.clients = 6;
     c.window = 4;
-    c.model = i == 2 ? AB_MODEL_SHARED : AB_MODEL_SHARDED;
+    c.model = i == 2 ? AB_MODEL_POOL : AB_MODEL_SHARDED;
     c.threads = 2;
     c.work = i == 2 ? 100 : 0;
     c.duration_s = 0.3;

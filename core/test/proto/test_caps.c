@@ -59,7 +59,8 @@ int main(void) {
   CHECK(ab_caps_id(framings, n, "length") == AB_FRAMING_LENGTH);
   const ab_cap_name_t *models = ab_caps_models(&n);
   CHECK(ab_caps_id(models, n, "shared") == AB_MODEL_SHARED);
-  CHECK(ab_caps_id(models, n, "pool") == 0);
+  CHECK(ab_caps_id(models, n, "pool") == AB_MODEL_POOL);
+  CHECK(ab_caps_id(models, n, "threads") == 0);
 
   const ab_caps_limits_t *lim = ab_caps_limits();
   CHECK_EQ_U64(lim->payload_min, AB_MSG_MIN_PAYLOAD);

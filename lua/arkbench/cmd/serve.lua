@@ -32,6 +32,15 @@ local units = require("arkbench.util.units")
 
 local _M = {}
 
+-- "sharded:N, shared:N or pool:N", from the capability table
+local function models_words()
+    local m = core.capabilities().models
+    local w = {}
+    for i, name in ipairs(m) do w[i] = name .. ":N" end
+    if #w == 1 then return w[1] end
+    return table.concat(w, ", ", 1, #w - 1) .. " or " .. w[#w]
+end
+
 local OPTS = { protocol = true, listen = true, topology = true, work = true,
                framing = true, payload = true, ["cert-out"] = true, ["tls-version"] = true,
                alpn = true }
@@ -85,7 +94,7 @@ function _M.main(args)
     end
     if not matrix.topology(o.topology) then
         io_stderr:write("arkbench serve: --topology ", o.topology,
-            ": expected sharded:N or shared:N with N from ", lim.threads_min, " to ",
+            ": expected ", models_words(), " with N from ", lim.threads_min, " to ",
             lim.threads_max, "\n")
         return 2
     end

@@ -44,7 +44,7 @@ local GROUP_ORDER = {
 -- The x axis of a chart: the first of these that varies.
 local X_AXES = { "payload", "window", "clients", "work" }
 
-local ONE_THREAD = { ["shared:1"] = true, ["sharded:1"] = true }
+local ONE_THREAD = { ["shared:1"] = true, ["sharded:1"] = true, ["pool:1"] = true }
 
 local function scalar(v)
     local t = type(v)

@@ -137,7 +137,8 @@ end
 local function quoted_models()
     local q = {}
     for i, m in ipairs(CAPS.models) do q[i] = '"' .. m .. ':N"' end
-    return tbl_concat(q, " or ")
+    if #q == 1 then return q[1] end
+    return tbl_concat(q, ", ", 1, #q - 1) .. " or " .. q[#q]
 end
 
 local RULES = {
