@@ -80,7 +80,11 @@ typedef struct ab__dclient_s {
  * accept entry). */
 struct ab__sconn_s {
   uv_tcp_t tcp;
-  ab__loop_t *loop;
+  ab__loop_t *loop;             /* shared:N: the loop running it now */
+  ab__loop_t *home;             /* the loop that accepted it (its handle's) */
+  int close_later;              /* shared:N: closed off home; home closes
+                                   the handle at the end */
+  pthread_mutex_t mu;           /* shared:N: held by whoever runs it */
   int closing;
   int eof;                      /* the client half-closed: close once every
                                    reply has gone out */

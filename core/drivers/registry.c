@@ -28,7 +28,8 @@ static int dloop_new(ab__loop_t *l) {
   l->d = calloc(1, sizeof(*l->d));
   if (l->d == NULL) return AB_ENOMEM;
   /* the loop's connections watch their sockets through this */
-  ab_reactor_uv_init(&l->d->reactor, &l->loop);
+  if (l->eng->shared) ab_reactor_shared_init(&l->d->reactor, l->eng->rset, l);
+  else ab_reactor_uv_init(&l->d->reactor, &l->loop, l);
   return 0;
 }
 
@@ -38,6 +39,7 @@ static void dloop_free(ab__loop_t *l) {
   ab__sconn_t *s = l->d->sconns;
   while (s) {
     ab__sconn_t *n = s->next;
+    if (l->eng->shared) pthread_mutex_destroy(&s->mu);
     free(s);
     s = n;
   }
@@ -63,7 +65,12 @@ static void stream_loop_close(ab__loop_t *l) {
 }
 
 static void stream_stop(ab__loop_t *l) {
-  for (uint32_t i = 0; i < l->nclients; i++) ab__client_close(AB__DCLIENT(l, i));
+  for (uint32_t i = 0; i < l->nclients; i++) {
+    ab__client_t *c = ab__loop_client(l, i);
+    ab__client_take(l, c);
+    ab__client_close(AB__DC(c));
+    ab__client_give(l, c);
+  }
   ab__server_close_all(l);
   if (l->d->listening) uv_close((uv_handle_t *)&l->d->listener, close_noop);
 }

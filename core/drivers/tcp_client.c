@@ -46,11 +46,23 @@ void ab__client_reset(ab__dclient_t *c) {
   memset((char *)c + sizeof(ab__client_t), 0, sizeof(*c) - sizeof(ab__client_t));
 }
 
+/* shared:N: a connection closed on another loop's thread than its home's
+ * stops its IO there; its handle belongs to the home's libuv loop, which
+ * closes it at the end (the engine's stop calls this again, from home). */
 void ab__client_close(ab__dclient_t *c) {
-  if (c->h.closing || c->tcp.data == NULL) return;
-  c->h.closing = 1;
-  c->h.alive = 0;
-  ab_conn_close(&c->conn); /* before the handle that owns the descriptor */
+  if (c->tcp.data == NULL) return;
+  if (!c->h.closing) {
+    c->h.closing = 1;
+    c->h.alive = 0;
+    ab_conn_close(&c->conn); /* before the handle that owns the descriptor */
+    if (c->h.loop != c->h.home) {
+      c->h.close_later = 1;
+      return;
+    }
+  } else if (!c->h.close_later || c->h.loop != c->h.home) {
+    return;
+  }
+  c->h.close_later = 0;
   uv_close((uv_handle_t *)&c->tcp, ab__client_on_closed);
 }
 
@@ -78,6 +90,7 @@ void ab__client_fail(ab__dclient_t *c, int code, const char *what) {
 
 static void on_io_error(ab_sockio_t *io, int err) {
   ab__dclient_t *c = (ab__dclient_t *)((char *)io - offsetof(ab__dclient_t, conn.io));
+  c->h.loop = io->watch.running; /* shared:N: the loop of the thread running it */
   ab__client_fail(c, err, "socket");
 }
 
@@ -157,7 +170,7 @@ static ssize_t complete_replies(ab__dclient_t *c, const uint8_t *p, size_t len, 
  * is copied to the connection's own; otherwise it appends to that. */
 static void on_readable(ab_sockio_t *io) {
   ab__dclient_t *c = (ab__dclient_t *)((char *)io - offsetof(ab__dclient_t, conn.io));
-  ab__loop_t *l = c->h.loop;
+  ab__loop_t *l = c->h.loop = io->watch.running; /* shared:N: this thread's loop */
   ab_sockio_kept_t kept = {&c->rbuf, &c->rcap, &c->rlen};
   uint8_t *shared = l->fsz <= AB__IO_SHARED_MAX ? l->d->io_rx : NULL;
   while (c->h.alive) {
@@ -199,10 +212,14 @@ static void on_connect(uv_connect_t *req, int status) {
     ab__loop_error(l, status, msg);
     ab__client_close(c);
   } else {
+    /* shared:N: other threads may run it as soon as it is watched */
+    ab__client_take(l, &c->h);
     c->h.alive = 1;
     if (!c->h.reopening) l->ready_clients++; /* the coordinator's count of first connects */
+    c->conn.io.watch.lock = l->eng->shared ? &c->h.mu : NULL;
     int r = ab_sockio_start(&c->conn.io, &l->d->reactor, &c->tcp, 0, on_readable, on_io_error);
     if (r < 0) ab__client_fail(c, r, "read start");
+    ab__client_give(l, &c->h);
   }
   ab__client_connect_done(&c->h);
 }

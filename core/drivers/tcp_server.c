@@ -37,10 +37,20 @@ static void on_sclosed(uv_handle_t *h) {
    * jobs may still point at it */
 }
 
+/* As ab__client_close: off its home's thread (shared:N) only its IO stops
+ * now; the home closes the handle at the end (ab__server_close_all). */
 void ab__sconn_close(ab__sconn_t *s) {
-  if (s->closing) return;
-  s->closing = 1;
-  ab_conn_close(&s->conn); /* before the handle that owns the descriptor */
+  if (!s->closing) {
+    s->closing = 1;
+    ab_conn_close(&s->conn); /* before the handle that owns the descriptor */
+    if (s->loop != s->home) {
+      s->close_later = 1;
+      return;
+    }
+  } else if (!s->close_later || s->loop != s->home) {
+    return;
+  }
+  s->close_later = 0;
   uv_close((uv_handle_t *)&s->tcp, on_sclosed);
 }
 
@@ -82,6 +92,7 @@ void ab__sconn_read_failed(ab__sconn_t *s, ssize_t nread) {
 /* a socket error no read met (reads were held) */
 static void on_sio_error(ab_sockio_t *io, int err) {
   ab__sconn_t *s = (ab__sconn_t *)((char *)io - offsetof(ab__sconn_t, conn.io));
+  s->loop = io->watch.running; /* shared:N: the loop of the thread running it */
   ab__sconn_error(s, err, "socket");
 }
 
@@ -167,7 +178,9 @@ static void finish_if_done(ab__sconn_t *s) {
 }
 
 static void on_sdrained(ab_sockio_t *io) {
-  finish_if_done((ab__sconn_t *)((char *)io - offsetof(ab__sconn_t, conn.io)));
+  ab__sconn_t *s = (ab__sconn_t *)((char *)io - offsetof(ab__sconn_t, conn.io));
+  s->loop = io->watch.running;
+  finish_if_done(s);
 }
 
 /* Reads until the socket has nothing more or reading is paused by pending
@@ -175,6 +188,7 @@ static void on_sdrained(ab_sockio_t *io) {
  * buffer and only a trailing partial frame is copied to the connection. */
 static void on_sreadable(ab_sockio_t *io) {
   ab__sconn_t *s = (ab__sconn_t *)((char *)io - offsetof(ab__sconn_t, conn.io));
+  s->loop = io->watch.running; /* shared:N: this thread's loop and buffers */
   ab_sockio_kept_t kept = {&s->rbuf, &s->rcap, &s->rlen};
   while (!s->closing && ab_sockio_may_read(io)) {
     const uint8_t *data;
@@ -251,7 +265,7 @@ static void on_connection(uv_stream_t *server, int status) {
     ab__loop_error(l, AB_ENOMEM, "server: accept");
     return;
   }
-  s->loop = l;
+  s->loop = s->home = l;
   s->job.done = job_done;
   l->server_connections++;
   uv_tcp_init(&l->loop, &s->tcp);
@@ -264,7 +278,16 @@ static void on_connection(uv_stream_t *server, int status) {
     return;
   }
   uv_tcp_nodelay(&s->tcp, 1);
+  if (!l->eng->shared) {
+    l->eng->drv->accept(s);
+    return;
+  }
+  /* shared:N: other threads may run it as soon as it is watched */
+  pthread_mutex_init(&s->mu, NULL);
+  s->conn.io.watch.lock = &s->mu;
+  pthread_mutex_lock(&s->mu);
   l->eng->drv->accept(s);
+  pthread_mutex_unlock(&s->mu);
 }
 
 void ab__server_accept_plain(ab__sconn_t *s) {
@@ -296,5 +319,10 @@ int ab__server_listen(ab__loop_t *l) {
 }
 
 void ab__server_close_all(ab__loop_t *l) {
-  for (ab__sconn_t *s = l->d->sconns; s; s = s->next) ab__sconn_close(s);
+  for (ab__sconn_t *s = l->d->sconns; s; s = s->next) {
+    if (l->eng->shared) pthread_mutex_lock(&s->mu);
+    s->loop = l;
+    ab__sconn_close(s);
+    if (l->eng->shared) pthread_mutex_unlock(&s->mu);
+  }
 }

@@ -136,7 +136,30 @@ static void finish_measure(ab__loop_t *l, int forced) {
   ab__loop_reached(l, AB__ST_MEASURE_DONE);
 }
 
+/* shared:N's loops count in-flight messages that other loops complete, so
+ * there the phase ends when none of the loop's own clients has one
+ * (progress(), from the loop's timers); drivers' calls do nothing. */
+void ab__loop_drained(ab__loop_t *l, int busy) {
+  if (l->phase == AB__PH_WARM_DRAIN && !busy) {
+    l->phase = AB__PH_IDLE;
+    uv_timer_stop(&l->phase_timer);
+    ab__loop_reached(l, AB__ST_WARM_DONE);
+  } else if (l->phase == AB__PH_DRAIN && !busy) {
+    finish_measure(l, 0);
+  }
+}
+
+static void progress(ab__loop_t *l) {
+  if (!l->eng->shared) {
+    ab__loop_check_progress(l);
+  } else if (l->phase == AB__PH_WARM_DRAIN || l->phase == AB__PH_DRAIN) {
+    ab__loop_drained(l, ab__shared_busy(l));
+    if (l->phase == AB__PH_WARM_DRAIN || l->phase == AB__PH_DRAIN) ab__sweep_drain_poll(l);
+  }
+}
+
 void ab__loop_check_progress(ab__loop_t *l) {
+  if (l->eng->shared) return;
   if (l->phase == AB__PH_WARM_DRAIN && l->warm_inflight == 0) {
     l->phase = AB__PH_IDLE;
     uv_timer_stop(&l->phase_timer);
@@ -157,23 +180,26 @@ static void phase_timer_cb(uv_timer_t *t) {
     l->phase = AB__PH_WARM_DRAIN;
     arm_phase_timer(l, l->warm_deadline_ns +
                            (uint64_t)(l->eng->cfg->timeout_s * 1e9) + 500000000u);
-    ab__loop_check_progress(l);
+    progress(l);
     break;
   case AB__PH_WARM_DRAIN:
     /* warm-up replies overdue (the sweep fails them first; this is its
      * backstop): their connections are failed and, as in measure,
      * reopened for the measure phase (sweep.c) */
-    for (uint32_t i = 0; i < l->nclients; i++)
-      if (ab__loop_client(l, i)->win.inflight > 0)
-        l->eng->drv->client_fail(ab__loop_client(l, i), AB_ETIMEDOUT, "warm-up reply overdue");
-    ab__loop_check_progress(l);
+    for (uint32_t i = 0; i < l->nclients; i++) {
+      ab__client_t *c = ab__loop_client(l, i);
+      ab__client_take(l, c);
+      if (c->win.inflight > 0) l->eng->drv->client_fail(c, AB_ETIMEDOUT, "warm-up reply overdue");
+      ab__client_give(l, c);
+    }
+    progress(l);
     break;
   case AB__PH_MEASURE:
     if (now < l->deadline_ns) { arm_phase_timer(l, l->deadline_ns); return; }
     measure_end(l);
     l->phase = AB__PH_DRAIN;
     arm_phase_timer(l, l->drain_end_ns);
-    ab__loop_check_progress(l);
+    progress(l);
     break;
   case AB__PH_DRAIN:
     if (now < l->drain_end_ns) { arm_phase_timer(l, l->drain_end_ns); return; }
@@ -184,9 +210,16 @@ static void phase_timer_cb(uv_timer_t *t) {
   }
 }
 
+/* The driver's wake of c, from c's home loop l. */
+static void wake(ab__loop_t *l, ab__client_t *c) {
+  ab__client_take(l, c);
+  l->eng->drv->wake(c);
+  ab__client_give(l, c);
+}
+
 /* A sending phase began: every client may fill its window. */
 static void wake_all(ab__loop_t *l) {
-  for (uint32_t i = 0; i < l->nclients; i++) l->eng->drv->wake(ab__loop_client(l, i));
+  for (uint32_t i = 0; i < l->nclients; i++) wake(l, ab__loop_client(l, i));
 }
 
 /* ---- the rate timer (open loop) ------------------------------------------
@@ -250,7 +283,7 @@ static void rate_run(ab__loop_t *l) {
       while ((t = rate_time(l, l->rate_cursor)) <= now) l->rate_cursor++;
       break;
     }
-    l->eng->drv->wake(ab__loop_client(l, (uint32_t)(l->rate_cursor % n)));
+    wake(l, ab__loop_client(l, (uint32_t)(l->rate_cursor % n)));
     l->rate_cursor++;
   }
   rate_arm(l, t < dl ? t - l->rate_early_ns : 0);
@@ -272,7 +305,12 @@ static void phase_begin(ab__loop_t *l, uint64_t t0) {
     wake_all(l);
     return;
   }
-  for (uint32_t i = 0; i < l->nclients; i++) ab__win_sched_start(&ab__loop_client(l, i)->win, t0);
+  for (uint32_t i = 0; i < l->nclients; i++) {
+    ab__client_t *c = ab__loop_client(l, i);
+    ab__client_take(l, c);
+    ab__win_sched_start(&c->win, t0);
+    ab__client_give(l, c);
+  }
   l->rate_cursor = 0;
   /* the loop's sends are sched_period / nclients apart */
   double gap = l->nclients ? ab__loop_client(l, 0)->win.sched_period / l->nclients : 0;
@@ -285,8 +323,12 @@ static void phase_begin(ab__loop_t *l, uint64_t t0) {
 static void measure_end(ab__loop_t *l) {
   if (!l->open_loop) return;
   rate_arm(l, 0);
-  for (uint32_t i = 0; i < l->nclients; i++)
-    l->unsent += ab__win_unsent(&ab__loop_client(l, i)->win, l->deadline_ns);
+  for (uint32_t i = 0; i < l->nclients; i++) {
+    ab__client_t *c = ab__loop_client(l, i);
+    ab__client_take(l, c);
+    l->unsent += ab__win_unsent(&c->win, l->deadline_ns);
+    ab__client_give(l, c);
+  }
 }
 
 /* At most this many connects in flight per loop: a burst larger than the
@@ -322,8 +364,12 @@ static void connect_timer_cb(uv_timer_t *t) {
   /* expiring one starts the next (ab__loop_connect_more): only those
    * started before now are judged; the later ones get a new timer */
   uint32_t n = l->connects_started;
-  for (uint32_t i = 0; i < n && l->connects_pending > 0; i++)
-    l->eng->drv->connect_expired(ab__loop_client(l, i));
+  for (uint32_t i = 0; i < n && l->connects_pending > 0; i++) {
+    ab__client_t *c = ab__loop_client(l, i);
+    ab__client_take(l, c);
+    l->eng->drv->connect_expired(c);
+    ab__client_give(l, c);
+  }
 }
 
 void ab__loop_connect_done(ab__loop_t *l) {
@@ -367,7 +413,25 @@ static void end_measure_early(ab__loop_t *l, uint64_t t0, uint64_t t1) {
   if (l->phase == AB__PH_DRAIN) {
     if (t1 < l->drain_end_ns) l->drain_end_ns = t1;
     arm_phase_timer(l, l->drain_end_ns);
-    ab__loop_check_progress(l);
+    progress(l);
+  }
+}
+
+/* The phase fields a sending phase's command sets.  shared:N: the
+ * coordinator sets every loop's before it sends the command (send_cmd), so
+ * a connection that runs on another loop than the one that woke it finds
+ * the same phase there. */
+static void phase_set(ab__loop_t *l, int cmd, uint64_t t0, uint64_t t1) {
+  if (cmd == AB__CMD_WARMUP) {
+    l->phase = AB__PH_WARMUP;
+    l->warm_deadline_ns = t0;
+  } else if (cmd == AB__CMD_MEASURE) {
+    l->phase = AB__PH_MEASURE;
+    l->start_ns = t0;
+    l->deadline_ns = t1;
+    l->drain_end_ns = t1 + (uint64_t)(l->eng->cfg->timeout_s * 1e9);
+    l->iv_i = 0;
+    l->iv_end_ns = l->iv_n == 1 ? UINT64_MAX : t0 + l->iv_ns < t1 ? t0 + l->iv_ns : t1;
   }
 }
 
@@ -383,7 +447,7 @@ static void ctl_cb(uv_async_t *a) {
   switch (cmd) {
   case AB__CMD_CONNECT: {
     struct sockaddr_storage addr;
-    ab__loop_t *srv = eng->cfg->model == AB_MODEL_SHARDED ? l : &eng->loops[0];
+    ab__loop_t *srv = eng->cfg->model == AB_MODEL_POOL ? &eng->loops[0] : l;
     if (eng->cfg->role == AB_ROLE_CLIENT) addr = eng->cfg->addr;
     else uv_ip4_addr("127.0.0.1", srv->port, (struct sockaddr_in *)&addr);
     l->connects_pending = l->nclients;
@@ -394,19 +458,13 @@ static void ctl_cb(uv_async_t *a) {
     break;
   }
   case AB__CMD_WARMUP:
-    l->phase = AB__PH_WARMUP;
-    l->warm_deadline_ns = t0;
+    if (!eng->shared) phase_set(l, cmd, t0, t1);
     arm_phase_timer(l, t0);
     ab__sweep_start(l);
     phase_begin(l, ab_now_ns());
     break;
   case AB__CMD_MEASURE:
-    l->phase = AB__PH_MEASURE;
-    l->start_ns = t0;
-    l->deadline_ns = t1;
-    l->drain_end_ns = t1 + (uint64_t)(eng->cfg->timeout_s * 1e9);
-    l->iv_i = 0;
-    l->iv_end_ns = l->iv_n == 1 ? UINT64_MAX : t0 + l->iv_ns < t1 ? t0 + l->iv_ns : t1;
+    if (!eng->shared) phase_set(l, cmd, t0, t1);
     arm_phase_timer(l, t1);
     ab__sweep_start(l);
     phase_begin(l, t0);
@@ -422,6 +480,7 @@ static void ctl_cb(uv_async_t *a) {
     uv_close((uv_handle_t *)&l->ctl, close_cb_noop);
     if (l->rate_fd >= 0) uv_close((uv_handle_t *)&l->rate_poll, close_cb_noop);
     if (eng->pool) uv_close((uv_handle_t *)&l->pool_done, close_cb_noop);
+    ab__shared_loop_stop(l);
     break;
   default:
     break;
@@ -439,6 +498,7 @@ static void send_cmd(ab__engine_t *eng, int cmd, uint64_t t0, uint64_t t1) {
     eng->loops[i].cmd = cmd;
     eng->loops[i].cmd_t0 = t0;
     eng->loops[i].cmd_t1 = t1;
+    if (eng->shared) phase_set(&eng->loops[i], cmd, t0, t1);
   }
   pthread_mutex_unlock(&eng->mu);
   for (uint32_t i = 0; i < eng->nloops; i++) uv_async_send(&eng->loops[i].ctl);
@@ -611,6 +671,7 @@ static int alloc_loops(ab__engine_t *eng, ab_result_t *out) {
     for (uint32_t k = 0; k < l->nclients; k++) {
       ab__client_t *c = ab__loop_client(l, k);
       c->loop = l;
+      c->home = l;
       c->id = li + k * eng->nloops;
       if (ab__win_init(&c->win, cfg->window, win_kind, l->open_loop) < 0) return AB_ENOMEM;
       if (l->open_loop) ab__win_sched_init(&c->win, cfg->rate, c->id, cfg->clients);
@@ -633,6 +694,7 @@ static int open_loops(ab__engine_t *eng, uint32_t workers, uint32_t *started, ab
     uv_timer_init(&l->loop, &l->phase_timer);
     l->phase_timer.data = l;
     if ((r = ab__sweep_open(l)) < 0) return setup_error(out, r);
+    if ((r = ab__shared_loop_open(l)) < 0) return setup_error(out, r);
     if (workers) {
       uv_async_init(&l->loop, &l->pool_done, pool_done_cb);
       l->pool_done.data = l;
@@ -825,6 +887,7 @@ static void stop_and_merge(ab__engine_t *eng, ab_result_t *out) {
   ab__pool_stop(eng->pool);
   send_cmd(eng, AB__CMD_STOP, 0, 0);
   for (uint32_t li = 0; li < eng->nloops; li++) uv_thread_join(&eng->loops[li].thread);
+  ab__shared_close(eng);
   out->work_sink = ab__pool_free(eng->pool);
   eng->pool = NULL;
 
@@ -881,9 +944,11 @@ static void abandon(ab__engine_t *eng, uint32_t started) {
     eng->drv->loop_close(l);
     uv_loop_close(&l->loop);
   }
-  if (eng->loops)
+  if (eng->loops) {
+    ab__shared_close(eng);
     for (uint32_t li = 0; li < eng->nloops; li++)
       if (eng->loops[li].clients) free_clients(&eng->loops[li]);
+  }
   free(eng->loops);
   eng->loops = NULL;
   if (eng->pool) {
@@ -898,7 +963,9 @@ static void engine_init(ab__engine_t *eng, const ab_case_cfg_t *cfg) {
   eng->cfg = cfg;
   eng->drv = cfg->driver;
   eng->max_frame = AB_MSG_MAX_PAYLOAD;
-  eng->nloops = cfg->model == AB_MODEL_SHARDED ? cfg->threads : 1;
+  eng->nloops = cfg->model == AB_MODEL_POOL ? 1 : cfg->threads;
+  /* shared:1 is one loop thread with its own reactor: sharded:1 exactly */
+  eng->shared = cfg->model == AB_MODEL_SHARED && cfg->threads > 1;
   pthread_condattr_t ca;
   pthread_condattr_init(&ca);
   pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -933,7 +1000,8 @@ int ab_run_case(const ab_case_cfg_t *cfg, ab_result_t *out) {
     return r;
   }
   out->workers = workers;
-  if ((r = alloc_loops(&eng, out)) < 0 || (r = open_loops(&eng, workers, &started, out)) < 0 ||
+  if ((r = alloc_loops(&eng, out)) < 0 || (r = ab__shared_open(&eng)) < 0 ||
+      (r = open_loops(&eng, workers, &started, out)) < 0 ||
       (workers && (r = ab__pool_start(&eng, workers)) < 0)) {
     if (out->error[0] == '\0') setup_error(out, r);
     abandon(&eng, started);

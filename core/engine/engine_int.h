@@ -11,6 +11,18 @@
  * connections, buffers, histograms and counters, so the per-message path
  * takes no lock (pool:N's hand-off to the work pool is the one exception,
  * and it is the model being measured).
+ *
+ * shared:N (N > 1, eng->shared): the loops are N threads serving one
+ * reactor set (io/reactor_shared.c; shared.c).  A client is allocated on
+ * loop i mod N (its `home`, which connects it, wakes it at phase starts,
+ * sweeps its timeouts and closes its handle), but any loop thread may run
+ * its next socket event.  Whoever runs a connection holds its lock and
+ * points its `loop` at its own loop first (ab__client_take, or the reactor
+ * for an event): so a loop's fields -- counters, histograms, time series,
+ * buffers, phase -- are still touched by its own thread only, and a
+ * connection's by one thread at a time.  The phase fields of every loop are
+ * set by the coordinator before a command is sent (engine.c), so a
+ * connection sees the same phase on whichever loop it runs.
  */
 #ifndef AB_ENGINE_INT_H
 #define AB_ENGINE_INT_H
@@ -21,6 +33,7 @@
 #include <uv.h>
 
 #include "base/buf.h"
+#include "io/reactor.h"
 #include "engine/driver.h"
 #include "engine/engine.h"
 #include "base/histogram.h"
@@ -93,6 +106,12 @@ typedef struct ab__client_s {
   uint32_t fails;               /* losses in a row with no reply between */
   uint64_t reopen_at;           /* ns */
   uint64_t mark_seq;            /* win.oldest_seq when it last came up */
+  /* shared:N: the loop it is allocated on, and the lock held by whichever
+   * thread runs it (engine_int.h's header comment) */
+  ab__loop_t *home;
+  int close_later;              /* closed off its home thread: the home
+                                   closes the handle at the end */
+  pthread_mutex_t mu;
 } ab__client_t;
 
 struct ab__loop_s {
@@ -102,6 +121,7 @@ struct ab__loop_s {
   uv_loop_t loop;
   uv_async_t ctl;
   uv_async_t pool_done;         /* pool:N: work pool returns */
+  uv_poll_t rset_poll;          /* shared:N: the reactor set is ready */
   uv_timer_t phase_timer;       /* fires at the phase deadline */
   int sweep_fd;                 /* timerfd of the timeout sweep (sweep.c),
                                    -1 when the loop has no clients */
@@ -175,6 +195,8 @@ struct ab__engine_s {
   ab__loop_t *loops;
   uint32_t nloops;
   ab__pool_t *pool;             /* pool:N with N > 1, else NULL */
+  int shared;                   /* shared:N with N > 1 */
+  ab_reactor_set_t *rset;       /* shared:N: the one reactor set */
   uint64_t max_frame;           /* largest frame a server accepts */
   pthread_mutex_t mu;
   pthread_cond_t cv;
@@ -189,6 +211,24 @@ struct ab__engine_s {
 static inline ab__client_t *ab__loop_client(const ab__loop_t *l, uint32_t i) {
   return (ab__client_t *)(void *)(l->clients + (size_t)i * l->client_size);
 }
+
+/* shared:N: loop l's thread takes client c (its lock; c now runs on l)
+ * and gives it back.  No-ops in the other models. */
+static inline void ab__client_take(ab__loop_t *l, ab__client_t *c);
+static inline void ab__client_give(ab__loop_t *l, ab__client_t *c);
+
+/* shared.c: shared:N's reactor set and the loops' part in it */
+int ab__shared_open(ab__engine_t *eng);
+/* Each loop thread serves the set (after uv_loop_init; before loop_open). */
+int ab__shared_loop_open(ab__loop_t *l);
+void ab__shared_loop_stop(ab__loop_t *l);
+void ab__shared_close(ab__engine_t *eng);
+/* Whether a client of l still has a message in flight (each one taken in
+ * turn; the caller holds no client). */
+int ab__shared_busy(ab__loop_t *l);
+/* shared:N: a drain phase of l ends when none of its clients has a message
+ * in flight (busy 0); from l's thread, holding no client (engine.c). */
+void ab__loop_drained(ab__loop_t *l, int busy);
 
 /* engine.c */
 /* From any loop thread: the run cannot go on (a script error): the
@@ -215,6 +255,8 @@ void ab__loop_connect_more(ab__loop_t *l);
 int ab__sweep_open(ab__loop_t *l);          /* setup: 0 or an error */
 void ab__sweep_start(ab__loop_t *l);        /* a phase with messages began */
 void ab__sweep_stop(ab__loop_t *l);         /* disarms */
+void ab__sweep_drain_poll(ab__loop_t *l);   /* shared:N: sweep soon, to
+                                               see a drain end */
 void ab__sweep_close(ab__loop_t *l);        /* STOP: closes its handle */
 /* An established connection of c failed (code): call before its window is
  * released.  Marks c to be reopened when its handle has closed, if the
@@ -243,5 +285,16 @@ void ab__pool_stop(ab__pool_t *p);
 void ab__pool_collect(ab__pool_t *p, ab__loop_t *l);
 /* after stop: frees the pool, returns the folded work result */
 uint64_t ab__pool_free(ab__pool_t *p);
+
+static inline void ab__client_take(ab__loop_t *l, ab__client_t *c) {
+  if (l->eng->shared) {
+    pthread_mutex_lock(&c->mu);
+    c->loop = l;
+  }
+}
+
+static inline void ab__client_give(ab__loop_t *l, ab__client_t *c) {
+  if (l->eng->shared) pthread_mutex_unlock(&c->mu);
+}
 
 #endif

@@ -95,33 +95,53 @@ static void failed_once(ab__client_t *c) {
   c->reopen_at = ab_now_ns() + ((uint64_t)REOPEN_BACKOFF_NS << (c->fails - 1));
 }
 
-static void sweep_run(ab__loop_t *l) {
+/* One client's share of the sweep: a due reopen, or its overdue messages;
+ * *next moves to its next deadline. */
+static void sweep_client(ab__loop_t *l, ab__client_t *c, uint64_t now, uint64_t *next) {
   const ab_driver_t *drv = l->eng->drv;
+  if (c->reopen) {
+    /* until its handle has closed (reopen 2), ab__client_closed is
+     * still to come and arms the sweep itself; then its backoff */
+    if (c->reopen == 1) return;
+    if (!reopen_phase(l)) c->reopen = 0;
+    else if (now >= c->reopen_at) reopen_start(c);
+    else if (c->reopen_at < *next) *next = c->reopen_at;
+    return;
+  }
+  if (!c->alive) return;
+  int r = ab__win_sweep(c, now);
+  if (r == AB_ETIMEDOUT) {
+    /* an ordered window's oldest is overdue: its order is lost */
+    drv->client_fail(c, AB_ETIMEDOUT, "no reply within the timeout");
+    return;
+  }
+  if (r > 0) drv->wake(c); /* slots freed: issue again */
+  uint64_t e = ab__win_next_expiry(c);
+  if (e < *next) *next = e;
+}
+
+/* shared:N decides a drain's end here (engine_int.h: ab__loop_drained), so
+ * it sweeps this often while a drain lasts. */
+#define SHARED_DRAIN_POLL_NS 5000000u /* 5 ms */
+
+static void sweep_run(ab__loop_t *l) {
   uint64_t now = ab_now_ns();
   uint64_t next = now + (l->timeout_ns ? l->timeout_ns : 1000000u);
+  int busy = 0;
   for (uint32_t i = 0; i < l->nclients; i++) {
     ab__client_t *c = ab__loop_client(l, i);
-    if (c->reopen) {
-      /* until its handle has closed (reopen 2), ab__client_closed is
-       * still to come and arms the sweep itself; then its backoff */
-      if (c->reopen == 1) continue;
-      if (!reopen_phase(l)) c->reopen = 0;
-      else if (now >= c->reopen_at) reopen_start(c);
-      else if (c->reopen_at < next) next = c->reopen_at;
-      continue;
-    }
-    if (!c->alive) continue;
-    int r = ab__win_sweep(c, now);
-    if (r == AB_ETIMEDOUT) {
-      /* an ordered window's oldest is overdue: its order is lost */
-      drv->client_fail(c, AB_ETIMEDOUT, "no reply within the timeout");
-      continue;
-    }
-    if (r > 0) drv->wake(c); /* slots freed: issue again */
-    uint64_t e = ab__win_next_expiry(c);
-    if (e < next) next = e;
+    ab__client_take(l, c); /* shared:N: each client in turn, on l */
+    sweep_client(l, c, now, &next);
+    busy |= c->win.inflight > 0;
+    ab__client_give(l, c);
   }
-  ab__loop_check_progress(l);
+  if (!l->eng->shared) {
+    ab__loop_check_progress(l);
+  } else {
+    ab__loop_drained(l, busy);
+    if ((l->phase == AB__PH_WARM_DRAIN || l->phase == AB__PH_DRAIN) && now + SHARED_DRAIN_POLL_NS < next)
+      next = now + SHARED_DRAIN_POLL_NS;
+  }
   /* finish_measure stopped the sweep: it stays stopped */
   if (sweep_phase(l)) sweep_arm(l, next);
   else sweep_arm(l, 0);
@@ -159,6 +179,8 @@ void ab__sweep_start(ab__loop_t *l) {
 
 void ab__sweep_stop(ab__loop_t *l) { sweep_arm(l, 0); }
 
+void ab__sweep_drain_poll(ab__loop_t *l) { sweep_arm_by(l, ab_now_ns() + SHARED_DRAIN_POLL_NS); }
+
 static void close_noop(uv_handle_t *h) { (void)h; }
 
 void ab__sweep_close(ab__loop_t *l) {
@@ -172,7 +194,9 @@ void ab__sweep_close(ab__loop_t *l) {
 void ab__client_lost(ab__client_t *c, int code) {
   ab__loop_t *l = c->loop;
   (void)code;
-  if (!l->eng->drv->can_reopen || !reopen_phase(l)) return;
+  /* shared:N does not reopen yet: the connection may be failed on another
+   * thread than its home, whose loop owns its handle (docs/topologies.md) */
+  if (!l->eng->drv->can_reopen || l->eng->shared || !reopen_phase(l)) return;
   if (c->win.oldest_seq != c->mark_seq) {
     /* a reply completed since it came up: a fresh loss, reopen at once */
     c->fails = 0;

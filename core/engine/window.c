@@ -142,5 +142,10 @@ uint64_t ab__win_next_expiry(const ab__client_t *c) {
 }
 
 void ab__win_finish(ab__loop_t *l) {
-  for (uint32_t i = 0; i < l->nclients; i++) ab__win_release(ab__loop_client(l, i), &l->unfinished);
+  for (uint32_t i = 0; i < l->nclients; i++) {
+    ab__client_t *c = ab__loop_client(l, i);
+    ab__client_take(l, c); /* shared:N: its counts go to l */
+    ab__win_release(c, &l->unfinished);
+    ab__client_give(l, c);
+  }
 }

@@ -1,21 +1,31 @@
 /* reactor.h -- what socket IO (sockio.h) needs from the event loop: watch
  * one descriptor for read and/or write readiness, change or stop that, and
  * close the watch.  Nothing else in sockio or conn touches the loop, so
- * another reactor (a shared epoll served by several threads) is one more
- * implementation of ab_reactor_ops_t in one file, plus its per-watch state
- * in the union below; today's is reactor_uv.c, a uv_poll_t on the loop's
- * thread.  Each engine loop has one reactor (ab__loop_t.reactor).
+ * another reactor is one more implementation of ab_reactor_ops_t in one
+ * file, plus its per-watch state in the union below.  Two exist:
+ * reactor_uv.c, a uv_poll_t on the loop's thread (sharded:N, pool:N), and
+ * reactor_shared.c, one epoll set served by several threads (shared:N).
+ * Each engine loop's driver part has one reactor (ab__dloop_t.reactor);
+ * `owner` is that loop, and a callback finds the loop of the thread running
+ * it in w->running (reactor_uv: always the owner; reactor_shared: whichever
+ * loop thread took the event).
  *
  * Level-triggered: the callback runs on every loop iteration while a
  * watched condition holds.  status < 0 is a socket error (EPOLLERR; the
  * watch is stopped then).  Cost: one call through the watch per readiness
  * event and one through the ops when the watched events change (a short
  * write), none per byte or message.
- * Threads: a watch belongs to the thread that serves its reactor.
- * Errors: libuv codes (-errno on Unix).
+ * Threads: reactor_uv: a watch belongs to the thread that serves its
+ * reactor.  reactor_shared: any thread serving the set may run a watch's
+ * callback, one at a time per watch (EPOLLONESHOT: the descriptor is
+ * re-armed after the callback returns), with w->lock (when set) held
+ * around it; whoever touches the watch's owner outside a callback takes the
+ * same lock.  Errors: libuv codes (-errno on Unix).
  */
 #ifndef AB_REACTOR_H
 #define AB_REACTOR_H
+
+#include <pthread.h>
 
 #include <uv.h>
 
@@ -41,25 +51,55 @@ typedef struct {
 
 struct ab_reactor_s {
   const ab_reactor_ops_t *ops;
-  void *impl;                 /* reactor_uv: the uv_loop_t */
+  void *impl;                 /* reactor_uv: the uv_loop_t; reactor_shared:
+                                 the ab_reactor_set_t */
+  void *owner;                /* the engine loop this reactor serves */
 };
 
 struct ab_reactor_watch_s {
   ab_reactor_t *r;
   ab_reactor_cb cb;
   void *data;                 /* the owner's */
+  void *running;              /* during a callback: the owner (ab_reactor_t
+                                 .owner) of the thread running it */
+  pthread_mutex_t *lock;      /* reactor_shared: held around each callback
+                                 (NULL: none); kept by ab_sockio_start */
   union {
     uv_poll_t uv;             /* reactor_uv.c */
+    struct {
+      int fd;
+      int want;               /* AB_REACTOR_* the owner watches */
+      int in_set;             /* registered in the epoll set */
+      int dispatching;        /* its callback is running: re-arm after */
+      int closed;
+    } sh;                     /* reactor_shared.c */
   } impl;
 };
 
-/* The libuv reactor of `loop` (reactor_uv.c). */
-void ab_reactor_uv_init(ab_reactor_t *r, uv_loop_t *loop);
+/* The libuv reactor of `loop` (reactor_uv.c), serving engine loop `owner`. */
+void ab_reactor_uv_init(ab_reactor_t *r, uv_loop_t *loop, void *owner);
+
+/* reactor_shared.c: one epoll set that several threads serve. */
+typedef struct ab_reactor_set_s ab_reactor_set_t;
+/* 0 or a negative errno. */
+int ab_reactor_set_open(ab_reactor_set_t **out);
+/* After every thread stopped serving it and every watch was closed. */
+void ab_reactor_set_close(ab_reactor_set_t *s);
+/* The set's epoll descriptor: readable while an event is ready (a loop
+ * watches it and calls ab_reactor_set_run). */
+int ab_reactor_set_fd(const ab_reactor_set_t *s);
+/* A reactor on the set for engine loop `owner` (each loop serving the set
+ * has one; watches made through any of them share the set). */
+void ab_reactor_shared_init(ab_reactor_t *r, ab_reactor_set_t *s, void *owner);
+/* Takes the ready events (without waiting) and runs their callbacks on the
+ * calling thread, with w->running = owner; returns how many ran. */
+int ab_reactor_set_run(ab_reactor_set_t *s, void *owner);
 
 static inline int ab_reactor_watch_init(ab_reactor_t *r, ab_reactor_watch_t *w, int fd,
                                         ab_reactor_cb cb) {
   w->r = r;
   w->cb = cb;
+  w->running = r->owner;
   return r->ops->watch_init(r, w, fd);
 }
 

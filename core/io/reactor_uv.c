@@ -34,7 +34,8 @@ static const ab_reactor_ops_t uv_ops = {
     .watch_close = uv_watch_close,
 };
 
-void ab_reactor_uv_init(ab_reactor_t *r, uv_loop_t *loop) {
+void ab_reactor_uv_init(ab_reactor_t *r, uv_loop_t *loop, void *owner) {
   r->ops = &uv_ops;
   r->impl = loop;
+  r->owner = owner;
 }

@@ -120,7 +120,9 @@ int ab_sockio_start(ab_sockio_t *io, ab_reactor_t *reactor, uv_tcp_t *tcp, int p
   uv_os_fd_t fd;
   int r = uv_fileno((const uv_handle_t *)tcp, &fd);
   if (r < 0) return r;
+  pthread_mutex_t *lock = io->watch.lock; /* the owner's, set before */
   memset(io, 0, sizeof(*io));
+  io->watch.lock = lock;
   io->fd = fd;
   io->pause_reads = pause_reads;
   io->on_readable = on_readable;

@@ -149,7 +149,7 @@ static void untrusted_case(ab_tls_ctx_t *sctx, ab_tls_ctx_t *other) {
 
 int main(void) {
   CHECK(uv_loop_init(&loop) == 0);
-  ab_reactor_uv_init(&reactor, &loop);
+  ab_reactor_uv_init(&reactor, &loop, NULL);
   ab_tls_ctx_t *sctx = NULL, *cctx = NULL, *sctx2 = NULL, *other = NULL;
   CHECK(ab_tls_server_ctx_new(NULL, &sctx) == 0);
   CHECK(ab_tls_client_ctx_new(NULL, ab_tls_ctx_cert_pem(sctx), &cctx) == 0);

@@ -348,7 +348,7 @@ static void test_reserve_commit(void) {
 
 int main(void) {
   CHECK(uv_loop_init(&loop) == 0);
-  ab_reactor_uv_init(&reactor, &loop);
+  ab_reactor_uv_init(&reactor, &loop, NULL);
   test_pending(1);
   test_pending(0);
   test_eof();
