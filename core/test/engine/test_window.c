@@ -14,8 +14,12 @@
 #define TIMEOUT 1000000u /* 1 ms */
 #define DEADLINE 1000000000u
 
+/* the engine the test loops belong to (shared: its clients have locks) */
+static ab__engine_t test_eng;
+
 static ab__loop_t *loop_new_open(uint32_t nclients, uint32_t window, int kind, int open) {
   ab__loop_t *l = calloc(1, sizeof(*l));
+  l->eng = &test_eng;
   l->window = window;
   l->window_pow2 = (window & (window - 1)) == 0;
   l->timeout_ns = TIMEOUT;
@@ -41,6 +45,8 @@ static ab__loop_t *loop_new_open(uint32_t nclients, uint32_t window, int kind, i
   l->clients = calloc(nclients, l->client_size);
   for (uint32_t i = 0; i < nclients; i++) {
     ab__loop_client(l, i)->loop = l;
+    ab__loop_client(l, i)->home = l;
+    pthread_mutex_init(&ab__loop_client(l, i)->mu, NULL);
     ab__loop_client(l, i)->id = i;
     ab__loop_client(l, i)->alive = 1;
     CHECK(ab__win_init(&ab__loop_client(l, i)->win, window, kind, open) == 0);
@@ -619,6 +625,32 @@ static void test_finish(void) {
   loop_free(l);
 }
 
+/* shared:N: a message stamped on one loop and completed on another leaves
+ * each loop's in-flight count off (they add up only together); the forced
+ * end counts what a home loop's clients still have in flight into that
+ * loop, wherever they last ran, so the merged identity holds. */
+static void test_finish_shared(void) {
+  test_eng.shared = 1;
+  ab__loop_t *a = loop_new(2, 4, AB__WIN_ORDERED);
+  ab__loop_t *b = loop_new(1, 4, AB__WIN_ORDERED);
+  ab__client_t *c0 = ab__loop_client(a, 0), *c1 = ab__loop_client(a, 1);
+  CHECK_EQ_U64(issue(c0, 10), 4); /* stamped on a */
+  c0->loop = b;                   /* its replies run on b */
+  CHECK(ab__win_complete(c0, AB_PHASE_MEASURE, 0, 0, 20) == AB__WIN_MEASURED);
+  c1->loop = b;                   /* c1 stamps on b */
+  CHECK_EQ_U64(issue(c1, 10), 4);
+  a->phase = b->phase = AB__PH_DRAIN;
+  ab__win_finish(a);
+  CHECK(c0->loop == a && c1->loop == a); /* taken by a to be finished */
+  CHECK_EQ_U64(a->unfinished + b->unfinished, 7);
+  CHECK_EQ_U64(a->sent + b->sent, 8);
+  CHECK_EQ_U64(a->completed + b->completed, 1);
+  CHECK_EQ_U64(a->meas_inflight + b->meas_inflight, 0);
+  test_eng.shared = 0;
+  loop_free(a);
+  loop_free(b);
+}
+
 /* The open-loop policy (docs/scenarios.md, rate): a grant holds only the messages whose
  * intended time has come, stamping records the intended time as the RTT
  * origin (the raw view and the send lag from the actual hand-off), and what
@@ -821,5 +853,6 @@ int main(void) {
   test_release();
   test_sweep_ordered();
   test_finish();
+  test_finish_shared();
   TEST_DONE();
 }
