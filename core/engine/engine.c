@@ -573,6 +573,7 @@ int ab_case_check(const ab_case_cfg_t *cfg, char *err, size_t errlen) {
   if (cfg->clients < lim->clients_min || cfg->clients > lim->clients_max) BAD("clients %u out of range %u .. %u", cfg->clients, lim->clients_min, lim->clients_max);
   if (cfg->window < lim->window_min || cfg->window > lim->window_max) BAD("window %u out of range %u .. %u", cfg->window, lim->window_min, lim->window_max);
   if (ab_caps_name(models, nmodel, cfg->model) == NULL) BAD("unknown topology model %d", cfg->model);
+  if (cfg->model == AB_MODEL_SHARED && cfg->threads > 1 && !ab_caps_runs_shared(p, cfg->execution)) BAD("shared:%u does not run execution %s over protocol %s yet", cfg->threads, exec, p->name);
   if (cfg->threads < lim->threads_min || cfg->threads > lim->threads_max) BAD("topology N %u out of range %u .. %u", cfg->threads, lim->threads_min, lim->threads_max);
   if (cfg->work > lim->work_max) BAD("work %llu over %llu", (unsigned long long)cfg->work, (unsigned long long)lim->work_max);
   if (!(cfg->warmup_s >= 0) || !(cfg->duration_s > 0) || !(cfg->timeout_s > 0)) BAD("warmup >= 0, duration > 0 and timeout > 0 are required");

@@ -4,7 +4,9 @@
  *   core.capabilities() -> {
  *     protocols = { { name = "tcp", transport = "stream" | "datagram",
  *                     tls = boolean, codec = "framing" | "ws" | "http" | nil,
- *                     executions = { "callback", ... }, payload_max = bytes },
+ *                     executions = { "callback", ... },
+ *                     shared_executions = { ... },  -- on shared:N, N > 1
+ *                     payload_max = bytes },
  *                   ... },                 -- in the order users see them
  *     executions = { "callback", "coroutine", "lua" },
  *     framings = { "length", "raw" },
@@ -32,7 +34,7 @@ static void push_names(lua_State *L, const ab_cap_name_t *tab, size_t n) {
 
 static void push_protocol(lua_State *L, const ab_proto_cap_t *p, const ab_cap_name_t *execs,
                           size_t nexec) {
-  lua_createtable(L, 0, 6);
+  lua_createtable(L, 0, 7);
   lua_pushstring(L, p->name);
   lua_setfield(L, -2, "name");
   lua_pushstring(L, p->transport == AB_TRANSPORT_DATAGRAM ? "datagram" : "stream");
@@ -51,6 +53,14 @@ static void push_protocol(lua_State *L, const ab_proto_cap_t *p, const ab_cap_na
     lua_rawseti(L, -2, ++k);
   }
   lua_setfield(L, -2, "executions");
+  lua_newtable(L);
+  k = 0;
+  for (size_t i = 0; i < nexec; i++) {
+    if (!ab_caps_runs_shared(p, execs[i].id)) continue;
+    lua_pushstring(L, execs[i].name);
+    lua_rawseti(L, -2, ++k);
+  }
+  lua_setfield(L, -2, "shared_executions");
   SETNUM("payload_max", p->payload_max);
 }
 

@@ -7,22 +7,24 @@
 
 #define ALL_EXECS (AB_EXEC_BIT(AB_EXEC_CALLBACK) | AB_EXEC_BIT(AB_EXEC_COROUTINE))
 #define STREAM AB_TRANSPORT_STREAM
+#define SHARED_EXECS AB_EXEC_BIT(AB_EXEC_CALLBACK)
 
 /* Scenario order (docs/scenarios.md).  execution = "lua" drives tcp and
  * tls (its connections are io/conn.h's, TLS below the bytes Lua sees); a
  * row gains AB_EXEC_BIT(AB_EXEC_HOOKS) when the Lua driver runs over it.
- * The coroutine echo is stream-only. */
+ * The coroutine echo is stream-only.  The last column: what shared:N with
+ * N > 1 runs (docs/topologies.md): callback tcp; the rest is refused. */
 static const ab_proto_cap_t protocols[] = {
     {"tcp", AB_PROTO_TCP, STREAM, 0, "framing", ALL_EXECS | AB_EXEC_BIT(AB_EXEC_HOOKS),
-     AB_MSG_MAX_PAYLOAD},
+     AB_MSG_MAX_PAYLOAD, SHARED_EXECS},
     {"udp", AB_PROTO_UDP, AB_TRANSPORT_DATAGRAM, 0, NULL, AB_EXEC_BIT(AB_EXEC_CALLBACK),
-     AB_UDP_MAX_PAYLOAD},
-    {"ws", AB_PROTO_WS, STREAM, 0, "ws", ALL_EXECS, AB_MSG_MAX_PAYLOAD},
+     AB_UDP_MAX_PAYLOAD, 0},
+    {"ws", AB_PROTO_WS, STREAM, 0, "ws", ALL_EXECS, AB_MSG_MAX_PAYLOAD, 0},
     {"tls", AB_PROTO_TLS, STREAM, 1, "framing", ALL_EXECS | AB_EXEC_BIT(AB_EXEC_HOOKS),
-     AB_MSG_MAX_PAYLOAD},
-    {"wss", AB_PROTO_WSS, STREAM, 1, "ws", ALL_EXECS, AB_MSG_MAX_PAYLOAD},
-    {"http", AB_PROTO_HTTP, STREAM, 0, "http", ALL_EXECS, AB_MSG_MAX_PAYLOAD},
-    {"https", AB_PROTO_HTTPS, STREAM, 1, "http", ALL_EXECS, AB_MSG_MAX_PAYLOAD},
+     AB_MSG_MAX_PAYLOAD, 0},
+    {"wss", AB_PROTO_WSS, STREAM, 1, "ws", ALL_EXECS, AB_MSG_MAX_PAYLOAD, 0},
+    {"http", AB_PROTO_HTTP, STREAM, 0, "http", ALL_EXECS, AB_MSG_MAX_PAYLOAD, 0},
+    {"https", AB_PROTO_HTTPS, STREAM, 1, "http", ALL_EXECS, AB_MSG_MAX_PAYLOAD, 0},
 };
 
 static const ab_cap_name_t executions[] = {

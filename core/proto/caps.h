@@ -47,6 +47,9 @@ typedef struct {
                             "ws", "http"; NULL for datagrams */
   unsigned executions;   /* AB_EXEC_BIT() of each mode that runs it */
   uint32_t payload_max;  /* bytes; at most the global payload_max */
+  unsigned shared_executions; /* AB_EXEC_BIT() of each mode that runs it on
+                                 shared:N with N > 1 (one reactor, N
+                                 threads; docs/topologies.md) */
 } ab_proto_cap_t;
 
 /* A named value of a scenario key: execution, framing, topology model. */
@@ -81,6 +84,11 @@ const ab_proto_cap_t *ab_caps_protocol_named(const char *name);
  * or NULL. */
 int ab_caps_id(const ab_cap_name_t *tab, size_t n, const char *name);
 const char *ab_caps_name(const ab_cap_name_t *tab, size_t n, int id);
+
+/* Whether shared:N (N > 1) runs protocol row p in execution exec. */
+static inline int ab_caps_runs_shared(const ab_proto_cap_t *p, int exec) {
+  return p != NULL && exec > 0 && exec < 32 && (p->shared_executions & AB_EXEC_BIT(exec)) != 0;
+}
 
 /* 1 when execution mode `exec` (AB_EXEC_*) runs protocol p, else 0. */
 static inline int ab_caps_runs(const ab_proto_cap_t *p, int exec) {

@@ -654,6 +654,32 @@ local function check_executions(ctx, t, cases)
     end
 end
 
+-- shared:N with N > 1 (one reactor, N threads) runs only the protocol and
+-- execution pairs whose row names them (shared_executions): the others are
+-- refused once per (topology, execution, protocol) some case has. The Lua
+-- driver keeps one Lua state per loop, which a connection that moves
+-- between threads cannot keep (docs/topologies.md).
+local function check_shared(ctx, t, cases)
+    local seen = {}
+    for _, c in ipairs(cases) do
+        local model, n = matrix.topology(c.topology)
+        local ex, pr = c.execution, c.protocol
+        local id = c.topology .. "/" .. ex .. "/" .. pr
+        local row = PROTOCOLS[pr]
+        if model == "shared" and n > 1 and not seen[id] and not contains(row.shared_executions, ex) then
+            seen[id] = true
+            local runs = {}
+            for _, p in ipairs(CAPS.protocols) do
+                for _, e in ipairs(p.shared_executions) do runs[#runs + 1] = e .. " " .. p.name end
+            end
+            local key = (t.topology ~= nil or ctx.origin.topology) and "topology" or "execution"
+            fail(ctx, key, str_format('key \'%s\': topology = "%s" runs %s only, not execution'
+                 .. ' = "%s" over protocol %s; expected sharded:%d or pool:%d for it'
+                 .. ' (docs/topologies.md)', key, c.topology, or_list(runs), ex, pr, n, n))
+        end
+    end
+end
+
 -- execution = "lua" needs a driver: client = function(conn), or a message
 -- (a function message needs an expect to know where a reply ends).
 -- docs/lua-api.md is the reference.
@@ -757,6 +783,7 @@ local function cross_check(ctx, t, spec)
     end
 
     check_executions(ctx, t, cases)
+    check_shared(ctx, t, cases)
 
     local window_key = keys.load and "load" or "window"
     local wide = false
