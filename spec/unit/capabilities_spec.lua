@@ -31,9 +31,11 @@ describe("core.capabilities()", function()
 
     it("says what each protocol is: transport, TLS, codec, payload limit", function()
         assert.same({ name = "udp", transport = "datagram", tls = false,
-                      executions = { "callback" }, payload_max = 65507 }, row("udp"))
+                      executions = { "callback" }, shared_executions = {}, payload_max = 65507 },
+                    row("udp"))
         assert.same({ name = "tcp", transport = "stream", tls = false, codec = "framing",
-                      executions = { "callback", "coroutine", "lua" }, payload_max = 16777216 },
+                      executions = { "callback", "coroutine", "lua" },
+                      shared_executions = { "callback" }, payload_max = 16777216 },
                     row("tcp"))
         local tls, codec = {}, {}
         for _, p in ipairs(caps.protocols) do
