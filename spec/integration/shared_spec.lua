@@ -1,0 +1,116 @@
+-- shared_spec.lua -- shared:N, one reactor served by N threads (issue 13,
+-- docs/topologies.md), end to end:
+--   * callback tcp on shared:2 and shared:4 (1 x 1 and 16 x 16, length
+--     and raw framing): every run ok, the identity holds, and the merged
+--     RTT histogram counts every completed and drained reply, whichever
+--     thread completed it (acceptance 2, for the pairs shared:N runs);
+--   * the stress case: 64 connections x window 16 on shared:4 for 5 s,
+--     every echoed byte checked: no ESEQ, nothing lost or duplicated
+--     (acceptance 3);
+--   * `serve --topology shared:2` answering a client run against it;
+--   * what shared:N does not run yet (other protocols, coroutine and lua
+--     execution) is refused before anything runs, naming file, line, key.
+--
+-- Runtime: ~15 s.
+package.path = (os.getenv("ARKBENCH_ROOT") or ".") .. "/spec/?.lua;" .. package.path
+local files = require("helpers.files")
+local proc = require("helpers.proc")
+local ark = require("helpers.arkbench")
+local peers = require("helpers.peers")
+local core = require("arkbench.core")
+
+local run_scenario, assert_identity, brief = ark.run_scenario, ark.assert_identity, ark.brief
+
+teardown(function()
+    proc.stop_all()
+    files.remove_tmpdirs()
+end)
+
+-- Every run ok, the identity, and the histogram's count.
+local function check_runs(res, want)
+    assert.are.equal(want, #res.runs, "runs; stderr:\n" .. res.stderr)
+    for _, r in ipairs(res.runs) do
+        assert.is_true(r.ok, brief(r))
+        assert_identity(r)
+        assert.are.equal(0, r.message_errors, brief(r))
+        assert.are.equal(0, r.unfinished, brief(r))
+        assert.is_true(r.completed > 0, brief(r))
+        local h = assert(core.hist_summary(r.rtt_histogram))
+        assert.are.equal(r.completed + r.drained, h.count, r.case_id .. ": histogram count")
+        assert.are.equal("shared", r.model, brief(r))
+    end
+end
+
+describe("shared:2 and shared:4 over callback tcp (acceptance 2)", function()
+    it("runs 1x1 and 16x16 with both framings; identity and merged histograms hold", function()
+        local res = run_scenario([[
+return { name = "shared_tcp", protocol = "tcp", payload = 1024, framing = { "length", "raw" },
+         load = { { clients = 1, window = 1 }, { clients = 16, window = 16 } },
+         topology = { "shared:2", "shared:4" }, warmup = 0.05, duration = 0.3,
+         repetitions = 1 }
+]], { name = "shared_tcp" })
+        check_runs(res, 8)
+        for _, r in ipairs(res.runs) do
+            local _, n = r.case.topology:match("^(%l+):(%d+)$")
+            assert.are.equal(tonumber(n), r.loops, brief(r))
+        end
+    end)
+end)
+
+describe("the shared:4 stress case (acceptance 3)", function()
+    it("runs 64 connections x window 16 for 5 s with every byte checked: no ESEQ, none lost", function()
+        local res = run_scenario([[
+return { name = "shared_stress", protocol = "tcp", payload = 256, clients = 64, window = 16,
+         topology = "shared:4", warmup = 0.2, duration = 5, timeout = 5, repetitions = 1 }
+]], { name = "shared_stress", limit = 60 })
+        check_runs(res, 1)
+        local r = res.runs[1]
+        assert.are.same({}, r.errors, brief(r))
+        assert.are.equal(0, r.timed_out, brief(r))
+        assert.is_true(r.completed > 10000, brief(r))
+    end)
+end)
+
+describe("serve --topology shared:2", function()
+    it("serves a client run against it, every byte checked", function()
+        local srv = peers.serve("tcp", { "--topology", "shared:2" })
+        local port = peers.wait_listening(srv)
+        local res = run_scenario(string.format([[
+return { name = "shared_serve", protocol = "tcp", payload = 512, clients = 8, window = 8,
+         target = "127.0.0.1:%d", warmup = 0.05, duration = 0.3, repetitions = 1 }
+]], port), { name = "shared_serve" })
+        proc.stop(srv)
+        assert.are.equal(1, #res.runs, res.stderr)
+        assert.is_true(res.runs[1].ok, brief(res.runs[1]))
+        assert_identity(res.runs[1])
+    end)
+end)
+
+describe("what shared:N does not run", function()
+    local function refused(text)
+        local path = files.tmpdir("_shared") .. "/s.lua"
+        files.write_file(path, text)
+        local rc, _, err = ark.run({ "run", path, "--list" })
+        return rc, err, path
+    end
+
+    it("refuses execution = lua on shared:2 before running, naming file, line and key", function()
+        local rc, err, path = refused([[
+return { name = "x", protocol = "tcp", execution = "lua",
+         client = function(conn) end,
+         topology = "shared:2" }
+]])
+        assert.are.equal(2, rc)
+        assert.truthy(err:find(path .. ':3: key \'topology\': topology = "shared:2" runs callback tcp'
+            .. ' only, not execution = "lua" over protocol tcp; expected sharded:2 or pool:2 for it',
+            1, true), err)
+    end)
+
+    it("refuses a protocol it does not run yet, and lets shared:1 (one thread) run anything", function()
+        local rc, err = refused('return { name = "x", protocol = "tls", topology = "shared:4" }\n')
+        assert.are.equal(2, rc)
+        assert.truthy(err:find('not execution = "callback" over protocol tls', 1, true), err)
+        rc = refused('return { name = "x", protocol = "tls", topology = "shared:1" }\n')
+        assert.are.equal(0, rc)
+    end)
+end)
