@@ -30,6 +30,7 @@ static int dloop_new(ab__loop_t *l) {
   /* the loop's connections watch their sockets through this */
   if (l->eng->shared) ab_reactor_shared_init(&l->d->reactor, l->eng->rset, l);
   else ab_reactor_uv_init(&l->d->reactor, &l->loop, l);
+  l->reactor = &l->d->reactor;
   return 0;
 }
 
@@ -56,6 +57,7 @@ static int stream_loop_open(ab__loop_t *l, char *err, size_t errlen) {
   if (l->d == NULL && (r = dloop_new(l)) < 0) return r;
   if (l->eng->cfg->role != AB_ROLE_CLIENT && (r = ab__server_listen(l)) < 0) return r;
   if (l->eng->dc->use_tls && (l->d->cipher_rx = malloc(CIPHER_RX)) == NULL) return AB_ENOMEM;
+  l->d->reactor.scratch = l->d->cipher_rx; /* shared:N: this thread's, in its callbacks */
   return 0;
 }
 

@@ -135,7 +135,9 @@ static ab_sockio_kept_t sconn_in(ab__sconn_t *s) {
 void ab__client_reported(ab__dclient_t *c) {
   if (c->ly.reported) return;
   c->ly.reported = 1;
-  ab__client_connect_done(&c->h);
+  /* shared:N (no reopens): the home counts it, told from this thread */
+  if (c->h.loop->eng->shared) ab__loop_connect_done_on(c->h.home, c->h.loop);
+  else ab__client_connect_done(&c->h);
 }
 
 static void handshake_failed(ab__dclient_t *c, int code, const char *what, const char *detail) {
@@ -284,7 +286,7 @@ static int client_take_replies(ab__dclient_t *c, uint64_t now) {
 
 static void client_on_readable(ab_conn_t *conn) {
   ab__dclient_t *c = conn->data;
-  ab__loop_t *l = c->h.loop;
+  ab__loop_t *l = c->h.loop = conn->io.watch.running; /* shared:N: this thread's */
   while (!c->h.closing) {
     size_t room = 0;
     ssize_t n = ab_conn_recv(conn, &room);
@@ -309,12 +311,14 @@ static void client_on_readable(ab_conn_t *conn) {
 
 static void client_on_ready(ab_conn_t *conn) {
   ab__dclient_t *c = conn->data;
+  c->h.loop = conn->io.watch.running;
   if (c->h.loop->eng->dc->use_ws) send_upgrade(c);
   else ab__client_ready(c);
 }
 
 static void client_on_error(ab_conn_t *conn, int err) {
   ab__dclient_t *c = conn->data;
+  c->h.loop = conn->io.watch.running;
   if (c->ly.state == AB__LY_READY) ab__client_fail(c, err, "socket");
   else if (err == AB_EPROTO) handshake_failed(c, err, "TLS handshake", ab_conn_error_text(conn));
   else handshake_failed(c, ab_err_stream_end(err, AB_SIDE_CLIENT), "handshake", NULL);
@@ -343,11 +347,15 @@ static void client_connected(uv_connect_t *req, int status) {
   }
   c->conn.data = c;
   c->ly.state = AB__LY_HS_TLS;
+  /* shared:N: other threads may run it as soon as it is watched */
+  ab__client_take(l, &c->h);
+  c->conn.io.watch.lock = l->eng->shared ? &c->h.mu : NULL;
   r = ab_conn_start(&c->conn, &l->d->reactor, &c->tcp, 0, client_in(c), &client_cbs);
   if (r < 0) {
     if (r == AB_EPROTO) handshake_failed(c, r, "TLS handshake", ab_conn_error_text(&c->conn));
     else handshake_failed(c, r, "read start", NULL);
   }
+  ab__client_give(l, &c->h);
 }
 
 void ab__sclient_connect_expired(ab__dclient_t *c) {
@@ -525,6 +533,7 @@ static void server_linger(ab__sconn_t *s) {
  * output (a client that does not read its replies is pushed back). */
 static void server_on_readable(ab_conn_t *conn) {
   ab__sconn_t *s = conn->data;
+  s->loop = conn->io.watch.running; /* shared:N: this thread's loop */
   if (s->lingering) {
     server_linger(s);
     return;
@@ -553,12 +562,14 @@ static void server_on_readable(ab_conn_t *conn) {
 
 static void server_on_ready(ab_conn_t *conn) {
   ab__sconn_t *s = conn->data;
+  s->loop = conn->io.watch.running;
   ab__engine_t *eng = s->loop->eng;
   s->ly.state = eng->dc->use_ws ? AB__LY_HS_WS : AB__LY_READY;
 }
 
 static void server_on_error(ab_conn_t *conn, int err) {
   ab__sconn_t *s = conn->data;
+  s->loop = conn->io.watch.running;
   if (!conn->ready && err == AB_EPROTO) {
     char what[200];
     snprintf(what, sizeof(what), "TLS handshake: %s", ab_conn_error_text(conn));
@@ -588,6 +599,7 @@ void ab__sserver_accept(ab__sconn_t *s) {
     return;
   }
   s->ly.state = AB__LY_HS_TLS;
+  s->conn.io.watch.lock = eng->shared ? &s->mu : NULL; /* ab__conn_setup cleared it */
   r = ab_conn_start(&s->conn, &l->d->reactor, &s->tcp, 1, sconn_in(s), &server_cbs);
   if (r < 0) ab__sconn_error(s, r, "read start");
 }

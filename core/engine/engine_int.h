@@ -28,6 +28,7 @@
 #define AB_ENGINE_INT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include <uv.h>
@@ -122,6 +123,10 @@ struct ab__loop_s {
   uv_async_t ctl;
   uv_async_t pool_done;         /* pool:N: work pool returns */
   uv_poll_t rset_poll;          /* shared:N: the reactor set is ready */
+  ab_reactor_t *reactor;        /* shared:N: the drivers' reactor of this
+                                   loop on the set (dloop_new sets it) */
+  uv_async_t reports;           /* shared:N: connects finished elsewhere */
+  atomic_uint reports_pending;
   uv_timer_t phase_timer;       /* fires at the phase deadline */
   int sweep_fd;                 /* timerfd of the timeout sweep (sweep.c),
                                    -1 when the loop has no clients */
@@ -242,6 +247,10 @@ void ab__loop_check_progress(ab__loop_t *l);
  * last one, else starts the next paced connect (never recursively: a
  * driver may call it from inside client_start). */
 void ab__loop_connect_done(ab__loop_t *l);
+/* As ab__loop_connect_done for a client whose home is `home`, from loop
+ * `running`'s thread (shared:N: a handshake finishes on any thread; the
+ * home is told through its async handle). */
+void ab__loop_connect_done_on(ab__loop_t *home, ab__loop_t *running);
 /* Starts client connects up to the per-loop limit in flight. */
 void ab__loop_connect_more(ab__loop_t *l);
 

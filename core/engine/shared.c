@@ -21,7 +21,22 @@ static void on_set_ready(uv_poll_t *p, int status, int events) {
   ab__loop_t *l = p->data;
   (void)status;
   (void)events;
-  ab_reactor_set_run(l->eng->rset, l);
+  ab_reactor_set_run(l->eng->rset, l->reactor);
+}
+
+static void on_reports(uv_async_t *a) {
+  ab__loop_t *l = a->data;
+  unsigned n = atomic_exchange(&l->reports_pending, 0);
+  while (n-- > 0 && l->phase != AB__PH_STOPPING) ab__loop_connect_done(l);
+}
+
+void ab__loop_connect_done_on(ab__loop_t *home, ab__loop_t *running) {
+  if (home == running) {
+    ab__loop_connect_done(home);
+    return;
+  }
+  atomic_fetch_add(&home->reports_pending, 1);
+  uv_async_send(&home->reports);
 }
 
 int ab__shared_open(ab__engine_t *eng) {
@@ -35,7 +50,10 @@ int ab__shared_loop_open(ab__loop_t *l) {
   for (uint32_t i = 0; i < l->nclients; i++) {
     pthread_mutex_init(&ab__loop_client(l, i)->mu, NULL);
   }
-  int r = uv_poll_init(&l->loop, &l->rset_poll, ab_reactor_set_fd(eng->rset));
+  int r = uv_async_init(&l->loop, &l->reports, on_reports);
+  if (r < 0) return r;
+  l->reports.data = l;
+  r = uv_poll_init(&l->loop, &l->rset_poll, ab_reactor_set_fd(eng->rset));
   if (r < 0) return r;
   l->rset_poll.data = l;
   return uv_poll_start(&l->rset_poll, UV_READABLE, on_set_ready);
@@ -44,7 +62,9 @@ int ab__shared_loop_open(ab__loop_t *l) {
 static void close_noop(uv_handle_t *h) { (void)h; }
 
 void ab__shared_loop_stop(ab__loop_t *l) {
-  if (l->eng->shared) uv_close((uv_handle_t *)&l->rset_poll, close_noop);
+  if (!l->eng->shared) return;
+  uv_close((uv_handle_t *)&l->rset_poll, close_noop);
+  uv_close((uv_handle_t *)&l->reports, close_noop);
 }
 
 void ab__shared_close(ab__engine_t *eng) {

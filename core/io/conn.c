@@ -13,6 +13,13 @@
 
 static ab_conn_t *conn_of(ab_sockio_t *io) { return (ab_conn_t *)io; }
 
+/* The ciphertext scratch of the thread reading now: in a shared reactor's
+ * callback that thread's (reactor.h, scratch), else the loop's. */
+static uint8_t *cipher_rx(const ab_conn_t *c) {
+  const ab_reactor_t *cur = c->io.watch.cur;
+  return cur && cur->scratch ? cur->scratch : c->cipher_rx;
+}
+
 void ab_conn_init(ab_conn_t *c, ab_tls_conn_t *tls, uint8_t *cipher_rx) {
   memset(c, 0, sizeof(*c));
   c->tls = tls;
@@ -82,13 +89,14 @@ static void become_ready(ab_conn_t *c) {
 /* Readable before the TLS handshake is done: drive it. */
 static void handshake_readable(ab_conn_t *c) {
   while (!c->ready && !c->io.failed) {
-    ssize_t n = ab_sockio_recv(&c->io, c->cipher_rx, AB_CONN_CIPHER_RX);
+    uint8_t *rx = cipher_rx(c);
+    ssize_t n = ab_sockio_recv(&c->io, rx, AB_CONN_CIPHER_RX);
     if (n == 0) return;
     if (n < 0) {
       fail_handshake(c, (int)n);
       return;
     }
-    int r = ab_tls_feed(c->tls, c->cipher_rx, (size_t)n);
+    int r = ab_tls_feed(c->tls, rx, (size_t)n);
     int h = r < 0 ? r : ab_tls_handshake(c->tls);
     int w = send_tls_out(c); /* the next flight, or the alert of a failure */
     if (h < 0) {
@@ -146,9 +154,10 @@ ssize_t ab_conn_recv(ab_conn_t *c, size_t *room) {
   }
   if (c->peer_closed) return AB_ECLOSED;
   *room = AB_CONN_CIPHER_RX;
-  ssize_t n = ab_sockio_recv(&c->io, c->cipher_rx, AB_CONN_CIPHER_RX);
+  uint8_t *rx = cipher_rx(c);
+  ssize_t n = ab_sockio_recv(&c->io, rx, AB_CONN_CIPHER_RX);
   if (n <= 0) return n;
-  int r = ab_tls_feed(c->tls, c->cipher_rx, (size_t)n);
+  int r = ab_tls_feed(c->tls, rx, (size_t)n);
   if (r == 0) r = decrypt_into_in(c);
   /* what reading made TLS write (key updates, alerts) goes out now */
   if (ab_tls_pending_out(c->tls) > 0) {

@@ -26,6 +26,7 @@
 #define AB_REACTOR_H
 
 #include <pthread.h>
+#include <stdint.h>
 
 #include <uv.h>
 
@@ -54,6 +55,9 @@ struct ab_reactor_s {
   void *impl;                 /* reactor_uv: the uv_loop_t; reactor_shared:
                                  the ab_reactor_set_t */
   void *owner;                /* the engine loop this reactor serves */
+  uint8_t *scratch;           /* optional: the owner thread's 64 KiB read
+                                 scratch (a TLS connection's ciphertext,
+                                 conn.c), used during its callbacks */
 };
 
 struct ab_reactor_watch_s {
@@ -62,6 +66,8 @@ struct ab_reactor_watch_s {
   void *data;                 /* the owner's */
   void *running;              /* during a callback: the owner (ab_reactor_t
                                  .owner) of the thread running it */
+  ab_reactor_t *cur;          /* reactor_shared, during a callback: that
+                                 thread's reactor; NULL otherwise */
   pthread_mutex_t *lock;      /* reactor_shared: held around each callback
                                  (NULL: none); kept by ab_sockio_start */
   union {
@@ -92,14 +98,16 @@ int ab_reactor_set_fd(const ab_reactor_set_t *s);
  * has one; watches made through any of them share the set). */
 void ab_reactor_shared_init(ab_reactor_t *r, ab_reactor_set_t *s, void *owner);
 /* Takes the ready events (without waiting) and runs their callbacks on the
- * calling thread, with w->running = owner; returns how many ran. */
-int ab_reactor_set_run(ab_reactor_set_t *s, void *owner);
+ * calling thread, whose reactor on the set is `me` (w->running = me->owner,
+ * w->cur = me); returns how many ran. */
+int ab_reactor_set_run(ab_reactor_set_t *s, ab_reactor_t *me);
 
 static inline int ab_reactor_watch_init(ab_reactor_t *r, ab_reactor_watch_t *w, int fd,
                                         ab_reactor_cb cb) {
   w->r = r;
   w->cb = cb;
   w->running = r->owner;
+  w->cur = NULL;
   return r->ops->watch_init(r, w, fd);
 }
 

@@ -121,9 +121,10 @@ void ab_reactor_shared_init(ab_reactor_t *r, ab_reactor_set_t *s, void *owner) {
   r->ops = &shared_ops;
   r->impl = s;
   r->owner = owner;
+  r->scratch = NULL;
 }
 
-static void dispatch(ab_reactor_watch_t *w, uint32_t e, void *owner) {
+static void dispatch(ab_reactor_watch_t *w, uint32_t e, ab_reactor_t *me) {
   if (w->lock) pthread_mutex_lock(w->lock);
   if (!w->impl.sh.closed) {
     int want = w->impl.sh.want, status = 0, events = 0;
@@ -136,23 +137,25 @@ static void dispatch(ab_reactor_watch_t *w, uint32_t e, void *owner) {
       if (e & EPOLLHUP) events |= want;
       events &= want;
     }
-    w->running = owner;
+    w->running = me->owner;
+    w->cur = me;
     w->impl.sh.dispatching = 1;
     if (status < 0 || events != 0) w->cb(w, status, events);
     w->impl.sh.dispatching = 0;
+    w->cur = NULL;
     /* the one-shot event disabled it: enable what is watched now */
     if (!w->impl.sh.closed && w->impl.sh.want != 0) (void)arm(w, w->impl.sh.want);
   }
   if (w->lock) pthread_mutex_unlock(w->lock);
 }
 
-int ab_reactor_set_run(ab_reactor_set_t *s, void *owner) {
+int ab_reactor_set_run(ab_reactor_set_t *s, ab_reactor_t *me) {
   struct epoll_event ev[SET_BATCH];
   int total = 0;
   for (int round = 0; round < SET_ROUNDS; round++) {
     int n = epoll_wait(s->epfd, ev, SET_BATCH, 0);
     if (n <= 0) break;
-    for (int i = 0; i < n; i++) dispatch(ev[i].data.ptr, ev[i].events, owner);
+    for (int i = 0; i < n; i++) dispatch(ev[i].data.ptr, ev[i].events, me);
     total += n;
     if (n < SET_BATCH) break;
   }

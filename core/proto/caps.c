@@ -13,18 +13,19 @@
  * tls (its connections are io/conn.h's, TLS below the bytes Lua sees); a
  * row gains AB_EXEC_BIT(AB_EXEC_HOOKS) when the Lua driver runs over it.
  * The coroutine echo is stream-only.  The last column: what shared:N with
- * N > 1 runs (docs/topologies.md): callback tcp; the rest is refused. */
+ * N > 1 runs (docs/topologies.md): callback over the stream protocols; the
+ * rest is refused. */
 static const ab_proto_cap_t protocols[] = {
     {"tcp", AB_PROTO_TCP, STREAM, 0, "framing", ALL_EXECS | AB_EXEC_BIT(AB_EXEC_HOOKS),
      AB_MSG_MAX_PAYLOAD, SHARED_EXECS},
     {"udp", AB_PROTO_UDP, AB_TRANSPORT_DATAGRAM, 0, NULL, AB_EXEC_BIT(AB_EXEC_CALLBACK),
      AB_UDP_MAX_PAYLOAD, 0},
-    {"ws", AB_PROTO_WS, STREAM, 0, "ws", ALL_EXECS, AB_MSG_MAX_PAYLOAD, 0},
+    {"ws", AB_PROTO_WS, STREAM, 0, "ws", ALL_EXECS, AB_MSG_MAX_PAYLOAD, SHARED_EXECS},
     {"tls", AB_PROTO_TLS, STREAM, 1, "framing", ALL_EXECS | AB_EXEC_BIT(AB_EXEC_HOOKS),
-     AB_MSG_MAX_PAYLOAD, 0},
-    {"wss", AB_PROTO_WSS, STREAM, 1, "ws", ALL_EXECS, AB_MSG_MAX_PAYLOAD, 0},
-    {"http", AB_PROTO_HTTP, STREAM, 0, "http", ALL_EXECS, AB_MSG_MAX_PAYLOAD, 0},
-    {"https", AB_PROTO_HTTPS, STREAM, 1, "http", ALL_EXECS, AB_MSG_MAX_PAYLOAD, 0},
+     AB_MSG_MAX_PAYLOAD, SHARED_EXECS},
+    {"wss", AB_PROTO_WSS, STREAM, 1, "ws", ALL_EXECS, AB_MSG_MAX_PAYLOAD, SHARED_EXECS},
+    {"http", AB_PROTO_HTTP, STREAM, 0, "http", ALL_EXECS, AB_MSG_MAX_PAYLOAD, SHARED_EXECS},
+    {"https", AB_PROTO_HTTPS, STREAM, 1, "http", ALL_EXECS, AB_MSG_MAX_PAYLOAD, SHARED_EXECS},
 };
 
 static const ab_cap_name_t executions[] = {

@@ -1,17 +1,19 @@
 -- shared_spec.lua -- shared:N, one reactor served by N threads (issue 13,
 -- docs/topologies.md), end to end:
---   * callback tcp on shared:2 and shared:4 (1 x 1 and 16 x 16, length
---     and raw framing): every run ok, the identity holds, and the merged
---     RTT histogram counts every completed and drained reply, whichever
---     thread completed it (acceptance 2, for the pairs shared:N runs);
+--   * every stream protocol in callback execution on shared:2 and shared:4
+--     (1 x 1 and 16 x 16; tcp with both framings): every run ok, the
+--     identity holds, and the merged RTT histogram counts every completed
+--     and drained reply, whichever thread completed it (acceptance 2, for
+--     the pairs shared:N runs; TLS, WebSocket and HTTP state travels with
+--     the connection);
 --   * the stress case: 64 connections x window 16 on shared:4 for 5 s,
 --     every echoed byte checked: no ESEQ, nothing lost or duplicated
 --     (acceptance 3);
 --   * `serve --topology shared:2` answering a client run against it;
---   * what shared:N does not run yet (other protocols, coroutine and lua
---     execution) is refused before anything runs, naming file, line, key.
+--   * what shared:N does not run yet (udp, coroutine and lua execution) is
+--     refused before anything runs, naming file, line, key.
 --
--- Runtime: ~15 s.
+-- Runtime: ~30 s.
 package.path = (os.getenv("ARKBENCH_ROOT") or ".") .. "/spec/?.lua;" .. package.path
 local files = require("helpers.files")
 local proc = require("helpers.proc")
@@ -41,7 +43,7 @@ local function check_runs(res, want)
     end
 end
 
-describe("shared:2 and shared:4 over callback tcp (acceptance 2)", function()
+describe("shared:2 and shared:4, callback execution (acceptance 2)", function()
     it("runs 1x1 and 16x16 with both framings; identity and merged histograms hold", function()
         local res = run_scenario([[
 return { name = "shared_tcp", protocol = "tcp", payload = 1024, framing = { "length", "raw" },
@@ -54,6 +56,16 @@ return { name = "shared_tcp", protocol = "tcp", payload = 1024, framing = { "len
             local _, n = r.case.topology:match("^(%l+):(%d+)$")
             assert.are.equal(tonumber(n), r.loops, brief(r))
         end
+    end)
+
+    it("runs tls, ws, wss, http and https at 1x1 and 16x16", function()
+        local res = run_scenario([[
+return { name = "shared_layers", protocol = { "tls", "ws", "wss", "http", "https" }, payload = 1024,
+         load = { { clients = 1, window = 1 }, { clients = 16, window = 16 } },
+         topology = { "shared:2", "shared:4" }, warmup = 0.05, duration = 0.25,
+         repetitions = 1 }
+]], { name = "shared_layers", limit = 120 })
+        check_runs(res, 20)
     end)
 end)
 
@@ -101,16 +113,19 @@ return { name = "x", protocol = "tcp", execution = "lua",
          topology = "shared:2" }
 ]])
         assert.are.equal(2, rc)
-        assert.truthy(err:find(path .. ':3: key \'topology\': topology = "shared:2" runs callback tcp'
-            .. ' only, not execution = "lua" over protocol tcp; expected sharded:2 or pool:2 for it',
+        assert.truthy(err:find(path .. ':3: key \'topology\': topology = "shared:2" runs execution'
+            .. ' callback over tcp, ws, tls, wss, http or https only, not execution = "lua" over protocol tcp; expected sharded:2 or pool:2 for it',
             1, true), err)
     end)
 
-    it("refuses a protocol it does not run yet, and lets shared:1 (one thread) run anything", function()
-        local rc, err = refused('return { name = "x", protocol = "tls", topology = "shared:4" }\n')
+    it("refuses udp and coroutine execution, and lets shared:1 (one thread) run them", function()
+        local rc, err = refused('return { name = "x", protocol = "udp", topology = "shared:4" }\n')
         assert.are.equal(2, rc)
-        assert.truthy(err:find('not execution = "callback" over protocol tls', 1, true), err)
-        rc = refused('return { name = "x", protocol = "tls", topology = "shared:1" }\n')
+        assert.truthy(err:find('not execution = "callback" over protocol udp', 1, true), err)
+        rc, err = refused('return { name = "x", execution = "coroutine", topology = "shared:2" }\n')
+        assert.are.equal(2, rc)
+        assert.truthy(err:find('not execution = "coroutine" over protocol tcp', 1, true), err)
+        rc = refused('return { name = "x", protocol = "udp", topology = "shared:1" }\n')
         assert.are.equal(0, rc)
     end)
 end)

@@ -668,14 +668,19 @@ local function check_shared(ctx, t, cases)
         local row = PROTOCOLS[pr]
         if model == "shared" and n > 1 and not seen[id] and not contains(row.shared_executions, ex) then
             seen[id] = true
+            -- "execution callback over tcp, ws, ... or https"
             local runs = {}
-            for _, p in ipairs(CAPS.protocols) do
-                for _, e in ipairs(p.shared_executions) do runs[#runs + 1] = e .. " " .. p.name end
+            for _, e in ipairs(CAPS.executions) do
+                local over = {}
+                for _, p in ipairs(CAPS.protocols) do
+                    if contains(p.shared_executions, e) then over[#over + 1] = p.name end
+                end
+                if #over > 0 then runs[#runs + 1] = "execution " .. e .. " over " .. or_list(over) end
             end
             local key = (t.topology ~= nil or ctx.origin.topology) and "topology" or "execution"
             fail(ctx, key, str_format('key \'%s\': topology = "%s" runs %s only, not execution'
                  .. ' = "%s" over protocol %s; expected sharded:%d or pool:%d for it'
-                 .. ' (docs/topologies.md)', key, c.topology, or_list(runs), ex, pr, n, n))
+                 .. ' (docs/topologies.md)', key, c.topology, tbl_concat(runs, "; "), ex, pr, n, n))
         end
     end
 end
