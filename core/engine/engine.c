@@ -728,14 +728,31 @@ static void serve_until_stopped(ab__engine_t *eng, ab_result_t *out) {
   out->cpu_sys_s = s1.sys_s - s0.sys_s;
 }
 
+/* Threads that have work: a loop with a connection (shared:N: every loop
+ * thread, up to the messages in flight at once), and pool workers where
+ * this process serves. */
+static uint32_t busy_threads(const ab__engine_t *eng, uint32_t workers, const ab_result_t *out) {
+  const ab_case_cfg_t *cfg = eng->cfg;
+  uint32_t busy = 0;
+  if (eng->shared) {
+    double inflight = (double)cfg->clients * cfg->window;
+    busy = inflight < eng->nloops ? (uint32_t)inflight : eng->nloops;
+  } else {
+    for (uint32_t li = 0; li < eng->nloops; li++) busy += out->conns_per_loop[li] > 0;
+  }
+  return busy + (cfg->role == AB_ROLE_CLIENT ? 0 : workers);
+}
+
 /* Facts about the topology the reader should know. */
 static void topology_notes(const ab__engine_t *eng, uint32_t workers, ab_result_t *out) {
   int ncpu = ab_logical_cpus();
   uint32_t idle = 0;
-  for (uint32_t li = 0; li < eng->nloops; li++) idle += out->conns_per_loop[li] == 0;
+  if (!eng->shared)
+    for (uint32_t li = 0; li < eng->nloops; li++) idle += out->conns_per_loop[li] == 0;
   if (idle) note(out, "%u of %u loops have no connection (fewer clients than loops)", idle, eng->nloops);
-  if (eng->nloops + workers > (uint32_t)ncpu)
-    note(out, "%u busy threads on %u logical CPUs: oversubscribed", eng->nloops + workers, (uint32_t)ncpu);
+  uint32_t busy = busy_threads(eng, workers, out);
+  if (busy > (uint32_t)ncpu)
+    note(out, "%u busy threads on %u logical CPUs: oversubscribed", busy, (uint32_t)ncpu);
 }
 
 static void connect_clients(ab__engine_t *eng, ab_result_t *out) {
