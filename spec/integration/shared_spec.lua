@@ -9,7 +9,8 @@
 --   * the stress case: 64 connections x window 16 on shared:4 for 5 s,
 --     every echoed byte checked: no ESEQ, nothing lost or duplicated
 --     (acceptance 3);
---   * `serve --topology shared:2` answering a client run against it;
+--   * `serve --topology shared:2` answering a client run against it, and
+--     placement = "split" on shared:2;
 --   * what shared:N does not run yet (udp, coroutine and lua execution) is
 --     refused before anything runs, naming file, line, key.
 --
@@ -95,6 +96,21 @@ return { name = "shared_serve", protocol = "tcp", payload = 512, clients = 8, wi
         assert.are.equal(1, #res.runs, res.stderr)
         assert.is_true(res.runs[1].ok, brief(res.runs[1]))
         assert_identity(res.runs[1])
+    end)
+
+    it("runs placement = split on shared:2 (server and client each one reactor, 2 threads)", function()
+        local res = run_scenario([[
+return { name = "shared_split", protocol = { "tcp", "tls" }, payload = 512, clients = 8, window = 8,
+         topology = "shared:2", placement = "split", warmup = 0.05, duration = 0.3,
+         repetitions = 1 }
+]], { name = "shared_split" })
+        assert.are.equal(2, #res.runs, res.stderr)
+        for _, r in ipairs(res.runs) do
+            assert.is_true(r.ok, brief(r))
+            assert_identity(r)
+            assert.are.equal("shared", r.model, brief(r))
+            assert.is_true(r.server.messages >= r.completed, brief(r))
+        end
     end)
 end)
 
