@@ -143,6 +143,9 @@ void ab__loop_drained(ab__loop_t *l, int busy) {
   if (l->phase == AB__PH_WARM_DRAIN && !busy) {
     l->phase = AB__PH_IDLE;
     uv_timer_stop(&l->phase_timer);
+    /* idle until the next command: the coordinator sets the phase fields
+     * before sending it, so nothing here may read them meanwhile */
+    uv_timer_stop(&l->tick);
     ab__loop_reached(l, AB__ST_WARM_DONE);
   } else if (l->phase == AB__PH_DRAIN && !busy) {
     finish_measure(l, 0);
@@ -422,16 +425,18 @@ static void end_measure_early(ab__loop_t *l, uint64_t t0, uint64_t t1) {
  * a connection that runs on another loop than the one that woke it finds
  * the same phase there. */
 static void phase_set(ab__loop_t *l, int cmd, uint64_t t0, uint64_t t1) {
+  /* the times first, the phase last: a thread that reads the new phase
+   * (an atomic) sees its times */
   if (cmd == AB__CMD_WARMUP) {
-    l->phase = AB__PH_WARMUP;
     l->warm_deadline_ns = t0;
+    l->phase = AB__PH_WARMUP;
   } else if (cmd == AB__CMD_MEASURE) {
-    l->phase = AB__PH_MEASURE;
     l->start_ns = t0;
     l->deadline_ns = t1;
     l->drain_end_ns = t1 + (uint64_t)(l->eng->cfg->timeout_s * 1e9);
     l->iv_i = 0;
     l->iv_end_ns = l->iv_n == 1 ? UINT64_MAX : t0 + l->iv_ns < t1 ? t0 + l->iv_ns : t1;
+    l->phase = AB__PH_MEASURE;
   }
 }
 

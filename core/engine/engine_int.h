@@ -154,7 +154,10 @@ struct ab__loop_s {
   uint32_t connects_started;    /* clients[0..started) have been started */
   struct sockaddr_storage connect_addr; /* v4 or v6 */
 
-  int phase;
+  /* atomic (plain moves on x86-64 when read): shared:N's coordinator
+   * sets it, after the phase's times, while other loop threads may read it
+   * (phase_set in engine.c) */
+  _Atomic int phase;
   uint64_t warm_deadline_ns;
   uint64_t start_ns, deadline_ns, drain_end_ns;
   uint64_t warm_inflight;       /* warm-up messages in flight */
