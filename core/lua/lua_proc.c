@@ -26,7 +26,7 @@
  *   core.limit_self{ cpu_s = n, as_bytes = n } -> true | nil, err, code
  *       setrlimit for this process: RLIMIT_CPU (soft n s, hard n + 1: SIGXCPU
  *       then SIGKILL) and RLIMIT_AS (bytes of address space; allocations past
- *       it fail; not set in an AddressSanitizer build, whose shadow memory
+ *       it fail; not set in a sanitizer build, whose shadow memory
  *       needs the address space).  A field left out keeps its limit.  The scenario loader
  *       child calls it before it runs the user's file (uv_spawn has no hook
  *       between fork and exec, so the child limits itself).
@@ -199,11 +199,11 @@ static int l_limit_self(lua_State *L) {
     lua_Number b = luaL_checknumber(L, -1);
     if (!(b >= 1 << 20 && b < 1e18))
       luaL_argerror(L, 1, "as_bytes must be from 1 MiB to 1e18");
-#if defined(__SANITIZE_ADDRESS__)
-    /* AddressSanitizer reserves terabytes of address space for its shadow
-     * memory: an address-space limit makes it fail at the first
-     * allocation, so a sanitized build (AB_SANITIZE) keeps only the CPU
-     * limit and the caller's wall-clock kill */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    /* AddressSanitizer and ThreadSanitizer reserve terabytes of address
+     * space for their shadow memory: an address-space limit makes them
+     * fail at the first allocation, so a sanitized build (AB_SANITIZE,
+     * AB_TSAN) keeps only the CPU limit and the caller's wall-clock kill */
     (void)b;
 #else
     err = set_limit(RLIMIT_AS, (rlim_t)b, (rlim_t)b);

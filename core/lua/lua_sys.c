@@ -138,7 +138,7 @@ static int l_build_info(lua_State *L) {
   lua_setfield(L, -2, "libuv");
   lua_pushstring(L, OpenSSL_version(OPENSSL_VERSION));
   lua_setfield(L, -2, "openssl");
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
   lua_pushboolean(L, 1);
 #else
   lua_pushboolean(L, 0);
