@@ -143,9 +143,6 @@ void ab__loop_drained(ab__loop_t *l, int busy) {
   if (l->phase == AB__PH_WARM_DRAIN && !busy) {
     l->phase = AB__PH_IDLE;
     uv_timer_stop(&l->phase_timer);
-    /* idle until the next command: the coordinator sets the phase fields
-     * before sending it, so nothing here may read them meanwhile */
-    uv_timer_stop(&l->tick);
     ab__loop_reached(l, AB__ST_WARM_DONE);
   } else if (l->phase == AB__PH_DRAIN && !busy) {
     finish_measure(l, 0);
