@@ -233,6 +233,27 @@ int main(void) {
   CHECK_EQ_U64(r.completed + r.drained + r.unfinished + r.message_errors, 0);
   ab_result_free(&r);
 
+  /* shared:N does not reopen (docs/topologies.md): each connection times
+   * out once and stays closed; the sweep of each home loop still fails it
+   * and the run ends */
+  reset();
+  atomic_store(&n_reopen_start, 0);
+  c = base();
+  c.driver = &silent;
+  c.model = AB_MODEL_SHARED;
+  c.clients = 4;
+  c.threads = 2;
+  c.window = 1;
+  c.warmup_s = 0;
+  c.duration_s = 0.3;
+  CHECK(ab_run_case(&c, &r) == 0);
+  CHECK_EQ_U64(atomic_load(&n_fail), 4);
+  CHECK_EQ_U64(atomic_load(&n_reopen_start), 4); /* the first connects only */
+  CHECK_EQ_U64(r.reconnects, 0);
+  CHECK_EQ_U64(r.timed_out, 4);
+  CHECK_EQ_U64(r.sent, 4);
+  ab_result_free(&r);
+
   /* an incomplete table is refused before anything runs */
   ab_driver_t partial = fake;
   partial.wake = NULL;
