@@ -665,14 +665,18 @@ static void serve_until_stopped(ab__engine_t *eng, ab_result_t *out) {
   out->cpu_sys_s = s1.sys_s - s0.sys_s;
 }
 
-/* Facts about the topology the reader should know. */
+/* Facts about the topology the reader should know.  Busy threads are the
+ * ones with work: loops that hold a connection, and the work pool only
+ * where this process serves (a client-only run, target = or split, hands
+ * it nothing). */
 static void topology_notes(const ab__engine_t *eng, uint32_t workers, ab_result_t *out) {
   int ncpu = ab_logical_cpus();
   uint32_t idle = 0;
   for (uint32_t li = 0; li < eng->nloops; li++) idle += out->conns_per_loop[li] == 0;
   if (idle) note(out, "%u of %u loops have no connection (fewer clients than loops)", idle, eng->nloops);
-  if (eng->nloops + workers > (uint32_t)ncpu)
-    note(out, "%u busy threads on %u logical CPUs: oversubscribed", eng->nloops + workers, (uint32_t)ncpu);
+  uint32_t busy = eng->nloops - idle + (eng->cfg->role == AB_ROLE_BOTH ? workers : 0);
+  if (busy > (uint32_t)ncpu)
+    note(out, "%u busy threads on %u logical CPUs: oversubscribed", busy, (uint32_t)ncpu);
 }
 
 static void connect_clients(ab__engine_t *eng, ab_result_t *out) {
@@ -820,8 +824,9 @@ static int alloc_result_series(const ab__engine_t *eng, ab_result_t *out) {
 }
 
 /* STOP: the pool is joined, every loop closes its handles and its thread
- * ends; then the loops are merged and freed. */
-static void stop_and_merge(ab__engine_t *eng, ab_result_t *out) {
+ * ends; then the loops are merged and freed.  Returns 0, or < 0 when the
+ * merge itself failed (out of memory). */
+static int stop_and_merge(ab__engine_t *eng, ab_result_t *out) {
   ab__pool_stop(eng->pool);
   send_cmd(eng, AB__CMD_STOP, 0, 0);
   for (uint32_t li = 0; li < eng->nloops; li++) uv_thread_join(&eng->loops[li].thread);
@@ -835,7 +840,8 @@ static void stop_and_merge(ab__engine_t *eng, ab_result_t *out) {
    * a peak below what is resident now */
   out->rss_peak_bytes = cend.maxrss_bytes > out->rss_end_bytes ? cend.maxrss_bytes
                                                                : out->rss_end_bytes;
-  if (alloc_result_series(eng, out) < 0 && out->error[0] == '\0')
+  int merged = alloc_result_series(eng, out);
+  if (merged < 0 && out->error[0] == '\0')
     snprintf(out->error, sizeof(out->error), "out of memory merging the time series");
   for (uint32_t li = 0; li < eng->nloops; li++) {
     ab__loop_t *l = &eng->loops[li];
@@ -845,20 +851,29 @@ static void stop_and_merge(ab__engine_t *eng, ab_result_t *out) {
     free_clients(l);
   }
   eng->drv->case_close(eng, out);
+  return merged;
 }
 
-/* out->ok and, when not ok and nothing said why, the reason. */
-static void judge(const ab__engine_t *eng, ab_result_t *out) {
+/* out->status, out->ok and, when not ok and nothing said why, the reason.
+ * fatal: the run itself broke (out->error was set before the loops'
+ * errors were merged in, or the merge failed). */
+static void judge(const ab__engine_t *eng, ab_result_t *out, int fatal) {
+  int faults;
   if (eng->cfg->role == AB_ROLE_SERVER) {
-    out->ok = out->error[0] == '\0';
+    out->status = out->error[0] == '\0' ? AB_RUN_OK : AB_RUN_FAILED;
+    out->ok = out->status == AB_RUN_OK;
+    return;
   } else if (eng->drv->loss_is_measured) {
-    /* loss is what a datagram transport measures, not a failure; errors
+    /* loss is what a datagram transport measures, not a fault; errors
      * still are */
-    out->ok = out->error[0] == '\0' && out->message_errors == 0 && out->completed > 0;
+    faults = out->error[0] != '\0' || out->message_errors != 0;
   } else {
-    out->ok = out->error[0] == '\0' && out->nerrors == 0 && out->timed_out == 0 &&
-              out->message_errors == 0 && out->unfinished == 0 && out->completed > 0;
+    faults = out->error[0] != '\0' || out->nerrors != 0 || out->timed_out != 0 ||
+             out->message_errors != 0 || out->unfinished != 0;
   }
+  if (fatal || out->completed == 0) out->status = AB_RUN_FAILED;
+  else out->status = faults ? AB_RUN_DEGRADED : AB_RUN_OK;
+  out->ok = out->status == AB_RUN_OK;
   if (out->interrupted) {
     /* the numbers are kept, but this is not the run that was asked for */
     out->ok = 0;
@@ -866,6 +881,11 @@ static void judge(const ab__engine_t *eng, ab_result_t *out) {
       snprintf(out->error, sizeof(out->error), "interrupted after %.3f s of the %g s measure phase",
                out->measured_s, eng->cfg->duration_s);
   }
+  if (out->status == AB_RUN_DEGRADED && out->error[0] == '\0')
+    snprintf(out->error, sizeof(out->error),
+             "%llu of %llu messages timed out, %llu lost to errors, %llu unfinished",
+             (unsigned long long)out->timed_out, (unsigned long long)out->sent,
+             (unsigned long long)out->message_errors, (unsigned long long)out->unfinished);
   if (!out->ok && out->error[0] == '\0')
     snprintf(out->error, sizeof(out->error), "no round trip completed in the measured interval");
 }
@@ -952,8 +972,11 @@ int ab_run_case(const ab_case_cfg_t *cfg, ab_result_t *out) {
     warm_up(&eng, out);
     measure(&eng, out);
   }
-  stop_and_merge(&eng, out);
-  judge(&eng, out);
+  /* an error set by now is the run's own (setup, connect, warm-up, drain),
+   * not one of the loops' (merged next) */
+  int fatal = out->error[0] != '\0';
+  if (stop_and_merge(&eng, out) < 0) fatal = 1;
+  judge(&eng, out, fatal);
   engine_destroy(&eng);
   return 0;
 }

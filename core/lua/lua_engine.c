@@ -10,14 +10,16 @@
  *     -> result | nil, "ECONFIG: ...", "ECONFIG"
  *
  * result holds the measured fields of a run object (docs/run-object.md):
- * ok, error, sent, completed, drained, timed_out, message_errors,
+ * ok, status ("ok", "degraded" or "failed": the engine's judgement; the
+ * worker adds script_error, interrupted and max_error_rate), error, sent, completed, drained, timed_out, message_errors,
  * unfinished, warmup_completed, measured_s, round_trips_per_s,
  * payload_mib_per_s, rtt_us {min p50 p90 p95 p99 p999 max mean stdev count},
  * rtt_histogram, connect_us, connect_histogram, cpu_percent, cpu_user_s,
  * cpu_sys_s, cpu_machine_percent, rss_peak_bytes, rss_end_bytes,
  * errors {CLASS = count} (the peer's), local_errors {NAME = count} (ours),
  * error_reasons {KEY = first failure}, loops, workers, model, connections_per_loop,
- * notes, logical_cpus, load_model.  Empty RTT stats are absent (nil).
+ * notes, logical_cpus, load_model.  The fields of an empty RTT stat (count
+ * 0) and an interval's percentiles without RTTs are null (cjson.null).
  * The call blocks for the length of the run; it makes no Lua call while
  * the run is going.
  */
@@ -59,11 +61,22 @@ static int config_error(lua_State *L, const char *msg) {
   return 3;
 }
 
+/* cjson's null (a NULL light userdata): a field present in the JSON, as
+ * null (docs/run-object.md: nulls when count = 0). */
+static void push_null(lua_State *L) { lua_pushlightuserdata(L, NULL); }
+
 static void push_stats(lua_State *L, const ab_hist_t *h) {
+  static const char *const fields[] = {"min", "p50", "p90", "p95", "p99", "p999", "max", "mean", "stdev"};
   lua_newtable(L);
   lua_pushnumber(L, (double)h->count);
   lua_setfield(L, -2, "count");
-  if (h->count == 0) return;
+  if (h->count == 0) {
+    for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+      push_null(L);
+      lua_setfield(L, -2, fields[i]);
+    }
+    return;
+  }
   struct { const char *k; double p; } ps[] = {
       {"p50", 50}, {"p90", 90}, {"p95", 95}, {"p99", 99}, {"p999", 99.9}};
   lua_pushnumber(L, (double)h->min / 1000.0);
@@ -455,9 +468,9 @@ static void push_load(lua_State *L, const ab_case_cfg_t *cfg, const ab_result_t 
   lua_setfield(L, -2, "send_lag_histogram");
 }
 
-/* A histogram's percentile p in us, nil when empty. */
+/* A histogram's percentile p in us, null when empty. */
 static void set_pct(lua_State *L, const char *key, const ab_hist_t *h, double p) {
-  if (h->count == 0) lua_pushnil(L);
+  if (h->count == 0) push_null(L);
   else lua_pushnumber(L, (double)(p >= 100 ? h->max : ab_hist_percentile(h, p)) / 1000.0);
   lua_setfield(L, -2, key);
 }
@@ -497,6 +510,9 @@ static void push_result(lua_State *L, const ab_case_cfg_t *cfg, const ab_result_
   lua_newtable(L);
   lua_pushboolean(L, r->ok);
   lua_setfield(L, -2, "ok");
+  static const char *const statuses[] = {"ok", "degraded", "failed"};
+  lua_pushstring(L, statuses[r->status >= 0 && r->status <= AB_RUN_FAILED ? r->status : AB_RUN_FAILED]);
+  lua_setfield(L, -2, "status");
   if (r->error[0]) {
     lua_pushstring(L, r->error);
     lua_setfield(L, -2, "error");

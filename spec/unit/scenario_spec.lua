@@ -99,7 +99,7 @@ describe("scenario.load", function()
                 .. "label, description, protocol, framing, payload, clients, window, load, topology, "
                 .. "execution, work, warmup, duration, repetitions, rate, interval, timeout, placement, "
                 .. "target, tls, udp, client, server, message, expect"
-                .. ", thresholds",
+                .. ", thresholds, max_error_rate",
                 load_err("unknown_far.lua"))
         end)
 

@@ -14,10 +14,11 @@
 --   arkbench env                   print the environment as env.json has it
 --   arkbench help
 --
--- Exit codes: 0 all runs ok; 1 some run failed, or a file could not be
--- written (any command); 2 the scenario or command line is wrong; 3 a
--- threshold was crossed (or compare --max-regression found a regression)
--- and no run failed; 130 interrupted (results so far kept).
+-- Exit codes: 0 all runs ok; 1 some run failed or degraded (status other
+-- than ok: arkbench.run.status.exit_code), or a file could not be written
+-- (any command); 2 the scenario or command line is wrong; 3 a threshold was
+-- crossed (or compare --max-regression found a regression) and every run
+-- was ok; 130 interrupted (results so far kept).
 
 local core = require("arkbench.core")
 
@@ -100,9 +101,9 @@ local HELP = {
 }
 
 local EXIT_CODES = [[
-exit codes: 0 ok, 1 some run failed or a write failed, 2 bad scenario or
-command line, 3 a threshold crossed (no run failed), 130 interrupted
-(finished runs are kept)
+exit codes: 0 every run ok, 1 some run failed or degraded or a write failed,
+2 bad scenario or command line, 3 a threshold crossed (every run ok),
+130 interrupted (finished runs are kept)
 ]]
 
 local function usage()
@@ -213,21 +214,24 @@ end
 
 local function progress_printer(total_runs)
     local tty = core.isatty(2)
-    local failed = 0
+    local failed, degraded = 0, 0
     local t0 = core.now_ns()
+    local status = require("arkbench.run.status")
     return function(obj, done, total)
         total = total or total_runs
-        if obj.ok ~= true then failed = failed + 1 end
+        local st = status.of(obj)
+        if st == "degraded" then degraded = degraded + 1
+        elseif st ~= "ok" then failed = failed + 1 end
         local elapsed = (core.now_ns() - t0) / 1e9
         local eta = done > 0 and elapsed / done * (total - done) or 0
-        local line = str_format("[%d/%d] %s rep %s: %s%s  failed %d  ETA %ds",
-            done, total, tostring(obj.case_id), tostring(obj.repetition),
-            obj.ok and "ok" or tostring(obj.status or "failed"),
+        local line = str_format("[%d/%d] %s rep %s: %s%s  failed %d%s  ETA %ds",
+            done, total, tostring(obj.case_id), tostring(obj.repetition), st,
             (obj.round_trips_per_s and str_format(" %.0f rt/s", obj.round_trips_per_s) or "")
             .. ((obj.load_model == "open" and type(obj.rate_achieved) == "number"
                  and type(obj.rate_asked) == "number")
                 and str_format(" (rate %.0f of %.0f/s)", obj.rate_achieved, obj.rate_asked) or ""),
-            failed, math.floor(eta + 0.5))
+            failed, degraded > 0 and str_format("  degraded %d", degraded) or "",
+            math.floor(eta + 0.5))
         -- a run that misses its rate says so, never silently (report/openloop.lua)
         local warning = require("arkbench.report.openloop").rate_warning(obj)
         if warning then line = line .. "  RATE NOT MET" end

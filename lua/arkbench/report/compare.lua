@@ -11,7 +11,8 @@
 --   compare.ratio(ca, cb, metric) -> { r, lo, hi } | nil
 --       B median / A median, lo = B min / A max, hi = B max / A min; nil
 --       when a side has no ok run or no positive value (failed cases are
---       never part of a ratio).
+--       never part of a ratio; a degraded run counts as ok here, its rt/s
+--       marked report.DEGRADED_MARK in compare.format).
 --   compare.folders(a, b) -> result;  compare.within(side, key) -> result | nil, err
 --   compare.format(result) -> text
 --   compare.run(opts) -> exit code, text, err
@@ -40,6 +41,7 @@ local _M = {}
 
 _M.IGNORED = {
     warmup = true, duration = true, repetitions = true, index = true, case_id = true, name = true,
+    max_error_rate = true,
 }
 _M.HOST_KEYS = { "cpu_model", "hostname", "logical_cpus" }
 
@@ -290,13 +292,23 @@ function _M.format(result)
     local header = { "case", result.a_name .. " rt/s", result.b_name .. " rt/s",
         "rt/s ratio [min, max]", "p99 ratio [min, max]", "CPU ratio [min, max]" }
     local rows = {}
+    local marked = false
+    -- a side whose median holds a degraded run: its rt/s with the mark
+    local function side(c, m)
+        if (num(c.runs_ok) or 0) == 0 then return "FAILED" end
+        if (num(c.runs_degraded) or 0) > 0 then
+            marked = true
+            return report.format_count(m) .. " " .. report.DEGRADED_MARK
+        end
+        return report.format_count(m)
+    end
     for _, row in ipairs(result.rows) do
         local ma = stat(row.a, "round_trips_per_s")
         local mb = stat(row.b, "round_trips_per_s")
         rows[#rows + 1] = {
             row.label,
-            (num(row.a.runs_ok) or 0) > 0 and report.format_count(ma) or "FAILED",
-            (num(row.b.runs_ok) or 0) > 0 and report.format_count(mb) or "FAILED",
+            side(row.a, ma),
+            side(row.b, mb),
             row.why and ("excluded: " .. row.why) or ratio_text(row.rt),
             row.why and "" or ratio_text(row.p99), row.why and "" or ratio_text(row.cpu),
         }
@@ -313,6 +325,10 @@ function _M.format(result)
     end
     out[#out + 1] = format("median of per-case throughput ratios: %s over %d case%s (p99: %s, CPU: %s)",
         x(m.rt), m.n, m.n == 1 and "" or "s", x(m.p99), x(m.cpu))
+    if marked then
+        out[#out + 1] = report.DEGRADED_MARK .. " degraded: some run had errors, timeouts or reconnects;"
+            .. " its numbers are in the median and the ratios"
+    end
     local excluded = 0
     for _, row in ipairs(result.rows) do if row.why then excluded = excluded + 1 end end
     if excluded > 0 then

@@ -205,7 +205,9 @@ function _M.render(model, charts)
     for _, part in ipairs(model.parts) do
         add(format('<li><a href="#%s">%s</a></li>', h(part.slug), h(part.title)))
     end
-    add('<li><a href="#failed">Failed runs</a></li><li><a href="#environment">Environment</a></li>'
+    add('<li><a href="#failed">Failed runs</a></li>'
+        .. (#model.degraded > 0 and '<li><a href="#degraded">Degraded runs</a></li>' or "")
+        .. '<li><a href="#environment">Environment</a></li>'
         .. '<li><a href="#scenario">Scenario source</a></li>')
     add("</ul></nav>")
 
@@ -274,6 +276,18 @@ function _M.render(model, charts)
         add('<p class="note">Not part of any median, chart or ratio. Counters are the run\'s own (messages).</p>')
         local rows = {}
         for i, f in ipairs(model.failed) do
+            local sortv = { nil, f.repetition, nil, nil, nil }
+            for _, k in ipairs(require("arkbench.report.model").FAILED_COUNTERS) do sortv[#sortv + 1] = f[k] end
+            rows[i] = { cells = md.failed_cells(f), sort = sortv, failed = false }
+        end
+        add(html_table(md.FAILED_HEADER, rows))
+    end
+
+    if #model.degraded > 0 then
+        add('<h2 id="degraded">Degraded runs</h2>')
+        add('<p class="note">' .. h(md.DEGRADED_NOTE) .. '</p>')
+        local rows = {}
+        for i, f in ipairs(model.degraded) do
             local sortv = { nil, f.repetition, nil, nil, nil }
             for _, k in ipairs(require("arkbench.report.model").FAILED_COUNTERS) do sortv[#sortv + 1] = f[k] end
             rows[i] = { cells = md.failed_cells(f), sort = sortv, failed = false }

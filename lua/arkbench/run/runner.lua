@@ -17,7 +17,8 @@
 --   rep_base = optional {case_id -> n}: repetitions are numbered from n + 1
 --             (an --append continues a folder's numbering),
 -- }
--- exit_code: 0 every run ok, 1 some run failed, 130 interrupted (SIGINT or
+-- exit_code: 0 every run ok, 1 some run failed or degraded (any status but
+-- ok: arkbench.run.status.exit_code), 130 interrupted (SIGINT or
 -- SIGTERM; finished runs are kept and the cut-short one is written with
 -- status "interrupted": the worker got SIGTERM too, ended its measurement
 -- and wrote what it measured up to the interrupt, within the 2 s it has
@@ -270,7 +271,7 @@ local function run_one(plan, ctx, case, case_json, rep)
         if status == "crashed" and res.term_signal == nil then
             -- A non-zero exit mirrors ok = false; with ok = true it is a bug.
             if obj.ok == true then
-                status, why = "error", why .. " although it reported ok"
+                status, why = "failed", why .. " although it reported ok"
             else
                 status = nil
             end

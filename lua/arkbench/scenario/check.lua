@@ -34,7 +34,7 @@ _M.KEYS = {
     "window", "load", "topology", "execution", "work", "warmup", "duration",
     "repetitions", "rate", "interval", "timeout", "placement", "target", "tls", "udp",
     "client", "server", "message", "expect",
-    "thresholds",
+    "thresholds", "max_error_rate",
 }
 local KNOWN = {}
 for _, k in ipairs(_M.KEYS) do KNOWN[k] = true end
@@ -161,6 +161,11 @@ local RULES = {
         expected = "a number > 0 (messages per second, all connections together)",
     },
     timeout = seconds(false),
+    max_error_rate = {
+        test = function(v) return is_finite(v) and v >= 0 and v <= 1 end,
+        expected = "a number from 0 to 1 (the highest (timed_out + message_errors) / sent a"
+                   .. " run may have and not fail)",
+    },
     interval = {
         test = function(v) return is_finite(v) and v >= 0.01 and v <= 3600 end,
         expected = "a number from 0.01 to the duration (seconds per interval of the time series) "
@@ -606,6 +611,15 @@ local function validate(ctx, t)
     if t.udp ~= nil then keys.udp = check_udp(ctx, t.udp) end
     check_hooks(ctx, t, hooks)
     if t.thresholds ~= nil then keys.thresholds = check_thresholds(ctx, t.thresholds) end
+    if t.max_error_rate ~= nil then
+        local v = t.max_error_rate
+        if type(v) == "table" then
+            fail(ctx, "max_error_rate", "key 'max_error_rate': got a list; expected "
+                 .. RULES.max_error_rate.expected .. ", one value (max_error_rate is not a matrix axis)")
+        elseif check_value(ctx, "max_error_rate", "key 'max_error_rate'", v, RULES.max_error_rate) then
+            keys.max_error_rate = v
+        end
+    end
     return keys, hooks
 end
 local function max_of(v)

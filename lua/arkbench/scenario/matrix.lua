@@ -160,6 +160,7 @@ expand_one = function(spec)
             tls = keys.tls,
             udp = keys.udp,
             interval = keys.interval,
+            max_error_rate = keys.max_error_rate,
         }
         local id = {}
         for i, dim in ipairs(dims) do
