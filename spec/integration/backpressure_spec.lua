@@ -111,7 +111,7 @@ return { name = "echo_then_reset", protocol = "tcp", framing = "raw", target = "
             local r = res.runs[1]
             assert.is_true(peer.echoed >= 2, "the fixture echoed too little: " .. cjson.encode(peer))
             assert.are.equal(peer.echoed, r.completed + r.drained, brief(r) .. "; fixture: " .. cjson.encode(peer))
-            assert.are.equal("error", r.status, brief(r))
+            assert.are.equal("degraded", r.status, brief(r))
             local resets = (r.errors.ECONNRESET or 0) + (r.errors.EPIPE or 0)
             assert.is_true(resets >= 1, brief(r))
             assert_identity(r)

@@ -549,6 +549,30 @@ describe("scenario.load", function()
                 load_err("minimal.lua", { "interval=0.1,0.2" }))
         end)
 
+        it("takes max_error_rate from 0 to 1, one value, into every case; none by default", function()
+            local spec = assert(scenario.load(F .. "minimal.lua", { "max_error_rate=0.01" }))
+            assert.equals(0.01, spec.keys.max_error_rate)
+            for _, c in ipairs(matrix.expand(spec)) do assert.equals(0.01, c.max_error_rate) end
+            local plain = assert(scenario.load(F .. "minimal.lua"))
+            assert.is_nil(plain.keys.max_error_rate)
+            for _, c in ipairs(matrix.expand(plain)) do assert.is_nil(c.max_error_rate) end
+            local expected = "expected a number from 0 to 1 (the highest (timed_out + message_errors)"
+                .. " / sent a run may have and not fail)"
+            assert.equals("--set max_error_rate=1.5: key 'max_error_rate': got 1.5; " .. expected,
+                load_err("minimal.lua", { "max_error_rate=1.5" }))
+            assert.matches("max_error_rate is not a matrix axis",
+                load_err("minimal.lua", { "max_error_rate=0.1,0.2" }))
+            -- in a file: the file, the line and the key
+            local path = os.tmpname()
+            finally(function() os.remove(path) end)
+            local f = io.open(path, "w")
+            f:write('return {\n    protocol = "tcp",\n    max_error_rate = "1%",\n}\n')
+            f:close()
+            local none, err = scenario.load(path)
+            assert.is_nil(none)
+            assert.equals(path .. ":3: key 'max_error_rate': got string \"1%\"; " .. expected, err)
+        end)
+
         it("takes the in-flight limit from the table", function()
             assert.equals(1073741824, caps.limits.inflight_max)
         end)

@@ -271,7 +271,8 @@ function _M.render(model, charts)
 
     add('<h2 id="failed">Failed runs</h2>')
     if #model.failed == 0 then
-        add("<p>None: every run was ok.</p>")
+        add(#model.degraded > 0 and "<p>None: every run measured (the degraded ones are below).</p>"
+            or "<p>None: every run was ok.</p>")
     else
         add('<p class="note">Not part of any median, chart or ratio. Counters are the run\'s own (messages).</p>')
         local rows = {}

@@ -359,7 +359,8 @@ function _M.render(model, charts)
 
     add("## Failed runs\n\n")
     if #model.failed == 0 then
-        add("None: every run was ok.\n\n")
+        add(#model.degraded > 0 and "None: every run measured (the degraded ones are below).\n\n"
+            or "None: every run was ok.\n\n")
     else
         add("Not part of any median, chart or ratio. Counters are the run's own (messages).\n\n")
         local rows = {}

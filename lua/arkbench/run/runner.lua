@@ -64,6 +64,7 @@
 local core = require("arkbench.core")
 local cjson = require("cjson")
 local json = require("arkbench.util.json")
+local status = require("arkbench.run.status")
 
 local type, pairs, ipairs, tostring, tonumber = type, pairs, ipairs, tostring, tonumber
 local pcall, error = pcall, error
@@ -370,7 +371,7 @@ function _M.run(plan)
         total = total + reps
     end
 
-    local done, failed, interrupted = 0, false, false
+    local done, interrupted = 0, false
     for rep = 1, max_rep do
         for i, case in ipairs(plan.cases) do
             if reps_of(case) >= rep then
@@ -388,7 +389,6 @@ function _M.run(plan)
                 end
                 runs[#runs + 1] = obj
                 done = done + 1
-                if obj.ok ~= true then failed = true end
                 if obj.status == "interrupted" then interrupted = true end
                 if plan.on_run then plan.on_run(obj, done, total) end
                 if interrupted then break end
@@ -398,7 +398,7 @@ function _M.run(plan)
     end
 
     if interrupted or core.interrupted() then return 130, runs end
-    return failed and 1 or 0, runs
+    return status.exit_code(runs), runs
 end
 
 return _M

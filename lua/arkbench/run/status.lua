@@ -4,7 +4,8 @@
 --   status.STATUSES                 the statuses a run object may carry
 --   status.of(run) -> status        "error" (written by an older arkbench)
 --                                   reads as "failed"; a run without a status
---                                   is "ok" when run.ok is true, else "failed"
+--                                   (or with "ok" but not ok = true) is "ok"
+--                                   when run.ok is true, else "failed"
 --   status.measured(run) -> bool    ok or degraded: its numbers count (tables,
 --                                   medians, charts, compare, thresholds)
 --   status.error_rate(run) -> rate | nil
@@ -37,6 +38,8 @@ function _M.of(run)
     local s = run.status
     if type(s) == "string" then
         s = _M.OLD_NAMES[s] or s
+        -- "ok" needs ok = true: a run object that says both is not trusted
+        if s == "ok" and run.ok ~= true then return "failed" end
         if KNOWN[s] then return s end
     end
     return run.ok == true and "ok" or "failed"
