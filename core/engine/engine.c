@@ -871,7 +871,13 @@ static void judge(const ab__engine_t *eng, ab_result_t *out, int fatal) {
     faults = out->error[0] != '\0' || out->nerrors != 0 || out->timed_out != 0 ||
              out->message_errors != 0 || out->unfinished != 0;
   }
-  if (fatal || out->completed == 0) out->status = AB_RUN_FAILED;
+  /* nothing worked: no reply completed, or every reply was an HTTP status
+   * outside 2xx (counted over every phase, so against every reply) */
+  uint64_t bad_status = 0;
+  for (uint32_t li = 0; li < eng->nloops; li++) bad_status += eng->loops[li].status_failures;
+  uint64_t replies = out->completed + out->drained + out->warmup_completed;
+  int none_worked = out->completed == 0 || (bad_status > 0 && bad_status >= replies);
+  if (fatal || none_worked) out->status = AB_RUN_FAILED;
   else out->status = faults ? AB_RUN_DEGRADED : AB_RUN_OK;
   out->ok = out->status == AB_RUN_OK;
   if (out->interrupted) {
