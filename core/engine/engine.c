@@ -871,8 +871,9 @@ static void judge(const ab__engine_t *eng, ab_result_t *out, int fatal) {
     faults = out->error[0] != '\0' || out->nerrors != 0 || out->timed_out != 0 ||
              out->message_errors != 0 || out->unfinished != 0;
   }
-  /* nothing worked: no reply completed, or every reply was an HTTP status
-   * outside 2xx (counted over every phase, so against every reply) */
+  /* nothing worked: no reply completed, or every reply was a status
+   * failure of its codec (counted over every phase, so against every
+   * reply) */
   uint64_t bad_status = 0;
   for (uint32_t li = 0; li < eng->nloops; li++) bad_status += eng->loops[li].status_failures;
   uint64_t replies = out->completed + out->drained + out->warmup_completed;

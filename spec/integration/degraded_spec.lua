@@ -76,7 +76,7 @@ return { name = "reset_one", protocol = "tcp", framing = "raw", target = "127.0.
         assert.is_true(r.round_trips_per_s > 0, brief(r))
         assert.matches("reset", r.error)
         assert_identity(r)
-        -- degraded: exit code 1 (DESIGN 10)
+        -- degraded: exit code 1 (README.md, exit codes)
         assert.are.equal(1, rc, se)
     end)
 
