@@ -869,7 +869,8 @@ static void judge(const ab__engine_t *eng, ab_result_t *out, int fatal) {
     faults = out->error[0] != '\0' || out->message_errors != 0;
   } else {
     faults = out->error[0] != '\0' || out->nerrors != 0 || out->timed_out != 0 ||
-             out->message_errors != 0 || out->unfinished != 0;
+             out->message_errors != 0 || out->unfinished != 0 || out->reconnects != 0 ||
+             out->reconnects_given_up != 0;
   }
   /* nothing worked: no reply completed, or every reply was a status
    * failure of its codec (counted over every phase, so against every
@@ -890,9 +891,10 @@ static void judge(const ab__engine_t *eng, ab_result_t *out, int fatal) {
   }
   if (out->status == AB_RUN_DEGRADED && out->error[0] == '\0')
     snprintf(out->error, sizeof(out->error),
-             "%llu of %llu messages timed out, %llu lost to errors, %llu unfinished",
+             "%llu of %llu messages timed out, %llu lost to errors, %llu unfinished; %llu reconnects",
              (unsigned long long)out->timed_out, (unsigned long long)out->sent,
-             (unsigned long long)out->message_errors, (unsigned long long)out->unfinished);
+             (unsigned long long)out->message_errors, (unsigned long long)out->unfinished,
+             (unsigned long long)out->reconnects);
   if (!out->ok && out->error[0] == '\0')
     snprintf(out->error, sizeof(out->error), "no round trip completed in the measured interval");
 }

@@ -85,8 +85,9 @@ typedef struct {
 } ab_error_count_t;
 
 /* What a run came to (docs/run-object.md, "Status"): measured without a
- * fault; measured with faults (errors, timeouts, unfinished messages:
- * every number is kept); or failed (nothing completed, or the run itself
+ * fault; measured with faults (errors, timeouts, unfinished messages,
+ * reconnects: every number is kept); or failed (nothing completed, or
+ * every reply was a codec status failure, or the run itself
  * broke: setup, connect, a drain or merge that did not finish). */
 enum { AB_RUN_OK = 0, AB_RUN_DEGRADED = 1, AB_RUN_FAILED = 2 };
 

@@ -132,7 +132,8 @@ describe("a degraded run in the summary and the terminal table", function()
     local function summary()
         return stats.summarize({
             run(1, "ok", 1000),
-            run(2, "degraded", 3000, { message_errors = 1, error = REASON, errors = { ECONNRESET = 1 } }),
+            run(2, "degraded", 3000, { message_errors = 1, error = REASON, errors = { ECONNRESET = 1 },
+                                       reconnects = 1 }),
             run(3, "ok", 2000),
         }, {})
     end
@@ -148,7 +149,7 @@ describe("a degraded run in the summary and the terminal table", function()
         assert.are.equal(3000, c.metrics.round_trips_per_s.max)
         assert.are.equal(0, #c.failed)
         assert.are.same({ repetition = 2, status = "degraded", error = REASON, errors = { ECONNRESET = 1 },
-                          timed_out = 0, message_errors = 1 }, c.degraded[1])
+                          timed_out = 0, message_errors = 1, reconnects = 1 }, c.degraded[1])
     end)
 
     it("marks round trips/s and gives the reason and classes whole under the row, within 80 columns", function()
@@ -157,7 +158,7 @@ describe("a degraded run in the summary and the terminal table", function()
         for l in t:gmatch("([^\n]*)\n") do ls[#ls + 1] = l end
         assert.matches("^2,000 %[1,000, 3,000%]#", ls[3])
         assert.are.equal("  # degraded (rep 2): connection 0: read: connection reset by peer (ECONNRESET)", ls[4])
-        assert.are.equal("    after 50 replies on 127.0.0.1:40001; errors: ECONNRESET 1", ls[5])
+        assert.are.equal("    after 50 replies on 127.0.0.1:40001; errors: ECONNRESET 1; reconnects 1", ls[5])
         assert.are.equal("# degraded: some run had errors, timeouts or reconnects; its numbers are kept", ls[6])
         for i = 4, #ls do assert.is_true(#ls[i] <= 80, ls[i]) end
     end)

@@ -212,7 +212,8 @@ local function wrap(text, width, first, rest)
 end
 _M.wrap = wrap
 
--- A run's reason in full: "status: error (signal); errors: CLASS n, ..."
+-- A run's reason in full: "status: error (signal); errors: CLASS n, ...;
+-- timed out n; reconnects n" (the last two when not 0: a degraded run's)
 local function reason_text(f, with_status)
     local status = type(f.status) == "string" and f.status or "failed"
     local why = type(f.error) == "string" and f.error or nil
@@ -220,6 +221,11 @@ local function reason_text(f, with_status)
     local s = with_status and (why and (status .. ": " .. why) or status) or (why or status)
     local classes = classes_text(f.errors)
     if classes then s = s .. "; errors: " .. classes end
+    -- a degraded run's other faults, when it has them
+    for _, k in ipairs({ { "timed_out", "timed out" }, { "reconnects", "reconnects" } }) do
+        local n = num(f[k[1]])
+        if n and n > 0 then s = s .. format("; %s %s", k[2], _M.format_count(n)) end
+    end
     return ascii(s:gsub("%s+", " "))
 end
 
