@@ -213,7 +213,8 @@ end
 _M.wrap = wrap
 
 -- A run's reason in full: "status: error (signal); errors: CLASS n, ...;
--- timed out n; reconnects n" (the last two when not 0: a degraded run's)
+-- local errors: NAME n, ...; timed out n; reconnects n" (each part only
+-- when the run has it)
 local function reason_text(f, with_status)
     local status = type(f.status) == "string" and f.status or "failed"
     local why = type(f.error) == "string" and f.error or nil
@@ -221,6 +222,8 @@ local function reason_text(f, with_status)
     local s = with_status and (why and (status .. ": " .. why) or status) or (why or status)
     local classes = classes_text(f.errors)
     if classes then s = s .. "; errors: " .. classes end
+    local ours = classes_text(f.local_errors)
+    if ours then s = s .. "; local errors: " .. ours end
     -- a degraded run's other faults, when it has them
     for _, k in ipairs({ { "timed_out", "timed out" }, { "reconnects", "reconnects" } }) do
         local n = num(f[k[1]])

@@ -32,7 +32,7 @@ local json = require("arkbench.util.json")
 local core = require("arkbench.core")
 local status = require("arkbench.run.status")
 
-local type, pairs, ipairs, tostring = type, pairs, ipairs, tostring
+local type, pairs, ipairs, tostring, next = type, pairs, ipairs, tostring, next
 local sort = table.sort
 
 local null = json.null
@@ -174,13 +174,18 @@ end
 local function failed_entry(run)
     local errors = run.errors
     if type(errors) ~= "table" then errors = null end
-    return {
+    local e = {
         repetition = or_null(run.repetition),
         status = status.of(run),
         error = or_null(run.error),
         signal = or_null(run.signal),
         errors = errors,
     }
+    -- our own failures, apart from the peer's, when the run has any
+    if type(run.local_errors) == "table" and next(run.local_errors) ~= nil then
+        e.local_errors = run.local_errors
+    end
+    return e
 end
 
 -- Whether a run's numbers count in the medians and merged histograms: it
