@@ -38,10 +38,6 @@ typedef struct {
 #define AB__IO_RX ((size_t)256 << 10)
 #define AB__IO_TX ((size_t)256 << 10)
 #define AB__IO_SHARED_MAX ((size_t)64 << 10)
-/* A server connection whose requests wait for the shared:N work pool holds
- * its reads past this many bytes, until the pool catches up: a client that
- * sends faster than the pool works is pushed back instead of buffered. */
-#define AB__HOLD_BYTES ((size_t)4 << 20)
 
 /* A client connection, as every driver row (and the Lua driver) keeps it:
  * the engine's header first (engine_int.h; the engine allocates
@@ -70,6 +66,14 @@ typedef struct ab__dclient_s {
   /* udp only */
   uint8_t *dgram;               /* one datagram being built */
 } ab__dclient_t;
+
+/* A client's own requests -- its window of them, `most` bytes each at
+ * most on the wire -- are allowed above its backpressure bound
+ * (io/sockio.h, ab_sockio_allow): only what it writes in answer to what
+ * it reads (pongs) can stop its reads.  0 or a libuv error. */
+static inline int ab__client_allow(ab__dclient_t *c, size_t most) {
+  return ab_sockio_allow(&c->conn.io, (size_t)c->h.loop->eng->cfg->window * most);
+}
 
 /* The driver's client behind the engine's header (a cast: free). */
 #define AB__DC(hc) ((ab__dclient_t *)(void *)(hc))
@@ -101,7 +105,18 @@ struct ab__sconn_s {
   int co_waiting, co_err;
   uint64_t jobs_out;            /* jobs submitted, not yet returned */
   uint64_t jobs_back;           /* returned jobs not yet released */
+  uint64_t jobs_held;           /* jobs submitted, their replies not yet
+                                   released */
 };
+
+/* shared:N: a server connection's requests that wait for the work pool
+ * (`bytes` of them held, jobs_held jobs) are output it owes: they count in
+ * its backpressure backlog (io/sockio.h, ab_sockio_owe) with the pool's
+ * per-job slots, so a client that sends faster than the pool works is
+ * pushed back instead of buffered.  0 or a libuv error. */
+static inline int ab__sconn_owe_held(ab__sconn_t *s, size_t bytes) {
+  return ab_sockio_owe(&s->conn.io, bytes + (size_t)s->jobs_held * AB__POOL_JOB_BYTES);
+}
 
 /* The drivers' part of a loop (ab__loop_t.d): sockets and buffers of the
  * row that runs it; made in loop_open, freed in loop_close. */

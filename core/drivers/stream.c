@@ -11,8 +11,11 @@
  * codec and checks every reply exactly like the plain TCP client.  The
  * server accepts, answers the upgrade and echoes each request through the
  * codec (its work inline, or on the shared:N pool with replies released in
- * arrival order; while replies wait for the socket it stops reading, as
- * the plain server does).  What differs between codecs is asked through
+ * arrival order).  Both ends stop reading while their unsent output --
+ * replies, requests held for the pool, pongs and close frames the codec
+ * wrote -- is over the bound of io/sockio.h, as the plain ones do: every
+ * read's output is flushed before the next read, and a held request counts
+ * as owed output (ab__sconn_owe_held).  What differs between codecs is asked through
  * the codec interface (codec.h): no codec is named here.  Plain `tcp` keeps
  * its own leaner loop (tcp_client.c, tcp_server.c) over the same conn.io.
  */
@@ -343,7 +346,8 @@ static void client_connected(uv_connect_t *req, int status) {
   }
   c->conn.data = c;
   c->ly.state = AB__LY_HS_TLS;
-  r = ab_conn_start(&c->conn, &l->d->reactor, &c->tcp, 0, client_in(c), &client_cbs);
+  r = ab_conn_start(&c->conn, &l->d->reactor, &c->tcp, client_in(c), &client_cbs);
+  if (r == 0) r = ab__client_allow(c, l->eng->dc->codec_vt->max_overhead + l->eng->cfg->payload);
   if (r < 0) {
     if (r == AB_EPROTO) handshake_failed(c, r, "TLS handshake", ab_conn_error_text(&c->conn));
     else handshake_failed(c, r, "read start", NULL);
@@ -403,12 +407,14 @@ void ab__sserver_release(ab__sconn_t *s, uint64_t n) {
     int r = server_reply(s, s->held + s->hoff + 4, len);
     s->hoff += 4 + (size_t)len;
     s->jobs_back--;
+    s->jobs_held--;
     if (r < 0) {
       close_after_flush(s);
       return;
     }
   }
   if (s->hoff == s->hlen) s->hoff = s->hlen = 0;
+  ab__sconn_owe_held(s, s->hlen - s->hoff);
   int r = ab_conn_flush(&s->conn);
   if (r < 0) ab__sconn_error(s, r, "write");
 }
@@ -482,6 +488,7 @@ static int server_take_requests(ab__sconn_t *s) {
         return -1;
       }
       s->jobs_out++;
+      s->jobs_held++;
       ab__pool_submit(eng->pool, &s->job);
     } else {
       if (eng->cfg->work) l->work_sink ^= ab_work(eng->cfg->work, l->work_sink + 1);
@@ -493,6 +500,7 @@ static int server_take_requests(ab__sconn_t *s) {
     }
   }
   ab__consume(s->rbuf, &s->rlen, off);
+  if (eng->pool) ab__sconn_owe_held(s, s->hlen - s->hoff);
   int r = ab_conn_flush(&s->conn);
   if (r < 0) {
     ab__sconn_error(s, r, "write");
@@ -521,8 +529,8 @@ static void server_linger(ab__sconn_t *s) {
   }
 }
 
-/* Reads until the socket has nothing more or reading pauses for pending
- * output (a client that does not read its replies is pushed back). */
+/* Reads until the socket has nothing more or reading stops (backpressure:
+ * a client that does not read its replies is pushed back). */
 static void server_on_readable(ab_conn_t *conn) {
   ab__sconn_t *s = conn->data;
   if (s->lingering) {
@@ -588,6 +596,6 @@ void ab__sserver_accept(ab__sconn_t *s) {
     return;
   }
   s->ly.state = AB__LY_HS_TLS;
-  r = ab_conn_start(&s->conn, &l->d->reactor, &s->tcp, 1, sconn_in(s), &server_cbs);
+  r = ab_conn_start(&s->conn, &l->d->reactor, &s->tcp, sconn_in(s), &server_cbs);
   if (r < 0) ab__sconn_error(s, r, "read start");
 }

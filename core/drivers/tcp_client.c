@@ -201,7 +201,8 @@ static void on_connect(uv_connect_t *req, int status) {
   } else {
     c->h.alive = 1;
     if (!c->h.reopening) l->ready_clients++; /* the coordinator's count of first connects */
-    int r = ab_sockio_start(&c->conn.io, &l->d->reactor, &c->tcp, 0, on_readable, on_io_error);
+    int r = ab_sockio_start(&c->conn.io, &l->d->reactor, &c->tcp, on_readable, on_io_error);
+    if (r == 0) r = ab__client_allow(c, l->fsz);
     if (r < 0) ab__client_fail(c, r, "read start");
   }
   ab__client_connect_done(&c->h);
