@@ -183,7 +183,8 @@ static void test_pending(size_t total) {
 
 /* Owed output counts like pending output: reading stops above
  * AB_SOCKIO_HIGH, stays stopped down to AB_SOCKIO_LOW (hysteresis), and
- * resumes there; the bytes that waited are read then. */
+ * resumes there; the bytes that waited are read then.  What the owner is
+ * allowed of its own (ab_sockio_allow) raises both bounds. */
 static void test_owe(void) {
   side_t s;
   int b = open_pair(&s, 0, 0);
@@ -208,6 +209,19 @@ static void test_owe(void) {
   uv_run(&loop, UV_RUN_NOWAIT);
   CHECK_EQ_U64(s.readable_calls, 1);
   CHECK_EQ_U64(s.got, 4);
+  /* what the owner is allowed of its own raises both bounds */
+  CHECK(ab_sockio_allow(&s.io, AB_SOCKIO_HIGH) == 0);
+  CHECK(ab_sockio_owe(&s.io, 2 * AB_SOCKIO_HIGH) == 0);
+  CHECK(ab_sockio_may_read(&s.io));
+  CHECK(ab_sockio_owe(&s.io, 2 * AB_SOCKIO_HIGH + 1) == 0);
+  CHECK(!ab_sockio_may_read(&s.io));
+  CHECK(ab_sockio_owe(&s.io, AB_SOCKIO_HIGH + AB_SOCKIO_LOW + 1) == 0);
+  CHECK(!ab_sockio_may_read(&s.io));
+  CHECK(ab_sockio_owe(&s.io, AB_SOCKIO_HIGH + AB_SOCKIO_LOW) == 0);
+  CHECK(ab_sockio_may_read(&s.io));
+  CHECK(ab_sockio_allow(&s.io, SIZE_MAX) == 0);
+  CHECK(ab_sockio_owe(&s.io, SIZE_MAX / 2) == 0);
+  CHECK(ab_sockio_may_read(&s.io)); /* all of it the owner's own */
   CHECK(ab_sockio_owe(&s.io, 0) == 0);
   close_side(&s);
   close(b);
