@@ -341,7 +341,7 @@ static void test_send_after_reset(void) {
  * it is ECONNRESET on both sides. */
 static void test_fin_then_reset(int fin_first) {
   side_t s;
-  int b = open_pair(&s, 0, 0, 1);
+  int b = open_pair(&s, 0, 1);
   uint8_t data[1000];
   memset(data, 'x', sizeof(data));
   CHECK(send(b, data, sizeof(data), 0) == (ssize_t)sizeof(data));
