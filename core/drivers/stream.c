@@ -15,9 +15,11 @@
  * replies, requests held for the pool, pongs and close frames the codec
  * wrote -- is over the bound of io/sockio.h, as the plain ones do: every
  * read's output is flushed before the next read, and a held request counts
- * as owed output (ab__sconn_owe_held).  What differs between codecs is asked through
- * the codec interface (codec.h): no codec is named here.  Plain `tcp` keeps
- * its own leaner loop (tcp_client.c, tcp_server.c) over the same conn.io.
+ * as owed output (ab__sconn_owe_held); a client's own requests are
+ * allowed above the bound (ab__client_allow).  What differs between codecs
+ * is asked through the codec interface (codec.h): no codec is named here.
+ * Plain `tcp` keeps its own leaner loop (tcp_client.c, tcp_server.c) over
+ * the same conn.io.
  */
 #include <stdatomic.h>
 #include <stdio.h>
