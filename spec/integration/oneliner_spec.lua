@@ -95,6 +95,21 @@ describe("arkbench URL", function()
         assert.equals("open", r.load_model)
         assert.equals(400, r.rate_asked)
         assert.truthy(so:find("open loop at 400/s", 1, true), so)
+        -- the raw view and the send lag beside the corrected ladder
+        assert.truthy(so:find("\n  Raw latency (from the actual sends, as a closed-loop tool measures): p50 ", 1, true), so)
+        assert.truthy(so:find("\n  Send lag (actual - intended send): p50 ", 1, true), so)
+        assert.truthy(so:find("; " .. tostring(r.unsent) .. " unsent\n", 1, true), so)
+    end)
+
+    it("passes --threshold to the run: a crossed rule exits 3", function()
+        local out = files.tmpdir("_ol") .. "/out"
+        local rc, so, se = run(with({ "tcp://127.0.0.1:" .. ports.tcp, "--threshold", "p99_us < 0.001" },
+            with(SHORT, { "--out", out })))
+        assert.equals(3, rc, se)
+        assert.truthy((so .. se):find('threshold crossed: default: "p99_us < 0.001"', 1, true), so .. se)
+        local rc2 = run(with({ "tcp://127.0.0.1:" .. ports.tcp, "--threshold", "p99_us < 1e9" },
+            with(SHORT, { "--out", out .. "2" })))
+        assert.equals(0, rc2)
     end)
 
     it("refuses bad URLs and flags with exit 2 and one line", function()

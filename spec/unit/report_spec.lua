@@ -103,6 +103,15 @@ describe("report.axes", function()
         }, {})
         assert.are.same({ "rate" }, report.axes(s))
     end)
+
+    it("shows target when the cases are against different servers", function()
+        local s = stats.summarize({
+            run("a", { payload = 64, target = "127.0.0.1:7000" }, 1, { 1, 1, 1, 1, 1, 1 }),
+            run("b", { payload = 64, target = "127.0.0.1:7001" }, 1, { 1, 1, 1, 1, 1, 1 }),
+        }, {})
+        assert.are.same({ "target" }, report.axes(s))
+        assert.truthy(report.terminal_table(s):find("127.0.0.1:7001", 1, true))
+    end)
 end)
 
 describe("report.terminal_table", function()

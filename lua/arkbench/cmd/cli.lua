@@ -344,7 +344,14 @@ function _M.run(args, ropts)
         io_stderr:write("arkbench: interrupted by ", core.interrupted(), " before the first run\n")
         return 130
     end
-    for _, w in ipairs(spec.warnings or {}) do io_stderr:write("warning: ", w, "\n") end
+    -- an idle-loop warning ("sharded:4 with clients=1: ...") is about the
+    -- whole matrix: after --filter, only when a kept case has that pair
+    local kept = {}
+    for _, c in ipairs(cases) do kept[tostring(c.topology) .. " " .. tostring(c.clients)] = true end
+    for _, w in ipairs(spec.warnings or {}) do
+        local topo, clients = w:match("(%l+:%d+) with clients=(%d+): %d+ of %d+ loops run without")
+        if not topo or kept[topo .. " " .. clients] then io_stderr:write("warning: ", w, "\n") end
+    end
     local runs_total = 0
     for _, c in ipairs(cases) do runs_total = runs_total + (c.repetitions or 1) end
     if o.list then
@@ -495,6 +502,7 @@ function _M.report(args)
         else return die("unexpected argument '" .. a .. "'") end
     end
     if not dir then return die("report needs a result folder: arkbench report results/tcp/<UTC>") end
+    if #dir > 1 then dir = dir:gsub("/+$", "") end
     local stats = require("arkbench.report.stats")
     local runfile = require("arkbench.report.runfile")
     local runs, err, warning = stats.read_jsonl(dir .. "/runs.jsonl")

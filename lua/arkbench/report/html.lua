@@ -140,7 +140,8 @@ local function gates(model, add)
         if #rows == 0 then
             add("<p>Every threshold held in every case.</p>")
         else
-            add(format('<p class="crossed"><b>%d threshold%s crossed</b> (exit code 3):</p>', #rows,
+            add(format('<p class="crossed"><b>%d threshold%s crossed</b> (exit code 3 when every run'
+                       .. ' was ok):</p>', #rows,
                        #rows == 1 and "" or "s"))
             add(html_table({ { "case", false }, { "rule", false }, { "value", false } }, rows,
                            { class = "thresholds" }))

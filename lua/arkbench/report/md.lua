@@ -250,7 +250,8 @@ function _M.gate_lines(model)
             for i, r in ipairs(crossed) do
                 rows[i] = { tostring(r.case_id), tostring(r.rule), tostring(r.why or "-") }
             end
-            out[#out + 1] = format("**%d threshold%s crossed** (exit code 3):\n\n", #crossed,
+            out[#out + 1] = format("**%d threshold%s crossed** (exit code 3 when every run was"
+                .. " ok):\n\n", #crossed,
                                    #crossed == 1 and "" or "s")
             out[#out + 1] = table_md({ { "case", false }, { "rule", false }, { "value", false } }, rows) .. "\n"
         end

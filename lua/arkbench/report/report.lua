@@ -41,7 +41,7 @@ local _M = {}
 
 _M.AXIS_ORDER = {
     "label", "payload", "clients", "window", "topology", "execution", "work",
-    "protocol", "framing", "rate", "search",
+    "protocol", "framing", "rate", "search", "target",
 }
 
 function _M.sort_axes(keys)
