@@ -115,8 +115,8 @@ describe("compare", function()
         assert.equals(2, rc)
         assert.equals("", out)
         assert.equals(string.format("arkbench: %s/a and %s/b have no case in common (A's: default;"
-            .. " B's: default); compare the results of one scenario, or use compare DIR --pair KEY"
-            .. " within one result\n", d, d), err)
+            .. " B's: default); their first cases differ in payload: A 64, B 128; compare the results"
+            .. " of one scenario, or use compare DIR --pair KEY within one result\n", d, d), err)
         -- one case in common: compared, exit 0
         assert.equals(0, (run({ "run", path, "--set", "payload=64", "--out", d .. "/c" })))
         local rc2, out2 = run({ "compare", d .. "/a", d .. "/c" })
@@ -136,5 +136,29 @@ describe("warnings after --filter", function()
         assert.truthy(se2:find("sharded:4 with clients=1: 3 of 4 loops run without", 1, true), se2)
         assert.is_nil(se2:find("sharded:2 with", 1, true), se2)
         assert.truthy(so ~= nil)
+    end)
+end)
+
+describe("small command-line rules", function()
+    it("--filter matches a unit value against the resolved number", function()
+        local rc, so = run({ "run", "scenarios/tcp.lua", "--list", "--filter", "payload=1KiB",
+            "--filter", "topology=shared:1" })
+        assert.equals(0, rc)
+        assert.truthy(so:find("2 cases, 6 runs", 1, true), so)
+    end)
+
+    it("help --help and help URL are help, exit 0", function()
+        local rc, so = run({ "help", "--help" })
+        assert.equals(0, rc)
+        assert.truthy(so:find("usage: arkbench help", 1, true))
+        local rc2, so2 = run({ "help", "tcp://x:1" })
+        assert.equals(0, rc2)
+        assert.truthy(so2:find("usage: arkbench URL [options]", 1, true))
+    end)
+
+    it("--set followed by another option is missing its value", function()
+        local rc, _, se = run({ "run", "scenarios/tcp.lua", "--set", "--list" })
+        assert.equals(2, rc)
+        assert.equals("arkbench: --set needs a value\n", se)
     end)
 end)

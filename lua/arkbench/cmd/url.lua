@@ -187,7 +187,8 @@ function _M.parse_args(args)
                 i = i + 1
                 value = args[i]
                 -- "-c --out DIR": the value is missing, not "--out"
-                if value == nil or (value:sub(1, 2) == "--" and #value > 2) then
+                if value == nil or (value:sub(1, 2) == "--" and #value > 2)
+                   or (value:match("^%-%a$") and FLAGS[value:sub(2)]) then
                     return nil, a .. " needs a value"
                 end
             end
@@ -401,7 +402,7 @@ function _M.main(args, cli)
     local rargs = { "run", path }
     if o.out then rargs[#rargs + 1] = "--out"; rargs[#rargs + 1] = o.out end
     for _, t in ipairs(o.thresholds) do rargs[#rargs + 1] = "--threshold"; rargs[#rargs + 1] = t end
-    local code, dir = cli.run(rargs, { table_out = o.json and io_stderr or nil, quiet_end = true })
+    local code, dir = cli.run(rargs, { table_out = o.json and io_stderr or nil, hide_path = path })
     os.remove(path)
     if not dir then return code end
     local runs = require("arkbench.report.stats").read_jsonl(dir .. "/runs.jsonl") or {}
@@ -413,6 +414,10 @@ function _M.main(args, cli)
         n.url = args[1]
         n.connections, n.threads, n.window = o.connections or 16, o.threads or 1, o.window or 1
         n.results = dir
+        -- a missing value is left out (not null, not an empty table)
+        for k, v in pairs(n) do
+            if v == json.null or (type(v) == "table" and next(v) == nil) then n[k] = nil end
+        end
         io_stdout:write(json.encode(n, { indent = 2 }), "\n")
     else
         io_stdout:write("\n", _M.summary_text(o, run, dir))

@@ -38,6 +38,7 @@ local concat, sort = table.concat, table.sort
 local num, stat = report.num, report.stat
 
 local _M = {}
+local key_difference
 
 _M.IGNORED = {
     warmup = true, duration = true, repetitions = true, index = true, case_id = true, name = true,
@@ -345,6 +346,35 @@ function _M.format(result)
     return concat(out, "\n") .. "\n"
 end
 
+-- Why the first cases of A and B do not pair: the resolved keys whose
+-- values differ (", first cases differ in clients: A 1, B 2"), or "".
+key_difference = function(a, b)
+    local ca = a.summary and a.summary.cases and a.summary.cases[1]
+    local cb = b.summary and b.summary.cases and b.summary.cases[1]
+    if type(ca) ~= "table" or type(cb) ~= "table" or type(ca.case) ~= "table"
+       or type(cb.case) ~= "table" then
+        return ""
+    end
+    local SKIP = { warmup = true, duration = true, repetitions = true, index = true, case_id = true,
+        name = true }
+    local keys, seen = {}, {}
+    for _, t in ipairs({ ca.case, cb.case }) do
+        for k in pairs(t) do
+            if type(k) == "string" and not SKIP[k] and not seen[k] then seen[k] = true; keys[#keys + 1] = k end
+        end
+    end
+    table.sort(keys)
+    local out = {}
+    for _, k in ipairs(keys) do
+        local va, vb = ca.case[k], cb.case[k]
+        local ta = type(va) == "table" and json.encode(va) or tostring(va)
+        local tb = type(vb) == "table" and json.encode(vb) or tostring(vb)
+        if ta ~= tb and #out < 4 then out[#out + 1] = format("%s: A %s, B %s", k, ta, tb) end
+    end
+    if #out == 0 then return "" end
+    return "; their first cases differ in " .. concat(out, "; ")
+end
+
 function _M.run(opts)
     local dirs = opts.dirs or {}
     if opts.pair then
@@ -373,10 +403,10 @@ function _M.run(opts)
     if #result.rows == 0 then
         -- nothing to pair: no ratio could be printed, so it is an error of
         -- the command line, not a comparison that found nothing
-        return 2, nil, format("%s and %s have no case in common (A's: %s; B's: %s); compare the"
+        return 2, nil, format("%s and %s have no case in common (A's: %s; B's: %s)%s; compare the"
             .. " results of one scenario, or use compare DIR --pair KEY within one result",
             a.dir, b.dir, #result.only_a > 0 and concat(result.only_a, ", ") or "none",
-            #result.only_b > 0 and concat(result.only_b, ", ") or "none")
+            #result.only_b > 0 and concat(result.only_b, ", ") or "none", key_difference(a, b))
     end
     local text = note .. _M.format(result)
     if opts.max_regression then

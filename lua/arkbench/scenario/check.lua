@@ -549,11 +549,11 @@ local function validate(ctx, t)
     end
     if t.label ~= nil then
         local v = t.label
-        if type(v) == "string" and v ~= "" and #v <= 64 and not str_find(v, "%c") then
+        if type(v) == "string" and str_find(v, "%S") and #v <= 64 and not str_find(v, "%c") then
             keys.label = v
         else
             fail(ctx, "label", "key 'label': got " .. describe(v)
-                 .. "; expected a non-empty string of at most 64 bytes without control characters"
+                 .. "; expected a string of 1 to 64 bytes, not only spaces, without control characters"
                  .. " (it names this part's cases in reports)")
         end
     end
