@@ -126,26 +126,13 @@ static void client_setup_failed(ab__dclient_t *c, int code, const char *what, co
 
 /* Builds and writes as many messages as the window allows.  0 or error. */
 static int client_send(ab__dclient_t *c) {
-  ab__loop_t *l = c->h.loop;
-  const ab_case_cfg_t *cfg = l->eng->cfg;
-  const ab_codec_vt_t *vt = l->eng->dc->codec_vt;
-  ab_codec_t *codec = c->conn.codec;
   ab__win_grant_t g;
   /* the clock of the last read is recent enough for the phase gate */
   if (ab__win_grant(&c->h, c->co_now, &g) == 0) return 0;
   uint32_t n = g.n;
-  uint8_t phase = g.phase;
-  size_t most = (size_t)n * (vt->max_overhead + cfg->payload);
-  if (ab_buf_grow(&c->sbuf, &c->scap, 0, most) != 0) return AB_ENOMEM;
-  uint64_t seq = g.seq;
-  size_t total = 0;
-  for (uint32_t i = 0; i < n; i++) {
-    uint8_t *m = c->sbuf + total;
-    size_t hdr = vt->client_begin(codec, m, cfg->payload);
-    ab_msg_fill(m + hdr, cfg->payload, phase, c->h.id, seq + i);
-    total += hdr + cfg->payload +
-             vt->client_end(codec, m + hdr, cfg->payload, m + hdr + cfg->payload);
-  }
+  if (ab_buf_grow(&c->sbuf, &c->scap, 0, (size_t)n * ab__msg_room(c->h.loop)) != 0)
+    return AB_ENOMEM;
+  size_t total = ab__client_build(c, c->sbuf, n, g.phase, g.seq);
   if (ab__win_stamp(&c->h, &g, n, ab_now_ns()) == 0) return 0; /* built too late: never sent */
   return ab_conn_send(&c->conn, c->sbuf, total);
 }

@@ -142,6 +142,11 @@ struct ab__dcase_s {
   const char *verify_host;      /* name the server certificate must match */
   int use_tls, use_ws;
   const ab_codec_vt_t *codec_vt;
+  /* request mode (the codec writes whole prepared requests and judges
+   * each reply, codec.h): the plan, its longest request; NULL = payloads */
+  void *requests;
+  size_t request_max;
+  void (*requests_free)(void *plan);
   ab_tls_ctx_t *tls_server, *tls_client;
   ab_session_info_t session;    /* copied into the result at case_close */
   /* session's TLS parameters / SNI recorded (set once, under eng->mu;
@@ -155,8 +160,15 @@ struct ab__dcase_s {
 int ab__transport_open(ab__engine_t *eng, char *err, size_t errlen);
 void ab__transport_close(ab__engine_t *eng, ab_result_t *out);
 
-/* A whole reply payload: checks every byte and completes it (stream.c). */
+/* A whole reply payload: checks every byte and completes it; in request
+ * mode, completes the oldest message by the codec's verdict instead
+ * (stream.c). */
 int ab__client_reply(ab__dclient_t *c, const ab_msgview_t *msg, uint64_t now);
+/* Writes messages seq.. seq+n-1 at dst for the case's codec: prepared
+ * requests in request mode, else header + pattern payload (phase ph) +
+ * trailer.  dst has room for n * ab__msg_room(l).  Returns the bytes. */
+size_t ab__client_build(ab__dclient_t *c, uint8_t *dst, uint32_t n, uint8_t ph, uint64_t seq);
+size_t ab__msg_room(const ab__loop_t *l);
 
 /* tcp_client.c: callback tcp client */
 void ab__client_connect(ab__dclient_t *c, const struct sockaddr *addr);

@@ -100,6 +100,8 @@ int ab__conn_setup(ab__loop_t *l, ab_conn_t *conn, int is_client, int codec) {
   uint64_t max_msg = is_client || vt->fixed_size ? eng->cfg->payload : eng->max_frame;
   r = ab_codec_create(vt, ab_conn_out(conn), max_msg, is_client, &conn->codec);
   if (r == 0 && is_client) r = ab_codec_set_peer_host(conn->codec, eng->dc->host);
+  if (r == 0 && is_client && eng->dc->requests)
+    r = ab_codec_set_requests(conn->codec, eng->dc->requests);
   return r;
 }
 
@@ -183,31 +185,43 @@ static void send_upgrade(ab__dclient_t *c) {
   if (r < 0) handshake_failed(c, r, "websocket upgrade request", NULL);
 }
 
+size_t ab__msg_room(const ab__loop_t *l) {
+  const ab__dcase_t *dc = l->eng->dc;
+  return dc->requests ? dc->request_max : dc->codec_vt->max_overhead + l->eng->cfg->payload;
+}
+
+size_t ab__client_build(ab__dclient_t *c, uint8_t *dst, uint32_t n, uint8_t ph, uint64_t seq) {
+  const ab__engine_t *eng = c->h.loop->eng;
+  const ab_codec_vt_t *vt = eng->dc->codec_vt;
+  ab_codec_t *codec = c->conn.codec;
+  size_t total = 0;
+  if (eng->dc->requests) {
+    for (uint32_t i = 0; i < n; i++) total += vt->client_request(codec, dst + total, seq + i);
+    return total;
+  }
+  uint32_t payload = eng->cfg->payload;
+  for (uint32_t i = 0; i < n; i++) {
+    uint8_t *m = dst + total;
+    size_t hdr = vt->client_begin(codec, m, payload);
+    ab_msg_fill(m + hdr, payload, ph, c->h.id, seq + i);
+    size_t tail = vt->client_end(codec, m + hdr, payload, m + hdr + payload);
+    total += hdr + payload + tail;
+  }
+  return total;
+}
+
 static void client_pump(ab__dclient_t *c, uint64_t now) {
   ab__loop_t *l = c->h.loop;
-  const ab_case_cfg_t *cfg = l->eng->cfg;
-  const ab_codec_vt_t *vt = l->eng->dc->codec_vt;
-  ab_codec_t *codec = c->conn.codec;
   ab__win_grant_t g;
   if (!c->h.alive || c->ly.state != AB__LY_READY || ab__win_grant(&c->h, now, &g) == 0) return;
   uint32_t n = g.n;
-  uint8_t phase = g.phase;
   ab_outbuf_t *out = ab_conn_out(&c->conn);
-  size_t most = vt->max_overhead + cfg->payload;
-  uint8_t *dst = ab_outbuf_reserve(out, (size_t)n * most);
+  uint8_t *dst = ab_outbuf_reserve(out, (size_t)n * ab__msg_room(l));
   if (dst == NULL) {
     ab__client_fail(c, AB_ENOMEM, "send buffer");
     return;
   }
-  uint64_t seq = g.seq;
-  size_t total = 0;
-  for (uint32_t i = 0; i < n; i++) {
-    uint8_t *m = dst + total;
-    size_t hdr = vt->client_begin(codec, m, cfg->payload);
-    ab_msg_fill(m + hdr, cfg->payload, phase, c->h.id, seq + i);
-    size_t tail = vt->client_end(codec, m + hdr, cfg->payload, m + hdr + cfg->payload);
-    total += hdr + cfg->payload + tail;
-  }
+  size_t total = ab__client_build(c, dst, n, g.phase, g.seq);
   /* built too late: never sent, never counted */
   if (ab__win_stamp(&c->h, &g, n, ab_now_ns()) == 0) return;
   ab_outbuf_commit(out, total);
@@ -220,6 +234,13 @@ void ab__sclient_pump(ab__dclient_t *c) { client_pump(c, ab_now_ns()); }
 /* One reply: check it and account for it.  Returns 0 or an error code
  * (AB_ETIMEDOUT: it came later than the timeout). */
 int ab__client_reply(ab__dclient_t *c, const ab_msgview_t *msg, uint64_t now) {
+  if (c->h.loop->eng->dc->requests) {
+    /* request mode: matched by position, judged by its status */
+    int status = 0;
+    int err = c->conn.codec->vt->reply_verdict(c->conn.codec, &status);
+    int r = ab__win_complete_coded(&c->h, now, status > 0 ? (uint32_t)status : 0, err);
+    return r < 0 ? r : 0;
+  }
   uint8_t ph;
   uint32_t cid;
   uint64_t seq;

@@ -766,6 +766,7 @@ static void merge_loop(ab_result_t *out, ab__loop_t *l) {
   AB_COUNTERS(MERGE_COUNTER)
 #undef MERGE_COUNTER
   out->unfinished += l->meas_inflight; /* stuck at stop */
+  for (int k = 0; k < AB_REPLY_CODES; k++) out->reply_codes[k] += l->reply_codes[k];
   /* the loop's RTT histogram is its intervals' together */
   for (uint32_t i = 0; i < l->iv_n; i++) ab_hist_merge(&l->rtt, &l->iv[i].rtt);
   ab_hist_merge(&out->rtt, &l->rtt);
@@ -788,7 +789,7 @@ static void merge_loop(ab_result_t *out, ab__loop_t *l) {
     /* an echo that answers 500 is not a round trip that worked (the
      * classes, by status, are in the loop's errors) */
     if (out->error[0] == '\0')
-      snprintf(out->error, sizeof(out->error), "%llu responses had a status outside 2xx",
+      snprintf(out->error, sizeof(out->error), "%llu responses had a status outside the success set",
                (unsigned long long)l->status_failures);
   }
   out->work_sink ^= l->work_sink;

@@ -96,6 +96,7 @@ struct ab_result_s {
   int status;             /* AB_RUN_OK, AB_RUN_DEGRADED or AB_RUN_FAILED */
   char error[512];        /* first error, with context; "" when none */
   AB_COUNTER_FIELDS      /* sent, completed, ... (engine/counters.h) */
+  uint64_t reply_codes[AB_REPLY_CODES]; /* replies per status code (counters.h) */
   double measured_s;      /* the measured interval (deadline - start; an
                              interrupted run: interrupt - start) */
   int interrupted;        /* cfg->interrupted() ended the run early */

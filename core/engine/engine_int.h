@@ -160,6 +160,7 @@ struct ab__loop_s {
   /* client: whole replies whose status says the request failed (a driver
    * counts them, and adds their error classes to errors[]) */
   uint64_t status_failures;
+  uint64_t reply_codes[AB_REPLY_CODES]; /* counters.h */
   ab_error_count_t errors[AB_MAX_ERROR_CLASSES];
   int nerrors;
   char first_error[256];

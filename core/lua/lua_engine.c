@@ -37,6 +37,7 @@
 #include "io/proc.h"
 #include "lua/lua_core.h"
 #include "lua/lua_exec.h"
+#include "lua/lua_request.h"
 #include "base/procstat.h"
 #include "proto/caps.h"
 
@@ -535,6 +536,7 @@ static void push_result(lua_State *L, const ab_case_cfg_t *cfg, const ab_result_
   push_load(L, cfg, r);
   push_intervals(L, r);
   if (cfg->protocol == AB_PROTO_UDP) push_udp(L, r);
+  ab_lua_push_http(L, cfg, r);
 }
 
 /* execution = "lua": a script error makes status script_error with the
@@ -570,22 +572,32 @@ static int l_run_case(lua_State *L) {
   read_tls(L, &cfg, &keep);
   read_udp(L, &cfg);
   if ((bad = read_role(L, &cfg, &keep, err, sizeof(err))) != NULL) return config_error(L, bad);
+  ab_lua_requests_t reqs;
+  if (ab_lua_read_request(L, &cfg, &reqs, err, sizeof(err)) != 0) {
+    ab_lua_requests_free(&reqs);
+    return config_error(L, err);
+  }
   /* execution = "lua": the scenario's Lua code drives the connections
    * (lua_exec.c); the run table says which scenario, sets and case */
   ab_lua_exec_t *lx = NULL;
   if (cfg.execution == AB_EXEC_HOOKS) {
-    if (ab_lua_exec_new(L, 1, &lx, err, sizeof(err)) != 0) return config_error(L, err);
+    if (ab_lua_exec_new(L, 1, &lx, err, sizeof(err)) != 0) {
+      ab_lua_requests_free(&reqs);
+      return config_error(L, err);
+    }
     cfg.driver = ab_lua_exec_driver(lx);
   } else {
     cfg.driver = ab_driver_for(cfg.protocol, cfg.execution);
   }
   if (ab_case_check(&cfg, err, sizeof(err)) != 0) {
     ab_lua_exec_free(lx);
+    ab_lua_requests_free(&reqs);
     return config_error(L, err);
   }
   ab_result_t *r = malloc(sizeof(*r));
   if (r == NULL) {
     ab_lua_exec_free(lx);
+    ab_lua_requests_free(&reqs);
     return ab_lua_fail(L, AB_ENOMEM);
   }
   int rc = ab_run_case(&cfg, r);
@@ -601,6 +613,7 @@ static int l_run_case(lua_State *L) {
   ab_result_free(r);
   free(r);
   ab_lua_exec_free(lx);
+  ab_lua_requests_free(&reqs);
   return rc < 0 ? 3 : 1;
 }
 

@@ -9,8 +9,8 @@
 -- comes from the capability table in C (core/proto/caps.c) through
 -- core.capabilities(); the words users read are here.
 
-local type, pairs, ipairs, tostring, tonumber =
-      type, pairs, ipairs, tostring, tonumber
+local type, pairs, ipairs, tostring, tonumber, next =
+      type, pairs, ipairs, tostring, tonumber, next
 local str_find, str_match, str_format = string.find, string.match, string.format
 local str_gmatch = string.gmatch
 local tbl_concat, tbl_sort = table.concat, table.sort
@@ -33,7 +33,7 @@ _M.KEYS = {
     "name", "label", "description", "protocol", "framing", "payload", "clients",
     "window", "load", "topology", "execution", "work", "warmup", "duration",
     "repetitions", "rate", "interval", "timeout", "placement", "target", "tls", "udp",
-    "client", "server", "message", "expect",
+    "request", "client", "server", "message", "expect",
     "thresholds", "max_error_rate",
 }
 local KNOWN = {}
@@ -55,12 +55,16 @@ for _, p in ipairs(CAPS.protocols) do
 end
 local INFLIGHT_MAX = LIMITS.inflight_max
 -- ca: a PEM file of the certificate(s) to trust, for target = servers
-local TLS_KEYS = { "version", "ciphers", "sni", "alpn", "resume", "ca" }
+-- verify = false: the client does not check the server's certificate
+local TLS_KEYS = { "version", "ciphers", "sni", "alpn", "resume", "ca", "verify" }
 -- udp = { send_buffer =, recv_buffer =, server_recv_buffer = } in bytes:
 -- the socket buffers to request (defaults 64 KiB send, 4 MiB receive);
 -- server_recv_buffer sets the server socket's alone (a tiny one forces loss)
 local UDP_KEYS = { "send_buffer", "recv_buffer", "server_recv_buffer" }
 local LOAD_KEYS = { "clients", "window" }
+-- request = { method =, path =, headers = { Name = "value" }, body =,
+-- status = { 200, 404 } } or a list of them (http, https request mode)
+local REQUEST_KEYS = { "method", "path", "headers", "body", "status" }
 local HOOK_KEYS = { "client", "server", "message", "expect" }
 
 ---------------------------------------------------------------------------
@@ -341,7 +345,7 @@ local function check_tls(ctx, v)
             elseif str_find(x, "%z") then expected = "a string without NUL bytes"
             elseif k == "sni" and #x > 253 then expected = "a host name of at most 253 bytes"
             end
-        elseif k == "resume" then
+        elseif k == "resume" or k == "verify" then
             if type(x) ~= "boolean" then expected = "a boolean" end
         elseif k == "alpn" then
             local n = type(x) == "table" and list_length(x)
@@ -395,6 +399,130 @@ local function check_tls(ctx, v)
                  .. " readable PEM file of certificates, but it "
                  .. (tostring(why):gsub("^tls ca \"[^\n]*\": ", "")))
             ok = false
+        end
+    end
+    return ok and out or nil
+end
+
+-- One request table -> its normalised form (method, path, headers as a
+-- sorted list of "Name: value", body or nil, status list or nil), or nil
+-- after failing; label names it ("key 'request'" or "... element i").
+local function check_request_entry(ctx, v, label)
+    local ok = true
+    local function bad(what, got, expected)
+        fail(ctx, "request", label .. what .. ": got " .. describe(got) .. "; expected " .. expected)
+        ok = false
+    end
+    for _, k in ipairs(sorted_keys(v, REQUEST_KEYS)) do
+        if type(k) == "string" then
+            fail(ctx, "request", label .. ": " .. unknown_key(k, REQUEST_KEYS))
+        else
+            fail(ctx, "request", label .. ": unexpected list entry [" .. tostring(k)
+                 .. "]; expected a table with keys " .. tbl_concat(REQUEST_KEYS, ", ")
+                 .. " (or a list of such tables, without named keys beside them)")
+        end
+        ok = false
+    end
+    local out = { method = "GET", path = "/", headers = {} }
+    if v.method ~= nil then
+        if type(v.method) ~= "string" or not str_find(v.method, "^[!#$%%&'*+%-.^_`|~%w]+$") then
+            bad(": key 'method'", v.method, 'an HTTP method token such as "GET" or "POST"')
+        else
+            out.method = v.method
+        end
+    end
+    if v.path ~= nil then
+        if type(v.path) ~= "string" or not str_find(v.path, "^/[%w%p]*$") then
+            bad(": key 'path'", v.path, 'a string starting with "/" without spaces or control'
+                .. ' characters (percent-encode them)')
+        else
+            out.path = v.path
+        end
+    end
+    if v.headers ~= nil then
+        if type(v.headers) ~= "table" or (next(v.headers) ~= nil and list_length(v.headers)) then
+            bad(": key 'headers'", v.headers, 'a table of names to values, { ["User-Agent"] = "x" }')
+        else
+            local names = {}
+            for name in pairs(v.headers) do names[#names + 1] = name end
+            tbl_sort(names, function(a, b) return tostring(a) < tostring(b) end)
+            for _, name in ipairs(names) do
+                local value = v.headers[name]
+                local hl = ": key 'headers': header " .. describe(name)
+                local lname = type(name) == "string" and string.lower(name)
+                if type(name) ~= "string" or not str_find(name, "^[!#$%%&'*+%-.^_`|~%w]+$") then
+                    bad(": key 'headers': name", name, "a header name token (letters, digits, -)")
+                elseif lname == "content-length" or lname == "transfer-encoding" then
+                    fail(ctx, "request", label .. hl .. ": set by arkbench from the body;"
+                         .. " expected no " .. name .. " header")
+                    ok = false
+                elseif type(value) == "number" then
+                    out.headers[#out.headers + 1] = name .. ": " .. tostring(value)
+                elseif type(value) ~= "string" or str_find(value, "[\r\n%z]") then
+                    bad(hl, value, "a string without CR, LF or NUL")
+                else
+                    out.headers[#out.headers + 1] = name .. ": " .. value
+                end
+            end
+        end
+    end
+    if v.body ~= nil then
+        if type(v.body) ~= "string" then
+            bad(": key 'body'", v.body, "a string (sent with a Content-Length)")
+        else
+            out.body = v.body
+        end
+    end
+    if v.status ~= nil then
+        local st = type(v.status) == "number" and { v.status } or v.status
+        local n = type(st) == "table" and list_length(st)
+        if not n or n == 0 then
+            bad(": key 'status'", v.status, "a status code or a non-empty list of them (100 to 599)")
+        else
+            out.status = {}
+            for i = 1, n do
+                if not is_integer(st[i]) or st[i] < 100 or st[i] > 599 then
+                    bad(": key 'status' element " .. i, st[i], "an integer from 100 to 599")
+                else
+                    out.status[i] = st[i]
+                end
+            end
+        end
+    end
+    return ok and out or nil
+end
+
+-- request = one table or a non-empty list of them -> a list of normalised
+-- entries (connection i's k-th message uses entry k mod n, from 0)
+local function check_request(ctx, v)
+    local label = "key 'request'"
+    if type(v) == "function" then
+        fail(ctx, "request", label .. ": got a function; a function form (of i and conn) is not"
+             .. " supported yet; expected a table {method=, path=, headers=, body=, status=}"
+             .. " or a list of them")
+        return nil
+    end
+    if type(v) ~= "table" then
+        fail(ctx, "request", label .. ": got " .. describe(v) .. "; expected a table {method=,"
+             .. " path=, headers=, body=, status=} or a non-empty list of them")
+        return nil
+    end
+    local n = list_length(v)
+    if n == 0 and next(v) ~= nil then n = nil end
+    if n == nil or n == 0 or v[1] == nil then
+        local one = check_request_entry(ctx, v, label)
+        return one and { one } or nil
+    end
+    local out, ok = {}, true
+    for i = 1, n do
+        local el = label .. " element " .. i
+        if type(v[i]) ~= "table" then
+            fail(ctx, "request", el .. ": got " .. describe(v[i]) .. "; expected a table"
+                 .. " {method=, path=, headers=, body=, status=}")
+            ok = false
+        else
+            out[i] = check_request_entry(ctx, v[i], el)
+            ok = ok and out[i] ~= nil
         end
     end
     return ok and out or nil
@@ -609,6 +737,7 @@ local function validate(ctx, t)
 
     if t.tls ~= nil then keys.tls = check_tls(ctx, t.tls) end
     if t.udp ~= nil then keys.udp = check_udp(ctx, t.udp) end
+    if t.request ~= nil then keys.request = check_request(ctx, t.request) end
     check_hooks(ctx, t, hooks)
     if t.thresholds ~= nil then keys.thresholds = check_thresholds(ctx, t.thresholds) end
     if t.max_error_rate ~= nil then
@@ -786,6 +915,25 @@ local function cross_check(ctx, t, spec)
         end
     end
 
+    if keys.request then
+        for _, pr in ipairs(values_of(keys.protocol or "tcp")) do
+            if pr ~= "http" and pr ~= "https" then
+                fail(ctx, "request", str_format("key 'request': a case has protocol %s; expected"
+                     .. " protocol http or https (request mode), for every case", pr))
+                break
+            end
+        end
+        if contains(keys.execution, "lua") then
+            fail(ctx, "request", "key 'request': a case has execution = \"lua\"; expected"
+                 .. " execution callback or coroutine (the built-in http client)")
+        end
+    end
+    if keys.tls and keys.tls.verify == false then
+        warn(ctx, "tls", "key 'tls': verify = false: the server's certificate is NOT checked"
+             .. " (chain and name), so nothing proves who answers; the run object says"
+             .. " tls.verify = false")
+    end
+
     if keys.tls then
         local any = false
         for _, pr in ipairs(values_of(keys.protocol)) do any = any or TLS_PROTOCOLS[pr] == true end
@@ -811,7 +959,7 @@ end
 
 _M.KNOWN = KNOWN
 -- the keys whose value is a table of known sub-keys (--set KEY.SUB=value)
-_M.SUB_KEYS = { tls = TLS_KEYS, udp = UDP_KEYS }
+_M.SUB_KEYS = { tls = TLS_KEYS, udp = UDP_KEYS, request = { "method", "path", "body" } }
 _M.LOAD_KEYS = LOAD_KEYS
 _M.is_finite = is_finite
 _M.values_of = values_of

@@ -214,6 +214,7 @@ expand_one = function(spec)
             repetitions = keys.repetitions,
             tls = keys.tls,
             udp = keys.udp,
+            request = keys.request,
             interval = keys.interval,
             max_error_rate = keys.max_error_rate,
         }
