@@ -70,8 +70,8 @@ enum { AB_GROUP_RUN = 1, AB_GROUP_DATAGRAM = 2 };
   X(server_drops, AB_MERGE_SUM, AB_GROUP_DATAGRAM,                                          \
     "datagrams the server dropped (truncated, out of memory, send failed)")
 
-/* Replies counted by the status code their protocol gives them (HTTP in
- * request mode: 100..599), measure-phase messages only: the loop's and the
+/* Replies counted by the status code their protocol gives them (a
+ * codec's own numbers, below AB_REPLY_CODES), measure-phase messages only: the loop's and the
  * result's `reply_codes[code]`, summed at the merge; written by the window
  * (ab__win_complete_coded). */
 #define AB_REPLY_CODES 600

@@ -287,11 +287,11 @@ static inline int ab__win_complete_oldest(ab__client_t *c, uint64_t now) {
 /* The oldest message in flight got a whole reply at `now` (matched by
  * position) that carries status `code` (< AB_REPLY_CODES, counted per code
  * for a measure-phase message; 0 = none) and a verdict: err 0 completes it
- * as ab__win_complete_oldest does; err < 0 (the error class, e.g.
- * AB_EHTTPSTATUS: the reply says the request failed) frees its slot and,
- * in the measure phase, counts it in message_errors, the interval's
- * errors, the loop's status failures and its errors of class err -- the
- * framing is intact, so the connection goes on.  Returns AB__WIN_MEASURED or AB__WIN_FREED;
+ * as ab__win_complete_oldest does; err < 0 (the error class the driver
+ * was given: the reply says the request failed) frees its slot and, in
+ * the measure phase, counts it in message_errors, the interval's errors,
+ * the loop's status failures and its errors of class err -- the framing
+ * is intact, so the connection goes on.  Returns AB__WIN_MEASURED or AB__WIN_FREED;
  * AB_ESEQ when nothing is in flight; AB_ETIMEDOUT as ab__win_complete
  * (nothing counted). */
 static inline int ab__win_complete_coded(ab__client_t *c, uint64_t now, uint32_t code, int err) {

@@ -98,7 +98,7 @@ describe("scenario.load", function()
             assert.equals(F .. "unknown_far.lua:2: unknown key 'frobnicate'; known keys: name, "
                 .. "label, description, protocol, framing, payload, clients, window, load, topology, "
                 .. "execution, work, warmup, duration, repetitions, rate, interval, timeout, placement, "
-                .. "target, tls, udp, client, server, message, expect"
+                .. "target, tls, udp, request, client, server, message, expect"
                 .. ", thresholds, max_error_rate",
                 load_err("unknown_far.lua"))
         end)
@@ -356,12 +356,12 @@ describe("scenario.load", function()
                 .. "\"big\"; expected an integer from 1 to 1073741824 (bytes) or a size such as \"64B\", \"16KiB\", \"1MiB\"",
                 load_err("minimal.lua", { "protocol=udp", "udp.recv_buffer=big" }))
             assert.equals("--set payload.x=1: key 'payload' takes a value, not sub-keys; "
-                .. "--set KEY.SUB=value is for tls, udp", load_err("minimal.lua", { "payload.x=1" }))
+                .. "--set KEY.SUB=value is for request, tls, udp", load_err("minimal.lua", { "payload.x=1" }))
             assert.equals("--set tsl.ca=f: unknown key 'tsl'; did you mean 'tls'?",
                 load_err("minimal.lua", { "tsl.ca=f" }))
             -- a whole table cannot be typed: the message says how to give it
             assert.equals("--set tls={ca=f}: key 'tls': got string \"{ca=f}\"; expected a table with "
-                .. "keys version, ciphers, sni, alpn, resume, ca (on the command line: --set tls.ca=..., "
+                .. "keys version, ciphers, sni, alpn, resume, ca, verify (on the command line: --set tls.ca=..., "
                 .. "one key at a time)", load_err("minimal.lua", { "protocol=tls", "tls={ca=f}" }))
         end)
 

@@ -448,7 +448,7 @@ local function check_request_entry(ctx, v, label)
             tbl_sort(names, function(a, b) return tostring(a) < tostring(b) end)
             for _, name in ipairs(names) do
                 local value = v.headers[name]
-                local hl = ": key 'headers': header " .. describe(name)
+                local hl = ": key 'headers': header '" .. tostring(name) .. "'"
                 local lname = type(name) == "string" and string.lower(name)
                 if type(name) ~= "string" or not str_find(name, "^[!#$%%&'*+%-.^_`|~%w]+$") then
                     bad(": key 'headers': name", name, "a header name token (letters, digits, -)")
