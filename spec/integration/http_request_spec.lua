@@ -81,6 +81,7 @@ http {
 {TLS}
         location = /empty { return 204; }
         location = /same { return 304; }
+        location = /status { stub_status; }
         location = /text { default_type text/plain; return 200 "hello\n"; }
         location = /chunked {
             default_type text/plain;
@@ -245,6 +246,31 @@ describe("http request mode against nginx", function()
             assert.are.equal(0, r.message_errors, brief(r))
             assert.are.equal(r.completed + r.drained, r.http.status["404"], brief(r))
         end
+    end)
+end)
+
+-- nginx's own count of the requests it handled (stub_status; the query is one)
+local function nginx_requests(port)
+    local text = sh_out("bash -c 'exec 3<>/dev/tcp/127.0.0.1/" .. port
+        .. "; printf \"GET /status HTTP/1.0\\r\\n\\r\\n\" >&3; cat <&3'")
+    local n = tonumber(text:match("handled requests%s+%d+%s+%d+%s+(%d+)"))
+    assert.is_truthy(n, "stub_status: " .. text)
+    return n
+end
+
+describe("http request mode, counted against nginx's own books", function()
+    it("sends exactly what nginx handles: sent + warm-up round trips", function()
+        local d, port = start_nginx(false)
+        local before = nginx_requests(port)
+        local rc, runs, out = run(d, port, [[protocol = "http", window = 4,
+            request = { { path = "/text" }, { path = "/" } }]])
+        local after = nginx_requests(port)
+        assert.are.equal(0, rc, out)
+        local r = runs[1]
+        assert.is_true(r.ok, brief(r))
+        assert.are.equal(0, r.unfinished + r.timed_out + r.message_errors, brief(r))
+        assert.are.equal(after - before - 1, r.sent + r.warmup_completed, brief(r))
+        assert.are.equal(r.completed + r.drained, r.http.status["200"], brief(r))
     end)
 end)
 
