@@ -160,6 +160,8 @@ void ab_lua_push_http(lua_State *L, const ab_case_cfg_t *cfg, const ab_result_t 
     lua_pop(L, 1);
   }
   if (cfg->transport.http_nrequests == 0) return;
+  lua_pushnumber(L, 0); /* no payload is sent */
+  lua_setfield(L, -2, "payload_mib_per_s");
   lua_newtable(L);
   lua_newtable(L);
   for (int code = 0; code < AB_REPLY_CODES; code++) {

@@ -28,7 +28,8 @@ int ab_lua_read_request(lua_State *L, ab_case_cfg_t *cfg, ab_lua_requests_t *kee
                         size_t errlen);
 void ab_lua_requests_free(ab_lua_requests_t *keep);
 
-/* In request mode: result.http = { status = { ["200"] = n, ... } }, and
+/* In request mode: result.http = { status = { ["200"] = n, ... } } and
+ * payload_mib_per_s = 0 (no payload is sent), and
  * with tls.verify = false, result.tls.verify = false (the table on top of
  * the stack is the result). */
 void ab_lua_push_http(lua_State *L, const ab_case_cfg_t *cfg, const ab_result_t *r);
