@@ -16,7 +16,9 @@
 --
 -- Needs: nginx, openssl (.ci/run installs nginx-light). nginx runs under
 -- `timeout`, in the foreground of its own process, stopped in teardown.
--- Runtime: ~20 s.
+-- The one-liner (`arkbench http://...`, `https://... --ca | -k`) runs against
+-- the same nginx.
+-- Runtime: ~25 s.
 local cjson_mod = require("cjson")
 
 local ROOT = os.getenv("ARKBENCH_ROOT") or "."
@@ -304,5 +306,40 @@ describe("https request mode against nginx", function()
         assert.is_true(runs[1].ok, brief(runs[1]))
         assert.is_false(runs[1].tls.verify)
         assert.are.equal(runs[1].completed + runs[1].drained, runs[1].http.status["200"])
+    end)
+end)
+
+-- The one-liner (lua/arkbench/cmd/url.lua) writes a request-mode scenario
+-- for http:// and https:// URLs: it runs against nginx too.
+describe("the one-liner against nginx", function()
+    local function oneliner(args)
+        local d = tmpdir()
+        local cmd = "cd " .. shq(ROOT) .. " && " .. shq(BIN)
+        for _, a in ipairs(args) do cmd = cmd .. " " .. shq(a) end
+        cmd = cmd .. " --json --out " .. shq(d .. "/r") .. " 2>" .. shq(d .. "/stderr") .. " </dev/null"
+        local out = sh_out(cmd)
+        local ok, v = pcall(cjson.decode, out)
+        assert.is_true(ok, "not JSON: " .. out .. (read_file(d .. "/stderr") or ""))
+        return v, read_file(d .. "/stderr") or ""
+    end
+
+    it("runs http://HOST:PORT/PATH and https with --ca or -k, counting statuses", function()
+        local _, port = start_nginx(false)
+        local v, err = oneliner({ "http://127.0.0.1:" .. port .. "/text", "-c", "16", "-d", "300ms" })
+        assert.is_true(v.ok, err)
+        assert.is_true(v.requests > 0 and v.http_status["200"] >= v.requests, err)
+        v, err = oneliner({ "http://127.0.0.1:" .. port .. "/missing", "-c", "2", "-d", "200ms" })
+        assert.is_false(v.ok)
+        assert.are.equal(0, v.requests, err)
+        assert.are.equal(v.errors, v.http_status["404"], err)
+        assert.are.equal(v.errors, v.error_classes.EHTTPSTATUS, err)
+        local ds, sport = start_nginx(true)
+        v, err = oneliner({ "https://127.0.0.1:" .. sport .. "/", "-c", "16", "-d", "300ms",
+            "--ca", ds .. "/cert.pem" })
+        assert.is_true(v.ok, err)
+        assert.is_true(v.requests > 0 and v.http_status["200"] >= v.requests, err)
+        v, err = oneliner({ "https://127.0.0.1:" .. sport .. "/text", "-c", "4", "-d", "200ms", "-k" })
+        assert.is_true(v.ok, err)
+        assert.truthy(err:find("NOT checked", 1, true), err)
     end)
 end)
