@@ -105,6 +105,12 @@ describe("scenario key request", function()
             load_err("minimal.lua", { "protocol=http", "request.path=x" }))
         local spec = assert(scenario.load(F .. "minimal.lua",
             { "protocol=http", "request.method=POST", "request.body=123" }))
+        local list = file_with([[{ protocol = "http", request = { { path = "/a" }, { path = "/b" } } }]])
+        finally(function() os.remove(list) end)
+        local _, err = scenario.load(list, { "request.path=/x" })
+        assert.equals("--set request.path=/x: key 'request': got a list of requests and the named keys"
+            .. " path beside it; expected one request table or a list of them (--set request.KEY=..."
+            .. " sets a key of a single request table)", err)
         -- text stays text: the body "123" is not a number
         assert.same({ { method = "POST", path = "/", headers = {}, body = "123" } }, spec.keys.request)
     end)

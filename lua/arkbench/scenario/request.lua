@@ -140,6 +140,19 @@ function _M.check(ctx, v)
              .. " path=, headers=, body=, status=} or a non-empty list of them")
         return nil
     end
+    if v[1] ~= nil then
+        local named = {}
+        for k in pairs(v) do
+            if type(k) == "string" then named[#named + 1] = k end
+        end
+        if #named > 0 then
+            tbl_sort(named)
+            fail(ctx, "request", label .. ": got a list of requests and the named keys "
+                 .. tbl_concat(named, ", ") .. " beside it; expected one request table or a list"
+                 .. " of them (--set request.KEY=... sets a key of a single request table)")
+            return nil
+        end
+    end
     local n = list_length(v)
     if n == 0 and next(v) ~= nil then n = nil end
     if n == nil or n == 0 or v[1] == nil then
