@@ -789,7 +789,9 @@ static void merge_loop(ab_result_t *out, ab__loop_t *l) {
     /* an echo that answers 500 is not a round trip that worked (the
      * classes, by status, are in the loop's errors) */
     if (out->error[0] == '\0')
-      snprintf(out->error, sizeof(out->error), "%llu responses had a status outside the success set",
+      snprintf(out->error, sizeof(out->error),
+               "%llu responses had a status outside the success set (2xx unless the case says"
+               " otherwise)",
                (unsigned long long)l->status_failures);
   }
   out->work_sink ^= l->work_sink;
