@@ -293,13 +293,16 @@ static inline int ab__win_complete_oldest(ab__client_t *c, uint64_t now) {
  * the loop's status failures and its errors of class err -- the framing
  * is intact, so the connection goes on.  Returns AB__WIN_MEASURED or AB__WIN_FREED;
  * AB_ESEQ when nothing is in flight; AB_ETIMEDOUT as ab__win_complete
- * (nothing counted). */
+ * (counted late, not by code). */
 static inline int ab__win_complete_coded(ab__client_t *c, uint64_t now, uint32_t code, int err) {
   ab__loop_t *l = c->loop;
   ab__win_t *w = &c->win;
   uint32_t slot = ab__win_slot(l, w->oldest_seq);
   if (w->inflight == 0 || w->ns[slot] == 0 || w->seq[slot] != w->oldest_seq) return AB_ESEQ;
-  if (now > w->ns[slot] && now - w->ns[slot] > l->timeout_ns) return AB_ETIMEDOUT;
+  if (now > w->ns[slot] && now - w->ns[slot] > l->timeout_ns) {
+    if (w->phase[slot] == AB_PHASE_MEASURE) l->late++; /* as ab__win_complete */
+    return AB_ETIMEDOUT;
+  }
   int measure = w->phase[slot] == AB_PHASE_MEASURE;
   if (measure && code < AB_REPLY_CODES) l->reply_codes[code]++;
   w->oldest_seq++;

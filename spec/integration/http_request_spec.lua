@@ -74,7 +74,7 @@ http {
     fastcgi_temp_path {D}/tmp/fastcgi;
     uwsgi_temp_path {D}/tmp/uwsgi;
     scgi_temp_path {D}/tmp/scgi;
-    # one connection for the whole run: arkbench does not reconnect
+    # one connection for the whole run (a close would cost the requests on it)
     keepalive_requests 100000000;
     keepalive_timeout 300s;
     server {

@@ -828,6 +828,7 @@ static void test_coded(void) {
   /* later than the timeout: nothing counted, it stays for the release */
   CHECK(ab__win_complete_coded(c, 1000 + TIMEOUT + 1, 404, AB_EHTTPSTATUS) == AB_ETIMEDOUT);
   CHECK_EQ_U64(l->reply_codes[404], 1);
+  CHECK_EQ_U64(l->late, 1);
   CHECK_EQ_U64(l->message_errors, 1);
   /* the slots freed are issued again, in order */
   CHECK_EQ_U64(issue(c, 2000), 2);
