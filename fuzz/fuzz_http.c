@@ -54,7 +54,7 @@ static void request_run(const ab_http_plan_t *plan, const uint8_t *data, size_t 
       if (r == 0) break;
       if (m.data == NULL || m.len != 0) abort(); /* bodies are never kept */
       int status = 0, v = c->vt->reply_verdict(c, &status);
-      if (status < 100 || status > 999 || (v != 0 && v != AB_EHTTPSTATUS)) abort();
+      if (status < 100 || status > 999 || (v != 0 && v != AB_ERR_HTTP(status))) abort();
       res->msgs++;
       res->hash = fz_fnv(res->hash, (const uint8_t *)&status, sizeof(status));
       res->hash = fz_fnv(res->hash, (const uint8_t *)&v, sizeof(v));

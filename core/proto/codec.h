@@ -103,7 +103,7 @@ typedef struct {
    * consecutive, the same one again after a batch that was never sent. */
   size_t (*client_request)(ab_codec_t *c, uint8_t *dst, uint64_t seq);
   /* Request mode: the reply the last parse returned counts as a success
-   * (0) or as a failed message of error class < 0 (AB_EHTTPSTATUS);
+   * (0) or as a failed message of error class < 0 (AB_ERR_HTTP(status));
    * *status is its status code (0 when none). */
   int (*reply_verdict)(const ab_codec_t *c, int *status);
   int request_is_reply; /* server_reply(msg) appends exactly the request's

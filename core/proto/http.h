@@ -31,7 +31,7 @@
  * response (Content-Length or chunked; no body for HEAD, 1xx, 204, 304),
  * its body read past, never kept; one without a length that would end at
  * EOF is AB_EPROTO.  reply_verdict says whether its status is in the
- * entry's success set (else AB_EHTTPSTATUS: the message failed, the
+ * entry's success set (else AB_ERR_HTTP(status): the message failed, the
  * connection goes on).
  *
  * Both sides follow the codecs.h conventions (whole bodies handed out in

@@ -11,7 +11,7 @@
 --
 -- Each case: 16 connections, callback and coroutine, window 1 and 4
 -- (pipelined), every run ok and its books balanced; a 404 is counted as
--- status 404 and a message error (EHTTPSTATUS), never a framing error,
+-- status 404 and a message error (errors["HTTP 404"]), never a framing error,
 -- unless status = {404} makes it a success.
 --
 -- Needs: nginx, openssl (.ci/run installs nginx-light). nginx runs under
@@ -228,7 +228,7 @@ describe("http request mode against nginx", function()
             -- every 404 of a measured message is one message error, and the
             -- connections went on (more than one per connection)
             assert.are.equal(r.message_errors, r.http.status["404"], brief(r))
-            assert.are.equal(r.message_errors, r.errors.EHTTPSTATUS, brief(r))
+            assert.are.equal(r.message_errors, r.errors["HTTP 404"], brief(r))
             assert.is_true(r.message_errors > 16 * 4, brief(r))
             assert.is_nil(r.errors.EFRAME, brief(r))
             assert.is_nil(r.errors.EPROTO, brief(r))
@@ -332,7 +332,7 @@ describe("the one-liner against nginx", function()
         assert.is_false(v.ok)
         assert.are.equal(0, v.requests, err)
         assert.are.equal(v.errors, v.http_status["404"], err)
-        assert.are.equal(v.errors, v.error_classes.EHTTPSTATUS, err)
+        assert.are.equal(v.errors, v.error_classes["HTTP 404"], err)
         local ds, sport = start_nginx(true)
         v, err = oneliner({ "https://127.0.0.1:" .. sport .. "/", "-c", "16", "-d", "300ms",
             "--ca", ds .. "/cert.pem" })
