@@ -15,14 +15,17 @@
  * Every protocol moves its bytes through its connection object (io/conn.h:
  * sockio recv/send on the loop's reactor, the TLS transform, the codec),
  * as the callback path does, so callback/coroutine ratios compare
- * execution models, not IO calls.  Reading stays started for the life of a
- * connection: the readable callback appends what arrived (decrypted) to
+ * execution models, not IO calls.  Reading stays started while the
+ * connection keeps up: the readable callback appends what arrived
+ * (decrypted, at most CO_READ_MAX per call, so the task parses between) to
  * the connection's buffer and wakes the task if it waits; starting and
  * stopping a read per call would add two epoll_ctl calls per read and
  * measure that instead of the coroutine model.  Writes never suspend: what
- * the kernel does not take waits in the connection's pending output (the
- * client's window bounds it; an echo server stops reading meanwhile).  The
- * TLS handshake is the connection's; the task waits for it to be ready.
+ * the kernel does not take waits in the connection's pending output, and
+ * reading stops while that backlog -- replies, pongs, and a server's
+ * requests waiting for the pool -- is over the bound of io/sockio.h, as in
+ * callback mode.  The TLS handshake is the connection's; the task waits
+ * for it to be ready.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +42,9 @@
 
 #define STACK_SIZE (64 * 1024)
 #define READ_CHUNK 65536
+/* What one readable callback appends before the task parses it (the rest
+ * stays in the socket: level-triggered, the callback runs again). */
+#define CO_READ_MAX ((size_t)256 << 10)
 
 /* ---- waiting ------------------------------------------------------------ */
 
@@ -62,18 +68,19 @@ static void wake(ab_task_t *t, int *waiting) {
   }
 }
 
-/* Appends everything the socket has now to the connection's input (the
- * task parses it later, so not into the loop's shared buffer).  Returns 0
- * or the error for the task (AB_ECLOSED at end of stream, after the
- * plaintext before it); *got is set when bytes arrived. */
+/* Appends what the socket has now (up to CO_READ_MAX) to the connection's
+ * input (the task parses it later, so not into the loop's shared buffer).
+ * Returns 0 or the error for the task (AB_ECLOSED at end of stream, after
+ * the plaintext before it); *got is set when bytes arrived. */
 static int co_recv(ab_conn_t *conn, int *got) {
+  size_t start = *conn->in.len;
   for (;;) {
     size_t room = 0, before = *conn->in.len;
     ssize_t n = ab_conn_recv(conn, &room);
     if (*conn->in.len > before) *got = 1;
     if (n == 0) return 0;
     if (n < 0) return n == UV_EOF ? AB_ECLOSED : (int)n;
-    if ((size_t)n < room) return 0;
+    if ((size_t)n < room || *conn->in.len - start >= CO_READ_MAX) return 0;
   }
 }
 
@@ -119,26 +126,13 @@ static void client_setup_failed(ab__dclient_t *c, int code, const char *what, co
 
 /* Builds and writes as many messages as the window allows.  0 or error. */
 static int client_send(ab__dclient_t *c) {
-  ab__loop_t *l = c->h.loop;
-  const ab_case_cfg_t *cfg = l->eng->cfg;
-  const ab_codec_vt_t *vt = l->eng->dc->codec_vt;
-  ab_codec_t *codec = c->conn.codec;
   ab__win_grant_t g;
   /* the clock of the last read is recent enough for the phase gate */
   if (ab__win_grant(&c->h, c->co_now, &g) == 0) return 0;
   uint32_t n = g.n;
-  uint8_t phase = g.phase;
-  size_t most = (size_t)n * (vt->max_overhead + cfg->payload);
-  if (ab_buf_grow(&c->sbuf, &c->scap, 0, most) != 0) return AB_ENOMEM;
-  uint64_t seq = g.seq;
-  size_t total = 0;
-  for (uint32_t i = 0; i < n; i++) {
-    uint8_t *m = c->sbuf + total;
-    size_t hdr = vt->client_begin(codec, m, cfg->payload);
-    ab_msg_fill(m + hdr, cfg->payload, phase, c->h.id, seq + i);
-    total += hdr + cfg->payload +
-             vt->client_end(codec, m + hdr, cfg->payload, m + hdr + cfg->payload);
-  }
+  if (ab_buf_grow(&c->sbuf, &c->scap, 0, (size_t)n * ab__msg_room(c->h.loop)) != 0)
+    return AB_ENOMEM;
+  size_t total = ab__client_build(c, c->sbuf, n, g.phase, g.seq);
   if (ab__win_stamp(&c->h, &g, n, ab_now_ns()) == 0) return 0; /* built too late: never sent */
   return ab_conn_send(&c->conn, c->sbuf, total);
 }
@@ -157,8 +151,9 @@ static int client_open(ab__dclient_t *c) {
   }
   r = ab__conn_setup(l, &c->conn, 1, 1);
   c->conn.data = c;
-  if (r == 0) r = ab_conn_start(&c->conn, &l->d->reactor, &c->tcp, 0,
+  if (r == 0) r = ab_conn_start(&c->conn, &l->d->reactor, &c->tcp,
                                 (ab_sockio_kept_t){&c->rbuf, &c->rcap, &c->rlen}, &client_cbs);
+  if (r == 0) r = ab__client_allow(c, eng->dc->codec_vt->max_overhead + eng->cfg->payload);
   if (r < 0) {
     client_setup_failed(c, r, "connection setup", ab_conn_error_text(&c->conn));
     return -1;
@@ -244,6 +239,11 @@ static void client_main(void *arg) {
       got = 1;
     }
     ab__consume(c->rbuf, &c->rlen, off);
+    /* pongs the parse queued go out now, where the bound counts them */
+    if (pl->len > 0 && (r = ab_conn_flush(&c->conn)) < 0) {
+      ab__client_fail(c, r, "write");
+      return;
+    }
     if (got) {
       ab__loop_check_progress(l);
       continue; /* refill the window first */
@@ -301,15 +301,16 @@ void ab__co_client_connect_expired(ab__dclient_t *c) {
 
 /* ---- server ------------------------------------------------------------- */
 
-/* While the task waits for the pool, reads stop past AB__HOLD_BYTES (the
- * task lets them go on when it parses again): a client that sends faster
- * than the pool works is pushed back instead of buffered. */
+/* While the task waits for the pool, what it holds and what arrives
+ * meanwhile are owed output (ab__sconn_owe_held): past the bound reads stop
+ * until the task answers them, so a client that sends faster than the pool
+ * works is pushed back instead of buffered. */
 static void server_on_readable(ab_conn_t *conn) {
   ab__sconn_t *s = conn->data;
   int got = 0;
   int r = co_recv(conn, &got);
   if (r < 0) s->co_err = r;
-  if (s->jobs_out > 0 && s->rlen > AB__HOLD_BYTES) ab_sockio_hold_reads(&conn->io, 1);
+  if (s->jobs_out > 0) ab__sconn_owe_held(s, s->hlen + s->rlen);
   wake(s->task, &s->co_waiting);
 }
 
@@ -338,7 +339,7 @@ static void server_main(void *arg) {
   ab__engine_t *eng = l->eng;
   const ab_codec_vt_t *vt = eng->dc->codec_vt;
   ab_outbuf_t *out = ab_conn_out(&s->conn);
-  int r = ab_conn_start(&s->conn, &l->d->reactor, &s->tcp, 1,
+  int r = ab_conn_start(&s->conn, &l->d->reactor, &s->tcp,
                         (ab_sockio_kept_t){&s->rbuf, &s->rcap, &s->rlen}, &server_cbs);
   if (r < 0) goto done;
   while (!s->conn.ready) {
@@ -372,7 +373,7 @@ static void server_main(void *arg) {
    * server_reply */
   int direct = !eng->pool && !s->conn.tls && vt->request_is_reply;
   for (;;) {
-    if (s->conn.io.held) ab_sockio_hold_reads(&s->conn.io, 0); /* parsing again */
+    ab_sockio_owe(&s->conn.io, 0); /* parsing again: nothing held */
     size_t off = 0;
     uint64_t held = 0;
     size_t run_lo = 0, run_hi = 0; /* frames to echo from rbuf[run_lo, run_hi) */
@@ -408,6 +409,7 @@ static void server_main(void *arg) {
         memcpy(s->held + s->hlen + 4, msg.data, msg.len);
         s->hlen += need;
         s->jobs_out++;
+        s->jobs_held++;
         held++;
         ab__pool_submit(eng->pool, &s->job);
       } else {
@@ -428,11 +430,13 @@ static void server_main(void *arg) {
     }
     ab__consume(s->rbuf, &s->rlen, off);
     if (held) {
+      ab__sconn_owe_held(s, s->hlen + s->rlen);
       while (s->jobs_back < held) {
         if (wait_event(&s->co_waiting) < 0) goto done;
       }
       s->jobs_back -= held;
       s->jobs_out -= held;
+      s->jobs_held -= held;
       size_t p = 0;
       while (p < s->hlen) {
         uint32_t len;

@@ -38,10 +38,6 @@ typedef struct {
 #define AB__IO_RX ((size_t)256 << 10)
 #define AB__IO_TX ((size_t)256 << 10)
 #define AB__IO_SHARED_MAX ((size_t)64 << 10)
-/* A server connection whose requests wait for the pool:N work pool holds
- * its reads past this many bytes, until the pool catches up: a client that
- * sends faster than the pool works is pushed back instead of buffered. */
-#define AB__HOLD_BYTES ((size_t)4 << 20)
 
 /* A client connection, as every driver row (and the Lua driver) keeps it:
  * the engine's header first (engine_int.h; the engine allocates
@@ -70,6 +66,14 @@ typedef struct ab__dclient_s {
   /* udp only */
   uint8_t *dgram;               /* one datagram being built */
 } ab__dclient_t;
+
+/* A client's own requests -- its window of them, `most` bytes each at
+ * most on the wire -- are allowed above its backpressure bound
+ * (io/sockio.h, ab_sockio_allow): only what it writes in answer to what
+ * it reads (pongs) can stop its reads.  0 or a libuv error. */
+static inline int ab__client_allow(ab__dclient_t *c, size_t most) {
+  return ab_sockio_allow(&c->conn.io, (size_t)c->h.loop->eng->cfg->window * most);
+}
 
 /* The driver's client behind the engine's header (a cast: free). */
 #define AB__DC(hc) ((ab__dclient_t *)(void *)(hc))
@@ -105,7 +109,18 @@ struct ab__sconn_s {
   int co_waiting, co_err;
   uint64_t jobs_out;            /* jobs submitted, not yet returned */
   uint64_t jobs_back;           /* returned jobs not yet released */
+  uint64_t jobs_held;           /* jobs submitted, their replies not yet
+                                   released */
 };
+
+/* pool:N: a server connection's requests that wait for the work pool
+ * (`bytes` of them held, jobs_held jobs) are output it owes: they count in
+ * its backpressure backlog (io/sockio.h, ab_sockio_owe) with the pool's
+ * per-job slots, so a client that sends faster than the pool works is
+ * pushed back instead of buffered.  0 or a libuv error. */
+static inline int ab__sconn_owe_held(ab__sconn_t *s, size_t bytes) {
+  return ab_sockio_owe(&s->conn.io, bytes + (size_t)s->jobs_held * AB__POOL_JOB_BYTES);
+}
 
 /* The drivers' part of a loop (ab__loop_t.d): sockets and buffers of the
  * row that runs it; made in loop_open, freed in loop_close. */
@@ -131,6 +146,11 @@ struct ab__dcase_s {
   const char *verify_host;      /* name the server certificate must match */
   int use_tls, use_ws;
   const ab_codec_vt_t *codec_vt;
+  /* request mode (the codec writes whole prepared requests and judges
+   * each reply, codec.h): the plan, its longest request; NULL = payloads */
+  void *requests;
+  size_t request_max;
+  void (*requests_free)(void *plan);
   ab_tls_ctx_t *tls_server, *tls_client;
   ab_session_info_t session;    /* copied into the result at case_close */
   /* session's TLS parameters / SNI recorded (set once, under eng->mu;
@@ -144,8 +164,15 @@ struct ab__dcase_s {
 int ab__transport_open(ab__engine_t *eng, char *err, size_t errlen);
 void ab__transport_close(ab__engine_t *eng, ab_result_t *out);
 
-/* A whole reply payload: checks every byte and completes it (stream.c). */
+/* A whole reply payload: checks every byte and completes it; in request
+ * mode, completes the oldest message by the codec's verdict instead
+ * (stream.c). */
 int ab__client_reply(ab__dclient_t *c, const ab_msgview_t *msg, uint64_t now);
+/* Writes messages seq.. seq+n-1 at dst for the case's codec: prepared
+ * requests in request mode, else header + pattern payload (phase ph) +
+ * trailer.  dst has room for n * ab__msg_room(l).  Returns the bytes. */
+size_t ab__client_build(ab__dclient_t *c, uint8_t *dst, uint32_t n, uint8_t ph, uint64_t seq);
+size_t ab__msg_room(const ab__loop_t *l);
 
 /* tcp_client.c: callback tcp client */
 void ab__client_connect(ab__dclient_t *c, const struct sockaddr *addr);

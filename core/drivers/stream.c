@@ -11,10 +11,15 @@
  * codec and checks every reply exactly like the plain TCP client.  The
  * server accepts, answers the upgrade and echoes each request through the
  * codec (its work inline, or on the pool:N pool with replies released in
- * arrival order; while replies wait for the socket it stops reading, as
- * the plain server does).  What differs between codecs is asked through
- * the codec interface (codec.h): no codec is named here.  Plain `tcp` keeps
- * its own leaner loop (tcp_client.c, tcp_server.c) over the same conn.io.
+ * arrival order).  Both ends stop reading while their unsent output --
+ * replies, requests held for the pool, pongs and close frames the codec
+ * wrote -- is over the bound of io/sockio.h, as the plain ones do: every
+ * read's output is flushed before the next read, and a held request counts
+ * as owed output (ab__sconn_owe_held); a client's own requests are
+ * allowed above the bound (ab__client_allow).  What differs between codecs
+ * is asked through the codec interface (codec.h): no codec is named here.
+ * Plain `tcp` keeps its own leaner loop (tcp_client.c, tcp_server.c) over
+ * the same conn.io.
  */
 #include <stdatomic.h>
 #include <stdio.h>
@@ -95,6 +100,8 @@ int ab__conn_setup(ab__loop_t *l, ab_conn_t *conn, int is_client, int codec) {
   uint64_t max_msg = is_client || vt->fixed_size ? eng->cfg->payload : eng->max_frame;
   r = ab_codec_create(vt, ab_conn_out(conn), max_msg, is_client, &conn->codec);
   if (r == 0 && is_client) r = ab_codec_set_peer_host(conn->codec, eng->dc->host);
+  if (r == 0 && is_client && eng->dc->requests)
+    r = ab_codec_set_requests(conn->codec, eng->dc->requests);
   return r;
 }
 
@@ -180,31 +187,43 @@ static void send_upgrade(ab__dclient_t *c) {
   if (r < 0) handshake_failed(c, r, "websocket upgrade request", NULL);
 }
 
+size_t ab__msg_room(const ab__loop_t *l) {
+  const ab__dcase_t *dc = l->eng->dc;
+  return dc->requests ? dc->request_max : dc->codec_vt->max_overhead + l->eng->cfg->payload;
+}
+
+size_t ab__client_build(ab__dclient_t *c, uint8_t *dst, uint32_t n, uint8_t ph, uint64_t seq) {
+  const ab__engine_t *eng = c->h.loop->eng;
+  const ab_codec_vt_t *vt = eng->dc->codec_vt;
+  ab_codec_t *codec = c->conn.codec;
+  size_t total = 0;
+  if (eng->dc->requests) {
+    for (uint32_t i = 0; i < n; i++) total += vt->client_request(codec, dst + total, seq + i);
+    return total;
+  }
+  uint32_t payload = eng->cfg->payload;
+  for (uint32_t i = 0; i < n; i++) {
+    uint8_t *m = dst + total;
+    size_t hdr = vt->client_begin(codec, m, payload);
+    ab_msg_fill(m + hdr, payload, ph, c->h.id, seq + i);
+    size_t tail = vt->client_end(codec, m + hdr, payload, m + hdr + payload);
+    total += hdr + payload + tail;
+  }
+  return total;
+}
+
 static void client_pump(ab__dclient_t *c, uint64_t now) {
   ab__loop_t *l = c->h.loop;
-  const ab_case_cfg_t *cfg = l->eng->cfg;
-  const ab_codec_vt_t *vt = l->eng->dc->codec_vt;
-  ab_codec_t *codec = c->conn.codec;
   ab__win_grant_t g;
   if (!c->h.alive || c->ly.state != AB__LY_READY || ab__win_grant(&c->h, now, &g) == 0) return;
   uint32_t n = g.n;
-  uint8_t phase = g.phase;
   ab_outbuf_t *out = ab_conn_out(&c->conn);
-  size_t most = vt->max_overhead + cfg->payload;
-  uint8_t *dst = ab_outbuf_reserve(out, (size_t)n * most);
+  uint8_t *dst = ab_outbuf_reserve(out, (size_t)n * ab__msg_room(l));
   if (dst == NULL) {
     ab__client_fail(c, AB_ENOMEM, "send buffer");
     return;
   }
-  uint64_t seq = g.seq;
-  size_t total = 0;
-  for (uint32_t i = 0; i < n; i++) {
-    uint8_t *m = dst + total;
-    size_t hdr = vt->client_begin(codec, m, cfg->payload);
-    ab_msg_fill(m + hdr, cfg->payload, phase, c->h.id, seq + i);
-    size_t tail = vt->client_end(codec, m + hdr, cfg->payload, m + hdr + cfg->payload);
-    total += hdr + cfg->payload + tail;
-  }
+  size_t total = ab__client_build(c, dst, n, g.phase, g.seq);
   /* built too late: never sent, never counted */
   if (ab__win_stamp(&c->h, &g, n, ab_now_ns()) == 0) return;
   ab_outbuf_commit(out, total);
@@ -217,6 +236,13 @@ void ab__sclient_pump(ab__dclient_t *c) { client_pump(c, ab_now_ns()); }
 /* One reply: check it and account for it.  Returns 0 or an error code
  * (AB_ETIMEDOUT: it came later than the timeout). */
 int ab__client_reply(ab__dclient_t *c, const ab_msgview_t *msg, uint64_t now) {
+  if (c->h.loop->eng->dc->requests) {
+    /* request mode: matched by position, judged by its status */
+    int status = 0;
+    int err = c->conn.codec->vt->reply_verdict(c->conn.codec, &status);
+    int r = ab__win_complete_coded(&c->h, now, status > 0 ? (uint32_t)status : 0, err);
+    return r < 0 ? r : 0;
+  }
   uint8_t ph;
   uint32_t cid;
   uint64_t seq;
@@ -350,7 +376,8 @@ static void client_connected(uv_connect_t *req, int status) {
   /* shared:N: other threads may run it as soon as it is watched */
   ab__client_take(l, &c->h);
   c->conn.io.watch.lock = l->eng->shared ? &c->h.mu : NULL;
-  r = ab_conn_start(&c->conn, &l->d->reactor, &c->tcp, 0, client_in(c), &client_cbs);
+  r = ab_conn_start(&c->conn, &l->d->reactor, &c->tcp, client_in(c), &client_cbs);
+  if (r == 0) r = ab__client_allow(c, l->eng->dc->codec_vt->max_overhead + l->eng->cfg->payload);
   if (r < 0) {
     if (r == AB_EPROTO) handshake_failed(c, r, "TLS handshake", ab_conn_error_text(&c->conn));
     else handshake_failed(c, r, "read start", NULL);
@@ -411,12 +438,14 @@ void ab__sserver_release(ab__sconn_t *s, uint64_t n) {
     int r = server_reply(s, s->held + s->hoff + 4, len);
     s->hoff += 4 + (size_t)len;
     s->jobs_back--;
+    s->jobs_held--;
     if (r < 0) {
       close_after_flush(s);
       return;
     }
   }
   if (s->hoff == s->hlen) s->hoff = s->hlen = 0;
+  ab__sconn_owe_held(s, s->hlen - s->hoff);
   int r = ab_conn_flush(&s->conn);
   if (r < 0) ab__sconn_error(s, r, "write");
 }
@@ -490,6 +519,7 @@ static int server_take_requests(ab__sconn_t *s) {
         return -1;
       }
       s->jobs_out++;
+      s->jobs_held++;
       ab__pool_submit(eng->pool, &s->job);
     } else {
       if (eng->cfg->work) l->work_sink ^= ab_work(eng->cfg->work, l->work_sink + 1);
@@ -501,6 +531,7 @@ static int server_take_requests(ab__sconn_t *s) {
     }
   }
   ab__consume(s->rbuf, &s->rlen, off);
+  if (eng->pool) ab__sconn_owe_held(s, s->hlen - s->hoff);
   int r = ab_conn_flush(&s->conn);
   if (r < 0) {
     ab__sconn_error(s, r, "write");
@@ -529,8 +560,8 @@ static void server_linger(ab__sconn_t *s) {
   }
 }
 
-/* Reads until the socket has nothing more or reading pauses for pending
- * output (a client that does not read its replies is pushed back). */
+/* Reads until the socket has nothing more or reading stops (backpressure:
+ * a client that does not read its replies is pushed back). */
 static void server_on_readable(ab_conn_t *conn) {
   ab__sconn_t *s = conn->data;
   s->loop = conn->io.watch.running; /* shared:N: this thread's loop */
@@ -600,6 +631,6 @@ void ab__sserver_accept(ab__sconn_t *s) {
   }
   s->ly.state = AB__LY_HS_TLS;
   s->conn.io.watch.lock = eng->shared ? &s->mu : NULL; /* ab__conn_setup cleared it */
-  r = ab_conn_start(&s->conn, &l->d->reactor, &s->tcp, 1, sconn_in(s), &server_cbs);
+  r = ab_conn_start(&s->conn, &l->d->reactor, &s->tcp, sconn_in(s), &server_cbs);
   if (r < 0) ab__sconn_error(s, r, "read start");
 }

@@ -5,14 +5,16 @@
  * frames (length prefix or fixed-size raw) are cut, the configured `work`
  * is done per frame, and the frames are sent back unchanged straight from
  * that buffer; only a trailing partial frame, or what the kernel did not
- * take, is copied to the connection.  While output is pending the
- * connection stops reading, so a client that does not read its replies is
- * pushed back rather than buffered without bound.  In pool:N with a work
- * pool, frames wait in `held` until the pool returns their work, and are
+ * take, is copied to the connection.  In pool:N with a work pool,
+ * frames wait in `held` until the pool returns their work, and are
  * released in arrival order, so the echo order on a connection is the send
- * order whichever worker finishes first; past AB__HOLD_BYTES held, reads
- * stop until the pool catches up.  A client's EOF closes the connection
- * only once every reply it is owed has been sent.
+ * order whichever worker finishes first.  Held frames count as owed output
+ * (ab__sconn_owe_held): with the replies the kernel has not taken they
+ * make the backlog that stops reading past the bound of io/sockio.h, so a
+ * client that does not read its replies, or sends faster than the pool
+ * works, is pushed back rather than buffered without bound.  A client's
+ * EOF closes the connection only once every reply it is owed has been
+ * sent.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -155,8 +157,9 @@ static ssize_t serve_frames(ab__sconn_t *s, const uint8_t *p, size_t len) {
     memcpy(s->held + s->hlen, p, off);
     s->hlen += off;
     s->jobs_out += frames;
+    s->jobs_held += frames;
     for (uint64_t i = 0; i < frames; i++) ab__pool_submit(eng->pool, &s->job);
-    if (s->hlen - s->hoff > AB__HOLD_BYTES) ab_sockio_hold_reads(&s->conn.io, 1);
+    ab__sconn_owe_held(s, s->hlen - s->hoff);
   } else {
     uint64_t work = eng->cfg->work;
     if (work) {
@@ -183,9 +186,10 @@ static void on_sdrained(ab_sockio_t *io) {
   finish_if_done(s);
 }
 
-/* Reads until the socket has nothing more or reading is paused by pending
- * output.  With no partial frame kept, a recv lands in the loop's shared
- * buffer and only a trailing partial frame is copied to the connection. */
+/* Reads until the socket has nothing more or reading stops (backpressure,
+ * ab_sockio_may_read).  With no partial frame kept, a recv lands in the
+ * loop's shared buffer and only a trailing partial frame is copied to the
+ * connection. */
 static void on_sreadable(ab_sockio_t *io) {
   ab__sconn_t *s = (ab__sconn_t *)((char *)io - offsetof(ab__sconn_t, conn.io));
   s->loop = io->watch.running; /* shared:N: this thread's loop and buffers */
@@ -234,6 +238,7 @@ void ab__server_work_returned(ab__sconn_t *s, uint64_t n) {
     if (len <= 0) break; /* cannot happen: held frames are whole */
     end += (size_t)len;
     s->jobs_back--;
+    s->jobs_held--;
   }
   if (end > start) echo(s, s->held + start, end - start);
   s->hoff = end;
@@ -244,8 +249,7 @@ void ab__server_work_returned(ab__sconn_t *s, uint64_t n) {
     s->hlen -= s->hoff;
     s->hoff = 0;
   }
-  if (s->conn.io.held && s->hlen - s->hoff <= AB__HOLD_BYTES && !s->closing && !s->eof)
-    ab_sockio_hold_reads(&s->conn.io, 0);
+  ab__sconn_owe_held(s, s->hlen - s->hoff);
   finish_if_done(s);
 }
 
@@ -291,7 +295,7 @@ static void on_connection(uv_stream_t *server, int status) {
 }
 
 void ab__server_accept_plain(ab__sconn_t *s) {
-  int r = ab_sockio_start(&s->conn.io, &s->loop->d->reactor, &s->tcp, 1, on_sreadable, on_sio_error);
+  int r = ab_sockio_start(&s->conn.io, &s->loop->d->reactor, &s->tcp, on_sreadable, on_sio_error);
   if (r < 0) ab__sconn_error(s, r, "read start");
   else s->conn.io.on_drained = on_sdrained;
 }

@@ -73,6 +73,34 @@ static const ab_codec_vt_t *codec_for(const ab_proto_cap_t *cap, int framing) {
   return framing == AB_FRAMING_RAW ? &ab_codec_raw : &ab_codec_length;
 }
 
+static void free_plan(void *p) { ab_http_plan_free(p); }
+
+/* Request mode (the http codec's only): the case's requests, built once. */
+static int open_requests(ab__engine_t *eng, char *err, size_t errlen) {
+  const ab_case_cfg_t *cfg = eng->cfg;
+  if (eng->dc->codec_vt != &ab_codec_http) {
+    snprintf(err, errlen, "requests are for protocol http or https only");
+    free(eng->dc);
+    eng->dc = NULL;
+    return AB_ECONFIG;
+  }
+  const char *host = cfg->transport.http_host ? cfg->transport.http_host : eng->dc->host;
+  ab_http_plan_t *plan = NULL;
+  char why[200];
+  int r = ab_http_plan_new(cfg->transport.http_requests, cfg->transport.http_nrequests, host,
+                           &plan, why, sizeof(why));
+  if (r < 0) {
+    snprintf(err, errlen, "request: %s", r == AB_ENOMEM ? "out of memory" : why);
+    free(eng->dc);
+    eng->dc = NULL;
+    return r == AB_ENOMEM ? r : AB_ECONFIG;
+  }
+  eng->dc->requests = plan;
+  eng->dc->request_max = plan->max_len;
+  eng->dc->requests_free = free_plan;
+  return 0;
+}
+
 /* Chooses the codec for the protocol and makes the TLS
  * contexts (the server's generates its EC P-256 certificate now, before
  * anything is timed). */
@@ -92,6 +120,10 @@ int ab__transport_open(ab__engine_t *eng, char *err, size_t errlen) {
   eng->dc->use_ws = eng->dc->codec_vt == &ab_codec_ws;
   eng->dc->host = cfg->host ? cfg->host : "127.0.0.1";
   eng->dc->verify_host = eng->dc->host;
+  if (cfg->transport.http_nrequests > 0) {
+    int r = open_requests(eng, err, errlen);
+    if (r < 0) return r;
+  }
   if (!eng->dc->use_tls) return 0;
   ab_tls_opts_t o;
   memset(&o, 0, sizeof(o));
@@ -100,6 +132,7 @@ int ab__transport_open(ab__engine_t *eng, char *err, size_t errlen) {
   o.sni = cfg->transport.tls_sni;
   o.alpn = cfg->transport.tls_alpn;
   o.resume = cfg->transport.tls_resume;
+  o.insecure = cfg->transport.tls_insecure;
   int r = 0;
   if (cfg->role != AB_ROLE_CLIENT) r = ab_tls_server_ctx_new(&o, &eng->dc->tls_server);
   if (r == 0 && cfg->role != AB_ROLE_SERVER) {
@@ -136,6 +169,7 @@ int ab__transport_open(ab__engine_t *eng, char *err, size_t errlen) {
     snprintf(err, errlen, "TLS setup: %s", ab_tls_last_error());
     ab_tls_ctx_free(eng->dc->tls_server);
     ab_tls_ctx_free(eng->dc->tls_client);
+    if (eng->dc->requests_free) eng->dc->requests_free(eng->dc->requests);
     free(eng->dc);
     eng->dc = NULL;
     return AB_ECONFIG;
@@ -148,6 +182,7 @@ void ab__transport_close(ab__engine_t *eng, ab_result_t *out) {
   out->session = eng->dc->session;
   ab_tls_ctx_free(eng->dc->tls_server);
   ab_tls_ctx_free(eng->dc->tls_client);
+  if (eng->dc->requests_free) eng->dc->requests_free(eng->dc->requests);
   free(eng->dc);
   eng->dc = NULL;
 }

@@ -70,6 +70,12 @@ enum { AB_GROUP_RUN = 1, AB_GROUP_DATAGRAM = 2 };
   X(server_drops, AB_MERGE_SUM, AB_GROUP_DATAGRAM,                                          \
     "datagrams the server dropped (truncated, out of memory, send failed)")
 
+/* Replies counted by the status code their protocol gives them (a
+ * codec's own numbers, below AB_REPLY_CODES), measure-phase messages only: the loop's and the
+ * result's `reply_codes[code]`, summed at the merge; written by the window
+ * (ab__win_complete_coded). */
+#define AB_REPLY_CODES 600
+
 /* The struct fields: `uint64_t name;` for every counter. */
 #define AB__COUNTER_FIELD(name, merge, group, doc) uint64_t name;
 #define AB_COUNTER_FIELDS AB_COUNTERS(AB__COUNTER_FIELD)

@@ -844,6 +844,7 @@ static void merge_loop(ab_result_t *out, ab__loop_t *l) {
   AB_COUNTERS(MERGE_COUNTER)
 #undef MERGE_COUNTER
   out->unfinished += l->meas_inflight; /* stuck at stop */
+  for (int k = 0; k < AB_REPLY_CODES; k++) out->reply_codes[k] += l->reply_codes[k];
   /* the loop's RTT histogram is its intervals' together */
   for (uint32_t i = 0; i < l->iv_n; i++) ab_hist_merge(&l->rtt, &l->iv[i].rtt);
   ab_hist_merge(&out->rtt, &l->rtt);
@@ -866,7 +867,9 @@ static void merge_loop(ab_result_t *out, ab__loop_t *l) {
     /* an echo that answers 500 is not a round trip that worked (the
      * classes, by status, are in the loop's errors) */
     if (out->error[0] == '\0')
-      snprintf(out->error, sizeof(out->error), "%llu responses had a status outside 2xx",
+      snprintf(out->error, sizeof(out->error),
+               "%llu responses had a status outside the success set (2xx unless the case says"
+               " otherwise)",
                (unsigned long long)l->status_failures);
   }
   out->work_sink ^= l->work_sink;
@@ -902,8 +905,9 @@ static int alloc_result_series(const ab__engine_t *eng, ab_result_t *out) {
 }
 
 /* STOP: the pool is joined, every loop closes its handles and its thread
- * ends; then the loops are merged and freed. */
-static void stop_and_merge(ab__engine_t *eng, ab_result_t *out) {
+ * ends; then the loops are merged and freed.  Returns 0, or < 0 when the
+ * merge itself failed (out of memory). */
+static int stop_and_merge(ab__engine_t *eng, ab_result_t *out) {
   ab__pool_stop(eng->pool);
   send_cmd(eng, AB__CMD_STOP, 0, 0);
   for (uint32_t li = 0; li < eng->nloops; li++) uv_thread_join(&eng->loops[li].thread);
@@ -918,7 +922,8 @@ static void stop_and_merge(ab__engine_t *eng, ab_result_t *out) {
    * a peak below what is resident now */
   out->rss_peak_bytes = cend.maxrss_bytes > out->rss_end_bytes ? cend.maxrss_bytes
                                                                : out->rss_end_bytes;
-  if (alloc_result_series(eng, out) < 0 && out->error[0] == '\0')
+  int merged = alloc_result_series(eng, out);
+  if (merged < 0 && out->error[0] == '\0')
     snprintf(out->error, sizeof(out->error), "out of memory merging the time series");
   for (uint32_t li = 0; li < eng->nloops; li++) {
     ab__loop_t *l = &eng->loops[li];
@@ -928,20 +933,37 @@ static void stop_and_merge(ab__engine_t *eng, ab_result_t *out) {
     free_clients(l);
   }
   eng->drv->case_close(eng, out);
+  return merged;
 }
 
-/* out->ok and, when not ok and nothing said why, the reason. */
-static void judge(const ab__engine_t *eng, ab_result_t *out) {
+/* out->status, out->ok and, when not ok and nothing said why, the reason.
+ * fatal: the run itself broke (out->error was set before the loops'
+ * errors were merged in, or the merge failed). */
+static void judge(const ab__engine_t *eng, ab_result_t *out, int fatal) {
+  int faults;
   if (eng->cfg->role == AB_ROLE_SERVER) {
-    out->ok = out->error[0] == '\0';
+    out->status = out->error[0] == '\0' ? AB_RUN_OK : AB_RUN_FAILED;
+    out->ok = out->status == AB_RUN_OK;
+    return;
   } else if (eng->drv->loss_is_measured) {
-    /* loss is what a datagram transport measures, not a failure; errors
+    /* loss is what a datagram transport measures, not a fault; errors
      * still are */
-    out->ok = out->error[0] == '\0' && out->message_errors == 0 && out->completed > 0;
+    faults = out->error[0] != '\0' || out->message_errors != 0;
   } else {
-    out->ok = out->error[0] == '\0' && out->nerrors == 0 && out->timed_out == 0 &&
-              out->message_errors == 0 && out->unfinished == 0 && out->completed > 0;
+    faults = out->error[0] != '\0' || out->nerrors != 0 || out->timed_out != 0 ||
+             out->message_errors != 0 || out->unfinished != 0 || out->reconnects != 0 ||
+             out->reconnects_given_up != 0;
   }
+  /* nothing worked: no reply completed, or every reply was a status
+   * failure of its codec (counted over every phase, so against every
+   * reply) */
+  uint64_t bad_status = 0;
+  for (uint32_t li = 0; li < eng->nloops; li++) bad_status += eng->loops[li].status_failures;
+  uint64_t replies = out->completed + out->drained + out->warmup_completed;
+  int none_worked = out->completed == 0 || (bad_status > 0 && bad_status >= replies);
+  if (fatal || none_worked) out->status = AB_RUN_FAILED;
+  else out->status = faults ? AB_RUN_DEGRADED : AB_RUN_OK;
+  out->ok = out->status == AB_RUN_OK;
   if (out->interrupted) {
     /* the numbers are kept, but this is not the run that was asked for */
     out->ok = 0;
@@ -949,6 +971,12 @@ static void judge(const ab__engine_t *eng, ab_result_t *out) {
       snprintf(out->error, sizeof(out->error), "interrupted after %.3f s of the %g s measure phase",
                out->measured_s, eng->cfg->duration_s);
   }
+  if (out->status == AB_RUN_DEGRADED && out->error[0] == '\0')
+    snprintf(out->error, sizeof(out->error),
+             "%llu of %llu messages timed out, %llu lost to errors, %llu unfinished; %llu reconnects",
+             (unsigned long long)out->timed_out, (unsigned long long)out->sent,
+             (unsigned long long)out->message_errors, (unsigned long long)out->unfinished,
+             (unsigned long long)out->reconnects);
   if (!out->ok && out->error[0] == '\0')
     snprintf(out->error, sizeof(out->error), "no round trip completed in the measured interval");
 }
@@ -1040,8 +1068,11 @@ int ab_run_case(const ab_case_cfg_t *cfg, ab_result_t *out) {
     warm_up(&eng, out);
     measure(&eng, out);
   }
-  stop_and_merge(&eng, out);
-  judge(&eng, out);
+  /* an error set by now is the run's own (setup, connect, warm-up, drain),
+   * not one of the loops' (merged next) */
+  int fatal = out->error[0] != '\0';
+  if (stop_and_merge(&eng, out) < 0) fatal = 1;
+  judge(&eng, out, fatal);
   engine_destroy(&eng);
   return 0;
 }

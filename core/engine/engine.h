@@ -84,10 +84,19 @@ typedef struct {
                       none was given): the run object's error_reasons */
 } ab_error_count_t;
 
+/* What a run came to (docs/run-object.md, "Status"): measured without a
+ * fault; measured with faults (errors, timeouts, unfinished messages,
+ * reconnects: every number is kept); or failed (nothing completed, or
+ * every reply was a codec status failure, or the run itself
+ * broke: setup, connect, a drain or merge that did not finish). */
+enum { AB_RUN_OK = 0, AB_RUN_DEGRADED = 1, AB_RUN_FAILED = 2 };
+
 struct ab_result_s {
-  int ok;                 /* 1: measured as asked, no errors */
+  int ok;                 /* 1: status AB_RUN_OK and not interrupted */
+  int status;             /* AB_RUN_OK, AB_RUN_DEGRADED or AB_RUN_FAILED */
   char error[512];        /* first error, with context; "" when none */
   AB_COUNTER_FIELDS      /* sent, completed, ... (engine/counters.h) */
+  uint64_t reply_codes[AB_REPLY_CODES]; /* replies per status code (counters.h) */
   double measured_s;      /* the measured interval (deadline - start; an
                              interrupted run: interrupt - start) */
   int interrupted;        /* cfg->interrupted() ended the run early */

@@ -188,6 +188,7 @@ struct ab__loop_s {
   /* client: whole replies whose status says the request failed (a driver
    * counts them, and adds their error classes to errors[]) */
   uint64_t status_failures;
+  uint64_t reply_codes[AB_REPLY_CODES]; /* counters.h */
   ab_error_count_t errors[AB_MAX_ERROR_CLASSES];
   int nerrors;
   char first_error[256];
@@ -290,6 +291,11 @@ void ab__client_connect_done(ab__client_t *c);
 int ab__server_socket(ab__loop_t *l, int type);
 
 /* pool.c: pool:N hand-off of per-message server work */
+/* What the pool keeps per job it has not handed back yet (its queue slot,
+ * its return-list slot and that list's spare): a connection that counts
+ * the work it has in the pool against its backpressure bound
+ * (io/sockio.h) counts this per job with the bytes the job holds. */
+#define AB__POOL_JOB_BYTES (3 * sizeof(ab__job_t *))
 int ab__pool_start(ab__engine_t *eng, uint32_t workers);
 void ab__pool_submit(ab__pool_t *p, ab__job_t *job);
 void ab__pool_stop(ab__pool_t *p);

@@ -21,7 +21,8 @@
  *                                                    drop what was built
  *   hand the bytes to the socket
  *
- * and its read path calls ab__win_complete() (or _datagram) per reply.
+ * and its read path calls ab__win_complete() (or _datagram, or _coded for
+ * a reply matched by position that carries a status) per reply.
  *
  * Issuing is a policy of this module.  Closed loop (rate 0): while the
  * phase is open, every free slot may be issued at once.  Open loop (a
@@ -281,6 +282,44 @@ static inline int ab__win_complete(ab__client_t *c, uint8_t ph, uint32_t cid, ui
 static inline int ab__win_complete_oldest(ab__client_t *c, uint64_t now) {
   if (c->win.inflight == 0) return AB_ESEQ;
   return ab__win_complete(c, 0, c->id, c->win.oldest_seq, now);
+}
+
+/* The oldest message in flight got a whole reply at `now` (matched by
+ * position) that carries status `code` (< AB_REPLY_CODES, counted per code
+ * for a measure-phase message; 0 = none) and a verdict: err 0 completes it
+ * as ab__win_complete_oldest does; err < 0 (the error class the driver
+ * was given: the reply says the request failed) frees its slot and, in
+ * the measure phase, counts it in message_errors, the interval's errors,
+ * the loop's status failures and its errors of class err -- the framing
+ * is intact, so the connection goes on.  Returns AB__WIN_MEASURED or AB__WIN_FREED;
+ * AB_ESEQ when nothing is in flight; AB_ETIMEDOUT as ab__win_complete
+ * (counted late, not by code). */
+static inline int ab__win_complete_coded(ab__client_t *c, uint64_t now, uint32_t code, int err) {
+  ab__loop_t *l = c->loop;
+  ab__win_t *w = &c->win;
+  uint32_t slot = ab__win_slot(l, w->oldest_seq);
+  if (w->inflight == 0 || w->ns[slot] == 0 || w->seq[slot] != w->oldest_seq) return AB_ESEQ;
+  if (now > w->ns[slot] && now - w->ns[slot] > l->timeout_ns) {
+    if (w->phase[slot] == AB_PHASE_MEASURE) l->late++; /* as ab__win_complete */
+    return AB_ETIMEDOUT;
+  }
+  int measure = w->phase[slot] == AB_PHASE_MEASURE;
+  if (measure && code < AB_REPLY_CODES) l->reply_codes[code]++;
+  w->oldest_seq++;
+  if (err == 0) return ab__win_account(l, w, slot, now);
+  w->ns[slot] = 0;
+  w->inflight--;
+  if (!measure) {
+    l->warm_inflight--;
+    return AB__WIN_FREED;
+  }
+  l->meas_inflight--;
+  l->message_errors++;
+  ab__iv_at(l, now)->errors++;
+  l->status_failures++;
+  ab__errors_add(l->errors, &l->nerrors, err, 1,
+                 "a response whose status is outside the success set");
+  return AB__WIN_FREED;
 }
 
 /* Records what became of datagram message seq in the outcome ring, unless

@@ -127,11 +127,11 @@ static void on_io_drained(ab_sockio_t *io) {
   c->cbs->on_drained(c);
 }
 
-int ab_conn_start(ab_conn_t *c, ab_reactor_t *reactor, uv_tcp_t *tcp, int pause_reads,
-                  ab_sockio_kept_t in, const ab_conn_cbs_t *cbs) {
+int ab_conn_start(ab_conn_t *c, ab_reactor_t *reactor, uv_tcp_t *tcp, ab_sockio_kept_t in,
+                  const ab_conn_cbs_t *cbs) {
   c->in = in;
   c->cbs = cbs;
-  int r = ab_sockio_start(&c->io, reactor, tcp, pause_reads, on_io_readable, on_io_error);
+  int r = ab_sockio_start(&c->io, reactor, tcp, on_io_readable, on_io_error);
   if (r < 0) return r;
   if (cbs->on_drained) c->io.on_drained = on_io_drained;
   if (c->tls == NULL) {

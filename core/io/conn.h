@@ -28,7 +28,13 @@
  * Output: the owner (or its codec, created with ab_conn_out() as its `out`)
  * appends plaintext to `plain` and calls ab_conn_flush(), or hands bytes to
  * ab_conn_send(), which skips the copy when nothing is queued and there is
- * no TLS.
+ * no TLS.  A flush moves everything (ciphertext, once TLS is ready) to the
+ * sockio's pending output, where the backpressure bound of sockio.h
+ * applies: past AB_SOCKIO_HIGH bytes unsent (replies, pongs and close
+ * frames a codec wrote, TLS records, plus what the owner owes) the
+ * connection stops reading -- ab_conn_recv() returns 0 -- until it is back
+ * to AB_SOCKIO_LOW.  Owners flush after each read's parse, so output never
+ * piles up in `plain` past that one read.
  *
  * Threads: one loop thread.  Errors are libuv codes / ab_error.h codes.
  * Ownership: the conn owns its TLS connection, its codec and its buffers
@@ -96,17 +102,17 @@ void ab_conn_init(ab_conn_t *c, ab_tls_conn_t *tls, uint8_t *cipher_rx);
 /* Where a codec or the owner appends plaintext output. */
 static inline ab_outbuf_t *ab_conn_out(ab_conn_t *c) { return &c->plain; }
 
-/* Starts IO on tcp's descriptor: `in` receives plaintext, `pause_reads` as
- * sockio.h (servers).  A TLS client writes its ClientHello now.  on_ready
- * runs before this returns when there is no TLS.  0 or an error (nothing
- * was called back then). */
-int ab_conn_start(ab_conn_t *c, ab_reactor_t *reactor, uv_tcp_t *tcp, int pause_reads,
-                  ab_sockio_kept_t in, const ab_conn_cbs_t *cbs);
+/* Starts IO on tcp's descriptor: `in` receives plaintext.  A TLS client
+ * writes its ClientHello now.  on_ready runs before this returns when there
+ * is no TLS.  0 or an error (nothing was called back then). */
+int ab_conn_start(ab_conn_t *c, ab_reactor_t *reactor, uv_tcp_t *tcp, ab_sockio_kept_t in,
+                  const ab_conn_cbs_t *cbs);
 
 /* One socket read; the plaintext it yields is appended to `in` (its buffer
  * grown as needed).  Returns the socket bytes read (> 0; *room what was
  * offered: a read that filled it may have left more), 0 when nothing is
- * there now, or an error: UV_EOF, AB_ECLOSED (TLS close_notify: the
+ * there now or reading is stopped (backpressure, held reads: sockio.h),
+ * or an error: UV_EOF, AB_ECLOSED (TLS close_notify: the
  * plaintext before it has been appended), AB_EPROTO (TLS), AB_ENOMEM, or a
  * socket error. */
 ssize_t ab_conn_recv(ab_conn_t *c, size_t *room);

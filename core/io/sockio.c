@@ -18,9 +18,24 @@ static int want_events(const ab_sockio_t *io) {
 
 static void on_poll(ab_reactor_watch_t *w, int status, int events);
 
+/* The backpressure rule (sockio.h): pushed back above HIGH, released at
+ * LOW, both raised by what the owner is allowed of its own. */
+static void apply_bound(ab_sockio_t *io) {
+  size_t b = ab_sockio_backlog(io);
+  if (b <= io->own) {
+    io->pushed = 0;
+    return;
+  }
+  b -= io->own;
+  if (io->pushed) io->pushed = b > AB_SOCKIO_LOW;
+  else io->pushed = b > AB_SOCKIO_HIGH;
+}
+
 /* Registers the events the state calls for; starting a watch re-arms the
- * descriptor, so it runs only when they change (short writes). */
+ * descriptor, so it runs only when they change (short writes).  Every
+ * change of the backlog comes through here. */
 static int rearm(ab_sockio_t *io) {
+  apply_bound(io);
   int ev = want_events(io);
   if (ev == io->events || io->failed) return 0;
   int r = ab_reactor_watch_start(&io->watch, ev);
@@ -84,6 +99,7 @@ static void on_socket_error(ab_sockio_t *io, int status) {
   if (getsockopt(io->fd, SOL_SOCKET, SO_ERROR, &so, &len) == 0 && so != 0) status = -so;
   io->events = 0; /* libuv stopped the watcher */
   output_dead(io, status);
+  apply_bound(io); /* the dropped output no longer holds reads back */
   io->would_block = 0; /* from an earlier read: data may have come since */
   while (!io->failed && ab_sockio_may_read(io) && !io->would_block && !io->read_ended) {
     uint64_t before = io->nrecv;
@@ -115,7 +131,7 @@ static void on_poll(ab_reactor_watch_t *w, int status, int events) {
   if ((events & AB_REACTOR_READABLE) && (io->events & AB_REACTOR_READABLE)) io->on_readable(io);
 }
 
-int ab_sockio_start(ab_sockio_t *io, ab_reactor_t *reactor, uv_tcp_t *tcp, int pause_reads,
+int ab_sockio_start(ab_sockio_t *io, ab_reactor_t *reactor, uv_tcp_t *tcp,
                     ab_sockio_read_cb on_readable, ab_sockio_error_cb on_error) {
   uv_os_fd_t fd;
   int r = uv_fileno((const uv_handle_t *)tcp, &fd);
@@ -124,7 +140,6 @@ int ab_sockio_start(ab_sockio_t *io, ab_reactor_t *reactor, uv_tcp_t *tcp, int p
   memset(io, 0, sizeof(*io));
   io->watch.lock = lock;
   io->fd = fd;
-  io->pause_reads = pause_reads;
   io->on_readable = on_readable;
   io->on_error = on_error;
   r = ab_reactor_watch_init(reactor, &io->watch, fd, on_poll);
@@ -136,6 +151,7 @@ int ab_sockio_start(ab_sockio_t *io, ab_reactor_t *reactor, uv_tcp_t *tcp, int p
 
 ssize_t ab_sockio_recv(ab_sockio_t *io, void *buf, size_t n) {
   if (io->failed) return AB_ECLOSED;
+  if (!ab_sockio_may_read(io)) return 0; /* pushed back or held */
   io->nrecv++;
   io->would_block = 0;
   for (;;) {
@@ -236,6 +252,23 @@ int ab_sockio_send(ab_sockio_t *io, const uint8_t *p, size_t n) {
   }
   memcpy(dst, p + off, n - off);
   io->plen += n - off;
+  int r = rearm(io);
+  if (r < 0) io->failed = 1;
+  return r;
+}
+
+int ab_sockio_owe(ab_sockio_t *io, size_t bytes) {
+  if (io->owed == bytes) return 0;
+  io->owed = bytes;
+  if (io->failed) return 0;
+  int r = rearm(io);
+  if (r < 0) io->failed = 1;
+  return r;
+}
+
+int ab_sockio_allow(ab_sockio_t *io, size_t bytes) {
+  io->own = bytes;
+  if (io->failed) return 0;
   int r = rearm(io);
   if (r < 0) io->failed = 1;
   return r;

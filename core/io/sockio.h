@@ -14,10 +14,23 @@
  * Output: ab_sockio_send() writes what the kernel takes now and keeps the
  * rest in the connection's pending buffer, which is flushed when the socket
  * becomes writable (EPOLLOUT is watched only while something is pending).
- * With `pause_reads` set (echo servers), reading stops while output is
- * pending: the peer's unread replies push back on its sending, as in any
- * echo server that does not buffer without bound.  The owner can also hold
- * reads itself (work it has not finished yet).
+ *
+ * Backpressure, the one rule for every server and client, protocol and
+ * execution mode: the connection's backlog is its pending output plus what
+ * its owner has declared it owes (ab_sockio_owe: requests read whose
+ * replies wait for the pool:N pool).  Past AB_SOCKIO_HIGH bytes of
+ * backlog reading stops -- the watch drops EPOLLIN and ab_sockio_recv()
+ * returns 0 as if nothing had arrived, so a reader that loops on recv stops
+ * too -- and it resumes once the backlog is back to AB_SOCKIO_LOW.  A peer
+ * that does not read its replies (or pongs) is pushed back by its own
+ * socket instead of being buffered without bound; what is over the bound
+ * is at most what the reads before the stop produced.  Output of the
+ * owner's own making that it bounds itself -- a client's requests, which
+ * its window bounds -- is allowed on top (ab_sockio_allow): a client reads
+ * its replies to free its window, so its own requests must never stop its
+ * reads (with an echo server that stops too, neither would move), while
+ * what it writes in answer to what it reads (pongs) still counts.  The
+ * owner can also hold reads itself (ab_sockio_hold_reads).
  *
  * A send that fails because the connection is gone (reset, closed) is not
  * reported by the send: pending output is dropped, later output discarded,
@@ -50,11 +63,17 @@ typedef void (*ab_sockio_drained_cb)(ab_sockio_t *io);
  * EPOLLERR.  Reported once; nothing is read or sent afterwards. */
 typedef void (*ab_sockio_error_cb)(ab_sockio_t *io, int err);
 
+/* The backpressure bounds (bytes of backlog, see above): reading stops
+ * above HIGH and resumes at LOW. */
+#define AB_SOCKIO_HIGH ((size_t)4 << 20)
+#define AB_SOCKIO_LOW ((size_t)1 << 20)
+
 struct ab_sockio_s {
   int fd;
   int started;     /* poll handle initialised (close it) */
   int failed;      /* an error was reported: IO stops */
-  int pause_reads; /* stop reading while output is pending */
+  int pushed;      /* backlog went past AB_SOCKIO_HIGH: reads stop until
+                      it is back to AB_SOCKIO_LOW */
   int held;        /* the owner holds reads (ab_sockio_hold_reads) */
   int wdead;       /* sending failed with this error: output discarded */
   int events;      /* UV_READABLE / UV_WRITABLE now registered */
@@ -63,6 +82,8 @@ struct ab_sockio_s {
   uint64_t nrecv;  /* recv calls made */
   uint8_t *pend;   /* output the kernel has not taken: pend[poff..plen) */
   size_t pcap, plen, poff;
+  size_t owed;     /* the owner's output in waiting (ab_sockio_owe) */
+  size_t own;      /* backlog allowed above the bound (ab_sockio_allow) */
   ab_sockio_read_cb on_readable;
   ab_sockio_error_cb on_error;
   ab_sockio_drained_cb on_drained; /* optional: set it after start */
@@ -72,12 +93,12 @@ struct ab_sockio_s {
 /* Starts watching tcp's descriptor for reading on `reactor` (the loop's).  Returns 0 or a libuv
  * error. */
 int ab_sockio_start(ab_sockio_t *io, ab_reactor_t *reactor, uv_tcp_t *tcp,
-                    int pause_reads, ab_sockio_read_cb on_readable,
-                    ab_sockio_error_cb on_error);
+                    ab_sockio_read_cb on_readable, ab_sockio_error_cb on_error);
 
 /* One recv(2) into buf[0..n): bytes read (> 0), 0 when nothing is there
- * now, UV_EOF at end of stream (or the error a failed send met, which is
- * why the stream ended), or another negative libuv error. */
+ * now or reading is stopped (ab_sockio_may_read), UV_EOF at end of stream
+ * (or the error a failed send met, which is why the stream ended), or
+ * another negative libuv error. */
 ssize_t ab_sockio_recv(ab_sockio_t *io, void *buf, size_t n);
 
 /* A frame-cutting reader's input: bytes kept between reads (a partial
@@ -120,14 +141,30 @@ int ab_sockio_send(ab_sockio_t *io, const uint8_t *p, size_t n);
 uint8_t *ab_sockio_reserve(ab_sockio_t *io, size_t n);
 int ab_sockio_commit(ab_sockio_t *io, size_t n);
 
-/* True while the owner should read: not held, and not paused by pending
- * output. */
+/* True while the owner may read: not held, and not pushed back by its
+ * backlog. */
 static inline int ab_sockio_may_read(const ab_sockio_t *io) {
-  return !io->held && !(io->pause_reads && !ab_sockio_idle(io));
+  return !io->held && !io->pushed;
 }
 
-/* Holds (1) or resumes (0) reading, whatever the pending output.  0 or a
- * libuv error. */
+/* Pending output plus what the owner owes: what the bound is applied to. */
+static inline size_t ab_sockio_backlog(const ab_sockio_t *io) {
+  return io->plen - io->poff + io->owed;
+}
+
+/* The owner's output in waiting is now `bytes` (replaces the last value):
+ * counted in the backlog, so reading stops while it is large (requests
+ * whose replies wait for the work pool).  0 or a libuv error. */
+int ab_sockio_owe(ab_sockio_t *io, size_t bytes);
+
+/* Allows `bytes` of backlog above both bounds: the most output of the
+ * owner's own making it can have unsent (a client: window x its largest
+ * request; SIZE_MAX when all its output is its own, as a Lua client's).
+ * 0 or a libuv error. */
+int ab_sockio_allow(ab_sockio_t *io, size_t bytes);
+
+/* Holds (1) or resumes (0) reading, whatever the backlog.  0 or a libuv
+ * error. */
 int ab_sockio_hold_reads(ab_sockio_t *io, int hold);
 
 /* Stops watching (closes the poll handle); the descriptor stays open. */

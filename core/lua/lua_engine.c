@@ -10,14 +10,16 @@
  *     -> result | nil, "ECONFIG: ...", "ECONFIG"
  *
  * result holds the measured fields of a run object (docs/run-object.md):
- * ok, error, sent, completed, drained, timed_out, message_errors,
+ * ok, status ("ok", "degraded" or "failed": the engine's judgement; the
+ * worker adds script_error, interrupted and max_error_rate), error, sent, completed, drained, timed_out, message_errors,
  * unfinished, warmup_completed, measured_s, round_trips_per_s,
  * payload_mib_per_s, rtt_us {min p50 p90 p95 p99 p999 max mean stdev count},
  * rtt_histogram, connect_us, connect_histogram, cpu_percent, cpu_user_s,
  * cpu_sys_s, cpu_machine_percent, rss_peak_bytes, rss_end_bytes,
  * errors {CLASS = count} (the peer's), local_errors {NAME = count} (ours),
  * error_reasons {KEY = first failure}, loops, workers, model, connections_per_loop,
- * notes, logical_cpus, load_model.  Empty RTT stats are absent (nil).
+ * notes, logical_cpus, load_model.  The fields of an empty RTT stat (count
+ * 0) and an interval's percentiles without RTTs are null (cjson.null).
  * The call blocks for the length of the run; it makes no Lua call while
  * the run is going.
  */
@@ -35,6 +37,7 @@
 #include "io/proc.h"
 #include "lua/lua_core.h"
 #include "lua/lua_exec.h"
+#include "lua/lua_request.h"
 #include "base/procstat.h"
 #include "proto/caps.h"
 
@@ -59,11 +62,22 @@ static int config_error(lua_State *L, const char *msg) {
   return 3;
 }
 
+/* cjson's null (a NULL light userdata): a field present in the JSON, as
+ * null (docs/run-object.md: nulls when count = 0). */
+static void push_null(lua_State *L) { lua_pushlightuserdata(L, NULL); }
+
 static void push_stats(lua_State *L, const ab_hist_t *h) {
+  static const char *const fields[] = {"min", "p50", "p90", "p95", "p99", "p999", "max", "mean", "stdev"};
   lua_newtable(L);
   lua_pushnumber(L, (double)h->count);
   lua_setfield(L, -2, "count");
-  if (h->count == 0) return;
+  if (h->count == 0) {
+    for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+      push_null(L);
+      lua_setfield(L, -2, fields[i]);
+    }
+    return;
+  }
   struct { const char *k; double p; } ps[] = {
       {"p50", 50}, {"p90", 90}, {"p95", 95}, {"p99", 99}, {"p999", 99.9}};
   lua_pushnumber(L, (double)h->min / 1000.0);
@@ -457,9 +471,9 @@ static void push_load(lua_State *L, const ab_case_cfg_t *cfg, const ab_result_t 
   lua_setfield(L, -2, "send_lag_histogram");
 }
 
-/* A histogram's percentile p in us, nil when empty. */
+/* A histogram's percentile p in us, null when empty. */
 static void set_pct(lua_State *L, const char *key, const ab_hist_t *h, double p) {
-  if (h->count == 0) lua_pushnil(L);
+  if (h->count == 0) push_null(L);
   else lua_pushnumber(L, (double)(p >= 100 ? h->max : ab_hist_percentile(h, p)) / 1000.0);
   lua_setfield(L, -2, key);
 }
@@ -499,6 +513,9 @@ static void push_result(lua_State *L, const ab_case_cfg_t *cfg, const ab_result_
   lua_newtable(L);
   lua_pushboolean(L, r->ok);
   lua_setfield(L, -2, "ok");
+  static const char *const statuses[] = {"ok", "degraded", "failed"};
+  lua_pushstring(L, statuses[r->status >= 0 && r->status <= AB_RUN_FAILED ? r->status : AB_RUN_FAILED]);
+  lua_setfield(L, -2, "status");
   if (r->error[0]) {
     lua_pushstring(L, r->error);
     lua_setfield(L, -2, "error");
@@ -521,6 +538,7 @@ static void push_result(lua_State *L, const ab_case_cfg_t *cfg, const ab_result_
   push_load(L, cfg, r);
   push_intervals(L, r);
   if (cfg->protocol == AB_PROTO_UDP) push_udp(L, r);
+  ab_lua_push_http(L, cfg, r);
 }
 
 /* execution = "lua": a script error makes status script_error with the
@@ -556,22 +574,32 @@ static int l_run_case(lua_State *L) {
   read_tls(L, &cfg, &keep);
   read_udp(L, &cfg);
   if ((bad = read_role(L, &cfg, &keep, err, sizeof(err))) != NULL) return config_error(L, bad);
+  ab_lua_requests_t reqs;
+  if (ab_lua_read_request(L, &cfg, &reqs, err, sizeof(err)) != 0) {
+    ab_lua_requests_free(&reqs);
+    return config_error(L, err);
+  }
   /* execution = "lua": the scenario's Lua code drives the connections
    * (lua_exec.c); the run table says which scenario, sets and case */
   ab_lua_exec_t *lx = NULL;
   if (cfg.execution == AB_EXEC_HOOKS) {
-    if (ab_lua_exec_new(L, 1, &lx, err, sizeof(err)) != 0) return config_error(L, err);
+    if (ab_lua_exec_new(L, 1, &lx, err, sizeof(err)) != 0) {
+      ab_lua_requests_free(&reqs);
+      return config_error(L, err);
+    }
     cfg.driver = ab_lua_exec_driver(lx);
   } else {
     cfg.driver = ab_driver_for(cfg.protocol, cfg.execution);
   }
   if (ab_case_check(&cfg, err, sizeof(err)) != 0) {
     ab_lua_exec_free(lx);
+    ab_lua_requests_free(&reqs);
     return config_error(L, err);
   }
   ab_result_t *r = malloc(sizeof(*r));
   if (r == NULL) {
     ab_lua_exec_free(lx);
+    ab_lua_requests_free(&reqs);
     return ab_lua_fail(L, AB_ENOMEM);
   }
   int rc = ab_run_case(&cfg, r);
@@ -587,6 +615,7 @@ static int l_run_case(lua_State *L) {
   ab_result_free(r);
   free(r);
   ab_lua_exec_free(lx);
+  ab_lua_requests_free(&reqs);
   return rc < 0 ? 3 : 1;
 }
 

@@ -128,8 +128,11 @@ static void on_connect(uv_connect_t *req, int status) {
   int r = ab__conn_setup(l, &c->conn, 1, 0);
   c->conn.data = k;
   if (r == 0)
-    r = ab_conn_start(&c->conn, &l->d->reactor, &c->tcp, 0,
+    r = ab_conn_start(&c->conn, &l->d->reactor, &c->tcp,
                       (ab_sockio_kept_t){&c->rbuf, &c->rcap, &c->rlen}, &client_cbs);
+  /* everything a Lua client writes is the script's own: its reads are
+   * never pushed back by it (io/sockio.h) */
+  if (r == 0) r = ab_sockio_allow(&c->conn.io, SIZE_MAX);
   if (r < 0) {
     /* alive for the failure to be counted like any other */
     c->h.alive = 1;
@@ -288,7 +291,7 @@ void ab__lx_server_accept(ab__sconn_t *s) {
   }
   s->task = k->task;
   ab_task_on_exit(k->task, server_task_exit, k);
-  r = ab_conn_start(&s->conn, &l->d->reactor, &s->tcp, 0,
+  r = ab_conn_start(&s->conn, &l->d->reactor, &s->tcp,
                     (ab_sockio_kept_t){&s->rbuf, &s->rcap, &s->rlen}, &server_cbs);
   if (r < 0) k->err = r; /* the function sees it at its first receive */
   ab_task_start(k->task);

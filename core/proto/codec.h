@@ -36,7 +36,9 @@
  * codec: the peer's host name a client puts in its requests, the rule for
  * an end of stream, the codec's own counters, whether a request is its own
  * reply (echo straight from the read buffer) and whether every message has
- * exactly max_msg bytes.  Call them through the ab_codec_* helpers below.
+ * exactly max_msg bytes, and the request mode (a codec that writes whole
+ * prepared requests and judges each reply: set_requests, client_request,
+ * reply_verdict).  Call them through the ab_codec_* helpers below.
  */
 #ifndef AB_CODEC_H
 #define AB_CODEC_H
@@ -46,6 +48,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "base/ab_error.h"
 #include "base/outbuf.h"
 
 typedef struct ab_codec_s ab_codec_t;
@@ -91,6 +94,18 @@ typedef struct {
   int (*client_eof)(ab_codec_t *c);
   /* Optional.  Adds the codec's counters to *st. */
   void (*stats)(const ab_codec_t *c, ab_codec_stats_t *st);
+  /* Optional: request mode (HTTP's request key).  Client: from now on the
+   * requests are the prepared ones of `plan` (the codec's own type, built
+   * once per case: http.h), not payloads.  0 or AB_EINVAL. */
+  int (*set_requests)(ab_codec_t *c, const void *plan);
+  /* Request mode: writes message seq's request whole at dst (room for the
+   * plan's longest) and returns its size.  Sequences are the window's:
+   * consecutive, the same one again after a batch that was never sent. */
+  size_t (*client_request)(ab_codec_t *c, uint8_t *dst, uint64_t seq);
+  /* Request mode: the reply the last parse returned counts as a success
+   * (0) or as a failed message of error class < 0 (AB_ERR_HTTP(status));
+   * *status is its status code (0 when none). */
+  int (*reply_verdict)(const ab_codec_t *c, int *status);
   int request_is_reply; /* server_reply(msg) appends exactly the request's
                            bytes: a server may echo them in place */
   int fixed_size;       /* every message is exactly max_msg bytes */
@@ -127,6 +142,10 @@ static inline int ab_codec_set_peer_host(ab_codec_t *c, const char *host) {
 
 static inline int ab_codec_client_eof(ab_codec_t *c) {
   return c->vt->client_eof ? c->vt->client_eof(c) : 0;
+}
+
+static inline int ab_codec_set_requests(ab_codec_t *c, const void *plan) {
+  return c->vt->set_requests ? c->vt->set_requests(c, plan) : AB_EINVAL;
 }
 
 static inline void ab_codec_stats(const ab_codec_t *c, ab_codec_stats_t *st) {

@@ -7,7 +7,8 @@
  *                     is exactly max_msg bytes (max_msg >= 1, else init
  *                     fails with AB_EINVAL).  max_overhead 0.
  *   ab_codec_ws       RFC 6455 binary frames (ws.h).
- *   ab_codec_http     HTTP/1.1 POST /echo (http.h).
+ *   ab_codec_http     HTTP/1.1 POST /echo, or prepared requests to any
+ *                     server (request mode) (http.h).
  *
  * What every codec here does the same way:
  *  - parse (client_parse / server_parse) consumes every byte it is given

@@ -45,7 +45,11 @@ typedef struct {
   size_t cap, len;
   /* client */
   uint64_t non2xx;
-  ab_codec_stats_t statuses; /* non2xx by status */
+  ab_codec_stats_t statuses; /* non2xx by status (the echo) */
+  const ab_http_plan_t *plan;   /* request mode, else NULL (the echo) */
+  int seq_known;                /* request mode: reply_seq is set */
+  uint64_t reply_seq;           /* the sequence the next final response answers */
+  int last_status, last_ok;     /* the last final response */
   size_t req_len;
   char req[REQ_PREFIX_MAX];
   /* server */
@@ -99,6 +103,25 @@ static int keep_body(hstate_t *s, uint64_t limit) {
 
 /* ---- llhttp callbacks ---------------------------------------------------- */
 
+/* The request the next final response answers (request mode). */
+static const ab_http_req_t *answered_req(const hstate_t *s) {
+  return &s->plan->reqs[s->reply_seq % s->plan->n];
+}
+
+/* Request mode, a final response's headers: no body for HEAD (1: llhttp
+ * skips it), an error for a body only the end of the stream would end. */
+static int plan_headers(ab_codec_t *c, llhttp_t *p) {
+  hstate_t *s = S(c);
+  if (answered_req(s)->head) return 1;
+  if (!(p->flags & (F_CHUNKED | F_CONTENT_LENGTH)) && p->status_code != 101) {
+    ab_codec_set_why(c, "status %d response without Content-Length or chunked body: it would"
+                     " end only with the connection (no keep-alive)", p->status_code);
+    s->err = AB_EPROTO;
+    return -1;
+  }
+  return 0;
+}
+
 static int on_message_begin(llhttp_t *p) {
   ab_codec_t *c = p->data;
   hstate_t *s = S(c);
@@ -139,6 +162,7 @@ static int on_headers_complete(llhttp_t *p) {
       s->has_cl = 0;
       return 1;
     }
+    if (s->plan) return plan_headers(c, p);
   } else {
     int path_ok = (s->url_len == 5 && memcmp(s->url, "/echo", 5) == 0) ||
                   (s->url_len > 5 && memcmp(s->url, "/echo?", 6) == 0);
@@ -158,7 +182,7 @@ static int on_headers_complete(llhttp_t *p) {
 static int on_body(llhttp_t *p, const char *at, size_t n) {
   ab_codec_t *c = p->data;
   hstate_t *s = S(c);
-  if (n == 0 || (!s->is_client && !s->echo)) return 0;
+  if (n == 0 || (!s->is_client && !s->echo) || s->plan) return 0; /* request mode: read past */
   if (n > c->max_msg - s->len) {
     ab_codec_set_why(c, "%s body of more than %llu bytes is larger than the payload (%llu)",
                      s->is_client ? "response" : "request", (unsigned long long)s->len,
@@ -185,7 +209,13 @@ static int client_on_message_complete(llhttp_t *p) {
   int status = p->status_code;
   s->in_msg = 0;
   if (status < 200) return 0; /* interim: the final response follows */
-  if (status >= 300) {
+  if (s->plan) {
+    /* request mode: judged per message (reply_verdict), counted by the
+     * window, not here */
+    s->last_status = status;
+    s->last_ok = ab_http_req_ok(answered_req(s), status);
+    s->reply_seq++;
+  } else if (status >= 300) {
     s->non2xx++;
     ab_codec_stats_t *st = &s->statuses;
     int i = 0;
@@ -349,6 +379,30 @@ static int http_server_reply(ab_codec_t *c, const uint8_t *payload, size_t len) 
   return close ? AB_ECLOSED : 0;
 }
 
+static int http_set_requests(ab_codec_t *c, const void *plan) {
+  hstate_t *s = S(c);
+  if (!s->is_client || plan == NULL) return AB_EINVAL;
+  s->plan = plan;
+  return 0;
+}
+
+static size_t http_client_request(ab_codec_t *c, uint8_t *dst, uint64_t seq) {
+  hstate_t *s = S(c);
+  if (!s->seq_known) {
+    s->reply_seq = seq;
+    s->seq_known = 1;
+  }
+  const ab_http_req_t *r = &s->plan->reqs[seq % s->plan->n];
+  memcpy(dst, r->bytes, r->len);
+  return r->len;
+}
+
+static int http_reply_verdict(const ab_codec_t *c, int *status) {
+  const hstate_t *s = (const hstate_t *)(c + 1);
+  *status = s->last_status;
+  return s->last_ok ? 0 : AB_ERR_HTTP(s->last_status);
+}
+
 int ab_http_client_eof(ab_codec_t *c) {
   hstate_t *s = S(c);
   if (s->err) return s->err;
@@ -382,4 +436,7 @@ const ab_codec_vt_t ab_codec_http = {
     .set_peer_host = ab_http_set_host,
     .client_eof = ab_http_client_eof,
     .stats = http_codec_stats,
+    .set_requests = http_set_requests,
+    .client_request = http_client_request,
+    .reply_verdict = http_reply_verdict,
 };

@@ -24,6 +24,16 @@
  * reply to it returns AB_ECLOSED (as does server_parse afterwards): the
  * engine flushes and closes.
  *
+ * Client, request mode (ab_http_plan_new, set through the codec's
+ * set_requests): the requests are a case's prepared rotation instead of
+ * POST /echo -- message seq of a connection is entry seq mod n, written
+ * whole by client_request (no payload).  A response is any final HTTP/1.1
+ * response (Content-Length or chunked; no body for HEAD, 1xx, 204, 304),
+ * its body read past, never kept; one without a length that would end at
+ * EOF is AB_EPROTO.  reply_verdict says whether its status is in the
+ * entry's success set (else AB_ERR_HTTP(status): the message failed, the
+ * connection goes on).
+ *
  * Both sides follow the codecs.h conventions (whole bodies handed out in
  * place, split ones gathered, one message per parse return, sticky errors
  * counted in c->protocol_errors).
@@ -35,8 +45,46 @@
 #include <stdint.h>
 
 #include "proto/codec.h"
+#include "proto/transport.h"
 
 #define AB_HTTP_HOST_MAX 255
+/* statuses a success set may name: 100 .. AB_HTTP_STATUS_END - 1 */
+#define AB_HTTP_STATUS_END 600
+
+/* One prepared request of a plan. */
+typedef struct {
+  uint8_t *bytes;     /* the whole request, as sent */
+  size_t len;
+  int head;           /* HEAD: its responses carry no body */
+  uint64_t ok[(AB_HTTP_STATUS_END + 63) / 64]; /* success statuses, a bit each */
+} ab_http_req_t;
+
+/* A case's request rotation, built once, shared read-only by every
+ * connection of every loop. */
+typedef struct {
+  ab_http_req_t *reqs;
+  uint32_t n;
+  size_t max_len;     /* the longest request */
+} ab_http_plan_t;
+
+/* Builds the plan of n (>= 1) entries: each request is
+ *   METHOD SP PATH SP HTTP/1.1 CRLF
+ *   Host: host CRLF            (unless the entry's headers have a Host)
+ *   headers
+ *   Content-Length: len CRLF   (when there is a body, or the method is
+ *                               POST, PUT or PATCH: then 0)
+ *   CRLF body
+ * Returns 0 and *out, AB_ENOMEM, or AB_EINVAL with a sentence in err
+ * (a bad host, method, path, header or status; the scenario check refuses
+ * those first). */
+int ab_http_plan_new(const ab_http_request_opts_t *reqs, uint32_t n, const char *host,
+                     ab_http_plan_t **out, char *err, size_t errlen);
+void ab_http_plan_free(ab_http_plan_t *p);
+
+static inline int ab_http_req_ok(const ab_http_req_t *r, int status) {
+  return status >= 0 && status < AB_HTTP_STATUS_END &&
+         ((r->ok[status >> 6] >> (status & 63)) & 1) != 0;
+}
 
 extern const ab_codec_vt_t ab_codec_http;
 

@@ -55,6 +55,8 @@ typedef struct {
                           in preference order ("h2,http/1.1"); NULL or "" =
                           no ALPN */
   int resume;          /* nonzero: session resumption (tickets) */
+  int insecure;        /* client: nonzero = do not verify the server's
+                          certificate (chain or name); the CA is ignored */
 } ab_tls_opts_t;
 
 /* After the handshake (ab_tls_info()).  The strings stay valid while the
@@ -86,7 +88,8 @@ int ab_tls_server_ctx_new(const ab_tls_opts_t *o, ab_tls_ctx_t **out);
  * trust store) and fails the handshake when verification fails.  Offers
  * o->alpn, sends SNI per o->sni (see ab_tls_opts_t).  With o->resume the
  * context keeps the last resumable session it received and offers it on
- * the next connection.
+ * the next connection.  With o->insecure nothing is verified (ca_pem is
+ * not read) and every handshake that completes is accepted.
  * Returns 0 and *out, AB_ECONFIG (bad options, or no certificate in
  * ca_pem), AB_ENOMEM or AB_EPROTO. */
 int ab_tls_client_ctx_new(const ab_tls_opts_t *o, const char *ca_pem,

@@ -8,7 +8,21 @@
 #ifndef AB_TRANSPORT_H
 #define AB_TRANSPORT_H
 
+#include <stddef.h>
 #include <stdint.h>
+
+/* http, https request mode (docs/protocols.md "Request mode"): one entry
+ * of the rotation a connection's requests follow.  headers is zero or
+ * more "Name: value\r\n" lines, already checked (no CR/LF inside). */
+typedef struct {
+  const char *method;          /* a token, e.g. "GET" */
+  const char *path;            /* starts with '/' */
+  const char *headers;         /* "" for none */
+  const char *body;            /* NULL or body_len bytes */
+  size_t body_len;
+  const uint16_t *status;      /* the success set; nstatus 0 = any 2xx */
+  uint32_t nstatus;
+} ab_http_request_opts_t;
 
 typedef struct {
   /* tls, wss, https: NULL = defaults (TLS 1.3, OpenSSL's suites, no SNI
@@ -18,6 +32,14 @@ typedef struct {
    * clients can verify it; client role with a target: the PEM to trust */
   const char *tls_cert_out;
   int tls_resume;
+  /* client: do not verify the server's certificate (tls.verify = false;
+   * said loudly by the layer that builds the case) */
+  int tls_insecure;
+  /* http, https: request mode when http_nrequests > 0 (else the echo,
+   * POST /echo); http_host is the Host header then ("host[:port]") */
+  const ab_http_request_opts_t *http_requests;
+  uint32_t http_nrequests;
+  const char *http_host;
   /* udp: socket buffers to request (bytes; 0 = the defaults 64 KiB send,
    * 4 MiB receive); server_recv_buffer applies to the server socket */
   uint32_t udp_send_buffer, udp_recv_buffer, udp_server_recv_buffer;

@@ -57,7 +57,7 @@ return { name = "short_body", protocol = "http", target = "127.0.0.1:%d", payloa
         assert.are.equal(1, #res.runs, "runs; stderr:\n" .. res.stderr)
         local r = res.runs[1]
         assert.is_false(r.ok, brief(r))
-        assert.are.equal("error", r.status, brief(r))
+        assert.are.equal("failed", r.status, brief(r))
         assert.are.equal(0, r.completed, brief(r))
         assert.are.equal(0, r.drained, brief(r))
         assert.is_true(r.message_errors >= 1, brief(r))

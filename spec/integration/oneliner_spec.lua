@@ -85,6 +85,9 @@ describe("arkbench URL", function()
         assert.equals(out, j.results)
         assert.equals("ok", j.status)
         assert.truthy(se:find("round trips/s", 1, true), se) -- the table went to stderr
+        -- a missing value is left out, never null or {}
+        assert.is_nil(so:find("null", 1, true), so)
+        assert.is_nil(so:find("{}", 1, true), so)
     end)
 
     it("runs open loop with -R, latency from the intended send times", function()
@@ -95,6 +98,21 @@ describe("arkbench URL", function()
         assert.equals("open", r.load_model)
         assert.equals(400, r.rate_asked)
         assert.truthy(so:find("open loop at 400/s", 1, true), so)
+        -- the raw view and the send lag beside the corrected ladder
+        assert.truthy(so:find("\n  Raw latency (from the actual sends, as a closed-loop tool measures): p50 ", 1, true), so)
+        assert.truthy(so:find("\n  Send lag (actual - intended send): p50 ", 1, true), so)
+        assert.truthy(so:find("; " .. tostring(r.unsent) .. " unsent\n", 1, true), so)
+    end)
+
+    it("passes --threshold to the run: a crossed rule exits 3", function()
+        local out = files.tmpdir("_ol") .. "/out"
+        local rc, so, se = run(with({ "tcp://127.0.0.1:" .. ports.tcp, "--threshold", "p99_us < 0.001" },
+            with(SHORT, { "--out", out })))
+        assert.equals(3, rc, se)
+        assert.truthy((so .. se):find('threshold crossed: default: "p99_us < 0.001"', 1, true), so .. se)
+        local rc2 = run(with({ "tcp://127.0.0.1:" .. ports.tcp, "--threshold", "p99_us < 1e9" },
+            with(SHORT, { "--out", out .. "2" })))
+        assert.equals(0, rc2)
     end)
 
     it("refuses bad URLs and flags with exit 2 and one line", function()
@@ -113,6 +131,7 @@ describe("arkbench URL", function()
             { { "tcp://127.0.0.1:1/x?y=1" }, "arkbench: 'tcp://127.0.0.1:1/x?y=1': tcp:// takes no path or"
                 .. " query (arkbench's echo); give tcp://HOST:PORT\n" },
             { { "tcp://127.0.0.1:1", "-c", "--json" }, "arkbench: -c needs a value\n" },
+            { { "tcp://127.0.0.1:1", "--ca", "-d", "1s" }, "arkbench: --ca needs a value\n" },
             { { "tcp://127.0.0.1:1", "-c", "200000" }, "arkbench: key 'clients': got 200000; expected an"
                 .. " integer from 1 to 100000\n" },
         }
@@ -122,6 +141,15 @@ describe("arkbench URL", function()
             assert.equals("", so)
             assert.equals(c[2], se)
         end
+    end)
+
+    it("names the key, not a temporary file, in the scenario's warnings", function()
+        local out = files.tmpdir("_ol") .. "/out"
+        -- 4 threads for 2 connections: the idle-loop warning
+        local rc, _, se = run(with({ "tcp://127.0.0.1:" .. ports.tcp, "-t", "4" }, with(SHORT, { "--out", out })))
+        assert.equals(0, rc, se)
+        assert.truthy(se:find("warning: key 'topology': sharded:4 with clients=2", 1, true), se)
+        assert.is_nil(se:find("lua_%w+%.lua"), se)
     end)
 
     it("prints its help with --help", function()

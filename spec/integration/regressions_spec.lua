@@ -363,7 +363,7 @@ return { name = "http_500", protocol = "http", target = "127.0.0.1:%d", payload 
             assert.are.equal(1, #res.runs, "runs; " .. all_stderr(res))
             local r = res.runs[1]
             assert.is_false(r.ok, brief(r))
-            assert.are.equal("error", r.status, brief(r))
+            assert.are.equal("failed", r.status, brief(r))
             local n = r.errors["HTTP 500"]
             assert.are.equal("number", type(n), "no HTTP 500: " .. brief(r))
             assert.is_true(n > 0, brief(r))
@@ -638,10 +638,10 @@ return { name = "silent", protocol = "tcp", target = "127.0.0.1:%d", payload = 6
             peer = last_json(stop(srv), "silent_server.py's output")
         end)
 
-        it("ends with status error (not timeout), the message timed out and the identity holds", function()
+        it("ends with status failed (not timeout), the message timed out and the identity holds", function()
             assert.are.equal(1, #res.runs, "runs; " .. all_stderr(res))
             local r = res.runs[1]
-            assert.are.equal("error", r.status, brief(r))
+            assert.are.equal("failed", r.status, brief(r))
             assert.is_false(r.ok, brief(r))
             assert.is_true(r.signal == nil or r.signal == cjson.null, "the worker was killed: " .. brief(r))
             assert.is_true(r.timed_out >= 1, brief(r))

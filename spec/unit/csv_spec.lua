@@ -122,7 +122,7 @@ describe("csv.cases", function()
         assert.are.equal("1", recs[2].runs)
         assert.are.equal("0", recs[2].runs_ok)
         assert.are.equal("1", recs[2].runs_failed)
-        assert.are.equal("error", recs[2].failed_statuses)
+        assert.are.equal("failed", recs[2].failed_statuses)
         assert.are.equal("", recs[2].round_trips_per_s_median)
         for _, m in ipairs(stats.METRICS) do
             assert.is_not_nil(recs[1][m .. "_median"], m)

@@ -34,6 +34,11 @@ describe("arkbench.exec.boot.hooks", function()
             .. " the worker", err)
         h, err = boot.hooks(path, { "clients=3" }, true, 3, nil)
         assert.is_nil(h)
+        -- --set clients=3 makes both parts the same case: the loader refuses it
+        assert.equals(path .. ": scenario parts 1 and 2 both define the case 'default' (the same value"
+            .. " for every key that names a case); give each part its own label, e.g. label = \"part 2\"", err)
+        h, err = boot.hooks(path, {}, true, 3, nil)
+        assert.is_nil(h)
         assert.equals(path .. ": case nil (index 3) is not in the scenario as loaded by the worker", err)
     end)
 
@@ -66,17 +71,20 @@ describe("arkbench.exec.conn.metatable", function()
 
     it("names the caller's line for misuse", function()
         local c = setmetatable({ _k = "k1" }, mt)
+        local line = debug.getinfo(1, "l").currentline + 1
         local ok, err = pcall(function() c:send(42) end)
         assert.is_false(ok)
-        assert.equals(HERE .. ":69: bad argument #1 to 'send' (string expected, "
+        assert.equals(HERE .. ":" .. line .. ": bad argument #1 to 'send' (string expected, "
             .. "got number)", err)
+        line = debug.getinfo(1, "l").currentline + 1
         ok, err = pcall(function() c.send({}, "x") end)
         assert.is_false(ok)
-        assert.is_truthy(err:find(HERE .. ":73: bad self to conn:send (call it as "
+        assert.is_truthy(err:find(HERE .. ":" .. line .. ": bad self to conn:send (call it as "
             .. "conn:send(...))", 1, true), err)
+        line = debug.getinfo(1, "l").currentline + 1
         ok, err = pcall(function() c:call("x", 0) end)
         assert.is_false(ok)
-        assert.equals(HERE .. ":77: conn:call is for client connections (a server"
+        assert.equals(HERE .. ":" .. line .. ": conn:call is for client connections (a server"
             .. " answers with conn:send)", err)
     end)
 end)

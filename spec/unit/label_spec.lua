@@ -25,8 +25,8 @@ describe("label", function()
     it("refuses a label that is not a short plain string", function()
         local spec, err = scenario.load(F .. "label_bad.lua")
         assert.is_nil(spec)
-        assert.equals(F .. 'label_bad.lua:1: key \'label\': got string "a\\nb"; expected a non-empty'
-            .. " string of at most 64 bytes without control characters (it names this part's cases"
+        assert.equals(F .. 'label_bad.lua:1: key \'label\': got string "a\\nb"; expected a string of 1'
+            .. " to 64 bytes, not only spaces, without control characters (it names this part's cases"
             .. " in reports)", err)
     end)
 
@@ -46,5 +46,32 @@ describe("label", function()
         for _, ch in ipairs(svg.charts(model)) do files[#files + 1] = ch.file end
         table.sort(files)
         assert.equals("big-tcp-payload4096-by-window.svg", files[1])
+    end)
+
+    it("refuses two parts that define the same case, naming both", function()
+        local path = os.tmpname()
+        finally(function() os.remove(path) end)
+        local f = io.open(path, "w")
+        f:write("return { { label = 'a', payload = 64 }, { label = 'b', payload = 64 },"
+            .. " { label = 'a', payload = 64 } }\n")
+        f:close()
+        local spec, err = scenario.load(path)
+        assert.is_nil(spec)
+        assert.equals(path .. ": scenario parts 1 and 3 both define the case 'label=a' (the same value"
+            .. " for every key that names a case); give each part its own label, e.g. label = \"part 3\"", err)
+    end)
+
+    it("names parts that differ only in a table key by it, and leaves a missing key out", function()
+        local path = os.tmpname()
+        finally(function() os.remove(path) end)
+        local f = io.open(path, "w")
+        f:write("return { { protocol = 'tls', tls = { version = '1.2' } },"
+            .. " { protocol = 'tls', tls = { version = '1.3' } }, { protocol = 'tls', rate = 100 } }\n")
+        f:close()
+        local spec = assert(scenario.load(path))
+        local ids = {}
+        for i, c in ipairs(matrix.expand(spec)) do ids[i] = c.case_id end
+        assert.same({ "tls={version:1.2}", "tls={version:1.3}", "rate=100" }, ids)
+        for _, id in ipairs(ids) do assert.is_nil(id:find("nil", 1, true)) end
     end)
 end)

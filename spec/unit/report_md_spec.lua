@@ -129,7 +129,7 @@ describe("report_md", function()
         local t = section(render(), "## Failed runs")
         assert.truthy(t:find("| case | rep | status | error | errors | sent | completed | drained | timed out "
             .. "| msg errors | unfinished |", 1, true))
-        assert.truthy(t:find("| payload=1024 clients=1 window=1 topology=sharded:2 | 3 | error | ECONNRESET: reset \\| peer "
+        assert.truthy(t:find("| payload=1024 clients=1 window=1 topology=sharded:2 | 3 | failed | ECONNRESET: reset \\| peer "
             .. "| ECONNRESET 2 | 1,000 | 900 | 0 | 0 | 100 | 0 |", 1, true), t)
         assert.truthy(t:find("| payload=64 clients=16 window=16 topology=sharded:2 | 2 | timeout | worker exceeded 31 s (SIGKILL) "
             .. "| ETIMEDOUT 16 | - | - | - | - | - | - |", 1, true), t)

@@ -40,7 +40,7 @@ local EXPECTED = table.concat({
     "-------  -------  ------  ---------  --------------------------------  -------  ------  ------  -----  -------  ----",
     "     64        1       1  sharded:1     50,001 [   48,214,    51,022]      3.0    19.1    30.0     99      9.0   3/3",
     "   1024       16      16  shared:4   1,216,301 [1,198,035, 1,234,567]  1,187.8     213   1,951    389     25.3   2/3",
-    "  16384       16      16  sharded:1  FAILED (timeout: worker exceeded 31 s)                                      0/2",
+    "  16384       16      16  sharded:1  FAILED (timeout: worker exceeded 31 s (SIGKILL))                            0/2",
     "",
 }, "\n")
 
@@ -103,6 +103,15 @@ describe("report.axes", function()
         }, {})
         assert.are.same({ "rate" }, report.axes(s))
     end)
+
+    it("shows target when the cases are against different servers", function()
+        local s = stats.summarize({
+            run("a", { payload = 64, target = "127.0.0.1:7000" }, 1, { 1, 1, 1, 1, 1, 1 }),
+            run("b", { payload = 64, target = "127.0.0.1:7001" }, 1, { 1, 1, 1, 1, 1, 1 }),
+        }, {})
+        assert.are.same({ "target" }, report.axes(s))
+        assert.truthy(report.terminal_table(s):find("127.0.0.1:7001", 1, true))
+    end)
 end)
 
 describe("report.terminal_table", function()
@@ -139,27 +148,30 @@ describe("report.terminal_table", function()
 
     it("shows FAILED with status and error for a case without an ok run", function()
         local out = report.terminal_table(summary())
-        assert.matches("16384       16      16  sharded:1  FAILED %(timeout: worker exceeded 31 s%)%s+0/2\n",
+        assert.matches("16384       16      16  sharded:1  FAILED %(timeout: worker exceeded 31 s %(SIGKILL%)%)%s+0/2\n",
             out)
         local s = stats.summarize({ failed("x", C1, 1, "crashed", nil, "SIGSEGV") }, {})
         assert.matches("FAILED %(crashed: SIGSEGV%)%s+0/1\n$", report.terminal_table(s))
     end)
 
-    it("puts a long failure text on its own line, widening no column, and keeps it ASCII", function()
+    it("puts a long failure text whole under its row, wrapped at 80, widening no column, ASCII", function()
         local long = "ECONNREFUSED \226\128\148 connection refused\nconnecting to 127.0.0.1:40001 "
             .. string.rep("x", 80)
         local s = stats.summarize({
             run("a", C1, 1, { 1000, 1, 10, 20, 50, 1048576 }),
-            failed("b", C2, 1, "error", long),
+            failed("b", C2, 1, "failed", long),
         }, {})
         local ls = lines(report.terminal_table(s))
         local alone = lines(report.terminal_table(stats.summarize({
             run("a", C1, 1, { 1000, 1, 10, 20, 50, 1048576 }) }, {})))
         -- the number columns are as wide as without the failed case
         assert.are.equal(alone[1]:match("round trips/s.*$"), ls[1]:match("round trips/s.*$"))
-        assert.are.equal(
-            "  FAILED (error: ECONNREFUSED ? connection refused connecting to 127.0...)", ls[5])
-        assert.truthy(ls[4]:find("^   1024       16      16  shared:4   FAILED %(below%)%s+0/1$"), ls[4])
+        assert.are.equal("  FAILED (failed: ECONNREFUSED ? connection refused connecting to", ls[5])
+        assert.are.equal("    127.0.0.1:40001", ls[6])
+        assert.are.equal("    " .. string.rep("x", 76), ls[7])
+        assert.are.equal("    xxxx)", ls[8])
+        assert.are.equal(8, #ls)
+        assert.truthy(ls[4]:find("^   1024       16      16  shared:4   FAILED %(failed, below%)%s+0/1$"), ls[4])
         assert.are.equal(chars(ls[1]), chars(ls[4]))
         assert.are.equal(chars(ls[1]), chars(ls[3]))
         for _, l in ipairs(ls) do

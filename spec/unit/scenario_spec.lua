@@ -98,8 +98,8 @@ describe("scenario.load", function()
             assert.equals(F .. "unknown_far.lua:2: unknown key 'frobnicate'; known keys: name, "
                 .. "label, description, protocol, framing, payload, clients, window, load, topology, "
                 .. "execution, work, warmup, duration, repetitions, rate, interval, timeout, placement, "
-                .. "target, tls, udp, client, server, message, expect"
-                .. ", thresholds",
+                .. "target, tls, udp, request, client, server, message, expect"
+                .. ", thresholds, max_error_rate",
                 load_err("unknown_far.lua"))
         end)
 
@@ -356,12 +356,12 @@ describe("scenario.load", function()
                 .. "\"big\"; expected an integer from 1 to 1073741824 (bytes) or a size such as \"64B\", \"16KiB\", \"1MiB\"",
                 load_err("minimal.lua", { "protocol=udp", "udp.recv_buffer=big" }))
             assert.equals("--set payload.x=1: key 'payload' takes a value, not sub-keys; "
-                .. "--set KEY.SUB=value is for tls, udp", load_err("minimal.lua", { "payload.x=1" }))
+                .. "--set KEY.SUB=value is for request, tls, udp", load_err("minimal.lua", { "payload.x=1" }))
             assert.equals("--set tsl.ca=f: unknown key 'tsl'; did you mean 'tls'?",
                 load_err("minimal.lua", { "tsl.ca=f" }))
             -- a whole table cannot be typed: the message says how to give it
             assert.equals("--set tls={ca=f}: key 'tls': got string \"{ca=f}\"; expected a table with "
-                .. "keys version, ciphers, sni, alpn, resume, ca (on the command line: --set tls.ca=..., "
+                .. "keys version, ciphers, sni, alpn, resume, ca, verify (on the command line: --set tls.ca=..., "
                 .. "one key at a time)", load_err("minimal.lua", { "protocol=tls", "tls={ca=f}" }))
         end)
 
@@ -547,6 +547,30 @@ describe("scenario.load", function()
                 load_err("minimal.lua", { "interval=0.01", "duration=100" }))
             assert.matches("interval is not a matrix axis",
                 load_err("minimal.lua", { "interval=0.1,0.2" }))
+        end)
+
+        it("takes max_error_rate from 0 to 1, one value, into every case; none by default", function()
+            local spec = assert(scenario.load(F .. "minimal.lua", { "max_error_rate=0.01" }))
+            assert.equals(0.01, spec.keys.max_error_rate)
+            for _, c in ipairs(matrix.expand(spec)) do assert.equals(0.01, c.max_error_rate) end
+            local plain = assert(scenario.load(F .. "minimal.lua"))
+            assert.is_nil(plain.keys.max_error_rate)
+            for _, c in ipairs(matrix.expand(plain)) do assert.is_nil(c.max_error_rate) end
+            local expected = "expected a number from 0 to 1 (the highest (timed_out + message_errors)"
+                .. " / sent a run may have and not fail)"
+            assert.equals("--set max_error_rate=1.5: key 'max_error_rate': got 1.5; " .. expected,
+                load_err("minimal.lua", { "max_error_rate=1.5" }))
+            assert.matches("max_error_rate is not a matrix axis",
+                load_err("minimal.lua", { "max_error_rate=0.1,0.2" }))
+            -- in a file: the file, the line and the key
+            local path = os.tmpname()
+            finally(function() os.remove(path) end)
+            local f = io.open(path, "w")
+            f:write('return {\n    protocol = "tcp",\n    max_error_rate = "1%",\n}\n')
+            f:close()
+            local none, err = scenario.load(path)
+            assert.is_nil(none)
+            assert.equals(path .. ":3: key 'max_error_rate': got string \"1%\"; " .. expected, err)
         end)
 
         it("takes the in-flight limit from the table", function()

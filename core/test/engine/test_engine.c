@@ -35,6 +35,7 @@ static void run_ok(ab_case_cfg_t c) {
   CHECK(c.driver != NULL);
   CHECK(ab_run_case(&c, &r) == 0);
   CHECK(r.ok);
+  CHECK(r.status == AB_RUN_OK);
   if (!r.ok) fprintf(stderr, "  error: %s\n", r.error);
   CHECK(r.completed > 0);
   CHECK_EQ_U64(r.sent, r.completed + r.drained + r.timed_out + r.message_errors + r.unfinished);
@@ -76,6 +77,19 @@ int main(void) {
   CHECK_EQ_U64(zeros, 6);
   CHECK(r.nnotes >= 1 && strstr(r.notes[0], "6 of 8 loops have no connection") != NULL);
   ab_result_free(&r);
+
+  /* 1 client on sharded:8: one loop has work, the 7 idle ones are not
+   * busy threads, so no oversubscription note (8 threads on fewer CPUs
+   * were one before) */
+  c.clients = 1;
+  c.threads = 8;
+  run_ok(c);
+  for (int i = 0; i < r.nnotes; i++) {
+    CHECK(strstr(r.notes[i], "oversubscribed") == NULL);
+    if (strstr(r.notes[i], "oversubscribed")) fprintf(stderr, "  note: %s\n", r.notes[i]);
+  }
+  ab_result_free(&r);
+
 
   /* shared:N: N loop threads on one reactor set; every connection's
    * replies counted once whichever thread ran it (the identity and the

@@ -75,8 +75,8 @@ static void side_start(side_t *s, int fd, ab_tls_ctx_t *ctx, int is_client, uint
   ab_conn_init(&s->conn, tls, scratch);
   s->conn.data = s;
   s->is_server = !is_client;
-  CHECK(ab_conn_start(&s->conn, &reactor, &s->tcp, !is_client,
-                      (ab_sockio_kept_t){&s->rbuf, &s->rcap, &s->rlen}, &cbs) == 0);
+  CHECK(ab_conn_start(&s->conn, &reactor, &s->tcp, (ab_sockio_kept_t){&s->rbuf, &s->rcap, &s->rlen},
+                      &cbs) == 0);
 }
 
 static void side_end(side_t *s) {

@@ -1,7 +1,9 @@
 /* test_sockio.c -- sockio.h on a real libuv loop over loopback TCP: output
  * the kernel does not take is kept and sent in order when the socket is
- * writable; an echo server's reads pause while output is pending and a
- * client's do not; end of stream; a peer that resets after sending (its
+ * writable; reads go on while the backlog is under the bound, stop above
+ * AB_SOCKIO_HIGH (recv returns 0 with data waiting) and resume at
+ * AB_SOCKIO_LOW, for pending output and for owed output
+ * (ab_sockio_owe); end of stream; a peer that resets after sending (its
  * data is still read, then the reset is seen by recv); a reset while output
  * is pending drops it and reaches the reader (or on_error, once, when the
  * owner holds its reads); a send that meets a reset returns 0 and the
@@ -31,6 +33,7 @@ typedef struct {
   uv_tcp_t tcp;
   int readable_calls;
   int readable_while_pending; /* on_readable ran with output pending */
+  size_t readable_backlog_max; /* the largest backlog on_readable ran with */
   size_t got;                 /* bytes our recv returned */
   ssize_t last;               /* last recv result <= 0 */
   int errors;
@@ -43,6 +46,7 @@ static void on_readable(ab_sockio_t *io) {
   uint8_t buf[4096];
   s->readable_calls++;
   if (!ab_sockio_idle(io)) s->readable_while_pending++;
+  if (ab_sockio_backlog(io) > s->readable_backlog_max) s->readable_backlog_max = ab_sockio_backlog(io);
   for (;;) {
     ssize_t n = ab_sockio_recv(io, buf, sizeof(buf));
     if (n > 0) {
@@ -65,11 +69,11 @@ static void on_error(ab_sockio_t *io, int err) {
   if (s->stop_at_end) uv_stop(&loop);
 }
 
-static void start_side(side_t *s, int fd, int pause) {
+static void start_side(side_t *s, int fd) {
   memset(s, 0, sizeof(*s));
   CHECK(uv_tcp_init(&loop, &s->tcp) == 0);
   CHECK(uv_tcp_open(&s->tcp, fd) == 0);
-  CHECK(ab_sockio_start(&s->io, &reactor, &s->tcp, pause, on_readable, on_error) == 0);
+  CHECK(ab_sockio_start(&s->io, &reactor, &s->tcp, on_readable, on_error) == 0);
 }
 
 static void close_side(side_t *s) {
@@ -81,7 +85,7 @@ static void close_side(side_t *s) {
 
 /* A loopback pair with our end in s; small socket buffers force short
  * writes.  Returns the peer's descriptor. */
-static int open_pair(side_t *s, int pause, int small, int stop_at_end) {
+static int open_pair(side_t *s, int small, int stop_at_end) {
   int a, b;
   tcp_pair(&a, &b);
   if (small) {
@@ -89,7 +93,7 @@ static int open_pair(side_t *s, int pause, int small, int stop_at_end) {
     setsockopt(a, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
     setsockopt(b, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
   }
-  start_side(s, a, pause);
+  start_side(s, a);
   s->stop_at_end = stop_at_end;
   return b;
 }
@@ -122,15 +126,18 @@ static void on_peer(uv_poll_t *h, int status, int events) {
   }
 }
 
-/* 8 MiB into small socket buffers: most of it is pending after the call;
- * the peer then receives every byte, in order, and the pending buffer
- * empties.  With pause_reads the data the peer sent us is read only after
- * that; without it, while output is still pending. */
-static void test_pending(int pause) {
+/* `total` bytes into small socket buffers: most of it is pending after the
+ * call; the peer then receives every byte, in order, and the pending
+ * buffer empties.  The peer has sent us 5 bytes meanwhile.  Under the
+ * bound (1 MiB) they are read while output is still pending; over it
+ * (8 MiB > AB_SOCKIO_HIGH) reading stops -- no EPOLLIN, and a recv returns
+ * 0 although the bytes are there -- and resumes only once the backlog is
+ * back to AB_SOCKIO_LOW. */
+static void test_pending(size_t total) {
   side_t s;
-  int b = open_pair(&s, pause, 1, 0);
+  int b = open_pair(&s, 1, 0);
+  int over = total > AB_SOCKIO_HIGH;
 
-  size_t total = (size_t)8 << 20;
   uint8_t *data = malloc(total);
   for (size_t i = 0; i < total; i++) data[i] = pattern(i);
   CHECK(ab_sockio_send(&s.io, data, total / 2) == 0);
@@ -139,9 +146,15 @@ static void test_pending(int pause) {
   CHECK(ab_sockio_send(&s.io, data + total / 2, total - total / 2) == 0);
   CHECK(s.io.plen - s.io.poff > total / 2);
   CHECK(s.io.events & UV_WRITABLE);
-  CHECK(pause ? !(s.io.events & UV_READABLE) : (s.io.events & UV_READABLE) != 0);
+  CHECK(over ? !(s.io.events & UV_READABLE) : (s.io.events & UV_READABLE) != 0);
+  CHECK(over ? !ab_sockio_may_read(&s.io) : ab_sockio_may_read(&s.io));
   /* the peer has something for us too */
   CHECK(send(b, "hello", 5, 0) == 5);
+  if (over) {
+    uint8_t buf[16];
+    usleep(20000);
+    CHECK(ab_sockio_recv(&s.io, buf, sizeof(buf)) == 0); /* pushed back */
+  }
 
   peer_t p;
   memset(&p, 0, sizeof(p));
@@ -157,8 +170,8 @@ static void test_pending(int pause) {
   uv_run(&loop, UV_RUN_NOWAIT); /* let the re-armed read see "hello" */
   CHECK_EQ_U64(s.got, 5);
   CHECK(s.readable_calls >= 1);
-  if (pause) CHECK_EQ_U64(s.readable_while_pending, 0);
-  else CHECK(s.readable_while_pending > 0);
+  CHECK(s.readable_while_pending > 0);
+  if (over) CHECK(s.readable_backlog_max <= AB_SOCKIO_LOW);
   CHECK(s.io.events == UV_READABLE);
   CHECK_EQ_U64(s.errors, 0);
 
@@ -168,10 +181,56 @@ static void test_pending(int pause) {
   free(data);
 }
 
+/* Owed output counts like pending output: reading stops above
+ * AB_SOCKIO_HIGH, stays stopped down to AB_SOCKIO_LOW (hysteresis), and
+ * resumes there; the bytes that waited are read then.  What the owner is
+ * allowed of its own (ab_sockio_allow) raises both bounds. */
+static void test_owe(void) {
+  side_t s;
+  int b = open_pair(&s, 0, 0);
+  CHECK(ab_sockio_owe(&s.io, AB_SOCKIO_HIGH) == 0);
+  CHECK(ab_sockio_may_read(&s.io)); /* at the bound, not over it */
+  CHECK(ab_sockio_owe(&s.io, AB_SOCKIO_HIGH + 1) == 0);
+  CHECK(!ab_sockio_may_read(&s.io));
+  CHECK(!(s.io.events & UV_READABLE));
+  CHECK(send(b, "abcd", 4, 0) == 4);
+  usleep(20000);
+  uv_run(&loop, UV_RUN_NOWAIT);
+  CHECK_EQ_U64(s.readable_calls, 0);
+  uint8_t buf[16];
+  CHECK(ab_sockio_recv(&s.io, buf, sizeof(buf)) == 0);
+  CHECK(ab_sockio_owe(&s.io, AB_SOCKIO_LOW + 1) == 0);
+  CHECK(!ab_sockio_may_read(&s.io));
+  uv_run(&loop, UV_RUN_NOWAIT);
+  CHECK_EQ_U64(s.readable_calls, 0);
+  CHECK(ab_sockio_owe(&s.io, AB_SOCKIO_LOW) == 0);
+  CHECK(ab_sockio_may_read(&s.io));
+  CHECK(s.io.events & UV_READABLE);
+  uv_run(&loop, UV_RUN_NOWAIT);
+  CHECK_EQ_U64(s.readable_calls, 1);
+  CHECK_EQ_U64(s.got, 4);
+  /* what the owner is allowed of its own raises both bounds */
+  CHECK(ab_sockio_allow(&s.io, AB_SOCKIO_HIGH) == 0);
+  CHECK(ab_sockio_owe(&s.io, 2 * AB_SOCKIO_HIGH) == 0);
+  CHECK(ab_sockio_may_read(&s.io));
+  CHECK(ab_sockio_owe(&s.io, 2 * AB_SOCKIO_HIGH + 1) == 0);
+  CHECK(!ab_sockio_may_read(&s.io));
+  CHECK(ab_sockio_owe(&s.io, AB_SOCKIO_HIGH + AB_SOCKIO_LOW + 1) == 0);
+  CHECK(!ab_sockio_may_read(&s.io));
+  CHECK(ab_sockio_owe(&s.io, AB_SOCKIO_HIGH + AB_SOCKIO_LOW) == 0);
+  CHECK(ab_sockio_may_read(&s.io));
+  CHECK(ab_sockio_allow(&s.io, SIZE_MAX) == 0);
+  CHECK(ab_sockio_owe(&s.io, SIZE_MAX / 2) == 0);
+  CHECK(ab_sockio_may_read(&s.io)); /* all of it the owner's own */
+  CHECK(ab_sockio_owe(&s.io, 0) == 0);
+  close_side(&s);
+  close(b);
+}
+
 /* The peer closes: recv says UV_EOF. */
 static void test_eof(void) {
   side_t s;
-  int b = open_pair(&s, 1, 0, 1);
+  int b = open_pair(&s, 0, 1);
   CHECK(send(b, "abc", 3, 0) == 3);
   close(b);
   uv_run(&loop, UV_RUN_DEFAULT);
@@ -193,7 +252,7 @@ static void reset(int fd) {
  * read's state. */
 static void test_reset_after_data(void) {
   side_t s;
-  int b = open_pair(&s, 1, 0, 1);
+  int b = open_pair(&s, 0, 1);
   CHECK(send(b, "warm", 4, 0) == 4);
   for (int i = 0; i < 100 && s.got < 4; i++) {
     usleep(1000);
@@ -219,16 +278,18 @@ static void test_reset_after_data(void) {
   free(data);
 }
 
-/* Output pending (reads paused) when the peer resets: the pending output
- * is dropped and the reader meets the reset in recv; on_error stays
- * silent.  With reads held by the owner instead, on_error reports it. */
+/* Output pending over the bound (reads stopped) when the peer resets: the
+ * pending output is dropped, which lets reading go on, and the reader
+ * meets the reset in recv; on_error stays silent.  With reads held by the
+ * owner instead, on_error reports it. */
 static void test_reset_while_pending(int hold) {
   side_t s;
-  int b = open_pair(&s, 1, 1, 1);
-  size_t total = (size_t)4 << 20;
+  int b = open_pair(&s, 1, 1);
+  size_t total = (size_t)8 << 20;
   uint8_t *data = calloc(1, total);
   CHECK(ab_sockio_send(&s.io, data, total) == 0);
   CHECK(!ab_sockio_idle(&s.io));
+  CHECK(!ab_sockio_may_read(&s.io));
   if (hold) CHECK(ab_sockio_hold_reads(&s.io, 1) == 0);
   reset(b);
   uv_run(&loop, UV_RUN_DEFAULT);
@@ -252,7 +313,7 @@ static void test_reset_while_pending(int hold) {
  * 1000 bytes, then the reset that the send met, not a plain EOF. */
 static void test_send_after_reset(void) {
   side_t s;
-  int b = open_pair(&s, 0, 0, 1);
+  int b = open_pair(&s, 0, 1);
   uint8_t data[1000];
   memset(data, 'x', sizeof(data));
   CHECK(send(b, data, sizeof(data), 0) == (ssize_t)sizeof(data));
@@ -280,7 +341,7 @@ static void test_send_after_reset(void) {
  * it is ECONNRESET on both sides. */
 static void test_fin_then_reset(int fin_first) {
   side_t s;
-  int b = open_pair(&s, 0, 0, 1);
+  int b = open_pair(&s, 0, 1);
   uint8_t data[1000];
   memset(data, 'x', sizeof(data));
   CHECK(send(b, data, sizeof(data), 0) == (ssize_t)sizeof(data));
@@ -302,7 +363,7 @@ static void test_fin_then_reset(int fin_first) {
 /* Held reads: data waiting is not read until the owner lets go. */
 static void test_hold_reads(void) {
   side_t s;
-  int b = open_pair(&s, 0, 0, 0);
+  int b = open_pair(&s, 0, 0);
   CHECK(ab_sockio_hold_reads(&s.io, 1) == 0);
   CHECK(!ab_sockio_may_read(&s.io));
   CHECK(send(b, "abcd", 4, 0) == 4);
@@ -323,7 +384,7 @@ static void test_hold_reads(void) {
  * behind pending output. */
 static void test_reserve_commit(void) {
   side_t s;
-  int b = open_pair(&s, 0, 0, 0);
+  int b = open_pair(&s, 0, 0);
   uint8_t *d = ab_sockio_reserve(&s.io, 1000);
   CHECK(d != NULL);
   for (size_t i = 0; i < 1000; i++) d[i] = pattern(i);
@@ -349,8 +410,9 @@ static void test_reserve_commit(void) {
 int main(void) {
   CHECK(uv_loop_init(&loop) == 0);
   ab_reactor_uv_init(&reactor, &loop, NULL);
-  test_pending(1);
-  test_pending(0);
+  test_pending((size_t)1 << 20);
+  test_pending((size_t)8 << 20);
+  test_owe();
   test_eof();
   test_reset_after_data();
   test_reset_while_pending(0);

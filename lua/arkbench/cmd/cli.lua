@@ -14,10 +14,11 @@
 --   arkbench env                   print the environment as env.json has it
 --   arkbench help
 --
--- Exit codes: 0 all runs ok; 1 some run failed, or a file could not be
--- written (any command); 2 the scenario or command line is wrong; 3 a
--- threshold was crossed (or compare --max-regression found a regression)
--- and no run failed; 130 interrupted (results so far kept).
+-- Exit codes: 0 all runs ok; 1 some run failed or degraded (status other
+-- than ok: arkbench.run.status.exit_code), or a file could not be written
+-- (any command); 2 the scenario or command line is wrong; 3 a threshold was
+-- crossed (or compare --max-regression found a regression) and every run
+-- was ok; 130 interrupted (results so far kept).
 
 local core = require("arkbench.core")
 
@@ -100,9 +101,9 @@ local HELP = {
 }
 
 local EXIT_CODES = [[
-exit codes: 0 ok, 1 some run failed or a write failed, 2 bad scenario or
-command line, 3 a threshold crossed (no run failed), 130 interrupted
-(finished runs are kept)
+exit codes: 0 every run ok, 1 some run failed or degraded or a write failed,
+2 bad scenario or command line, 3 a threshold crossed (every run ok),
+130 interrupted (finished runs are kept)
 ]]
 
 local function usage()
@@ -175,7 +176,7 @@ local function parse_run_args(args, first)
         end
         if a == "--set" or a == "--filter" or a == "--out" or a == "--threshold" then
             local v = value()
-            if v == nil then return nil, a .. " needs a value" end
+            if v == nil or (v:match("^%-%-%a") and a ~= "--threshold") then return nil, a .. " needs a value" end
             if a == "--out" then o.out = v
             elseif a == "--threshold" then o.thresholds[#o.thresholds + 1] = v
             elseif a == "--set" then o.sets[#o.sets + 1] = v
@@ -213,21 +214,24 @@ end
 
 local function progress_printer(total_runs)
     local tty = core.isatty(2)
-    local failed = 0
+    local failed, degraded = 0, 0
     local t0 = core.now_ns()
+    local status = require("arkbench.run.status")
     return function(obj, done, total)
         total = total or total_runs
-        if obj.ok ~= true then failed = failed + 1 end
+        local st = status.of(obj)
+        if st == "degraded" then degraded = degraded + 1
+        elseif st ~= "ok" then failed = failed + 1 end
         local elapsed = (core.now_ns() - t0) / 1e9
         local eta = done > 0 and elapsed / done * (total - done) or 0
-        local line = str_format("[%d/%d] %s rep %s: %s%s  failed %d  ETA %ds",
-            done, total, tostring(obj.case_id), tostring(obj.repetition),
-            obj.ok and "ok" or tostring(obj.status or "failed"),
+        local line = str_format("[%d/%d] %s rep %s: %s%s  failed %d%s  ETA %ds",
+            done, total, tostring(obj.case_id), tostring(obj.repetition), st,
             (obj.round_trips_per_s and str_format(" %.0f rt/s", obj.round_trips_per_s) or "")
             .. ((obj.load_model == "open" and type(obj.rate_achieved) == "number"
                  and type(obj.rate_asked) == "number")
                 and str_format(" (rate %.0f of %.0f/s)", obj.rate_achieved, obj.rate_asked) or ""),
-            failed, math.floor(eta + 0.5))
+            failed, degraded > 0 and str_format("  degraded %d", degraded) or "",
+            math.floor(eta + 0.5))
         -- a run that misses its rate says so, never silently (report/openloop.lua)
         local warning = require("arkbench.report.openloop").rate_warning(obj)
         if warning then line = line .. "  RATE NOT MET" end
@@ -340,7 +344,18 @@ function _M.run(args, ropts)
         io_stderr:write("arkbench: interrupted by ", core.interrupted(), " before the first run\n")
         return 130
     end
-    for _, w in ipairs(spec.warnings or {}) do io_stderr:write("warning: ", w, "\n") end
+    -- an idle-loop warning ("sharded:4 with clients=1: ...") is about the
+    -- whole matrix: after --filter, only when a kept case has that pair
+    local kept = {}
+    for _, c in ipairs(cases) do kept[tostring(c.topology) .. " " .. tostring(c.clients)] = true end
+    for _, w in ipairs(spec.warnings or {}) do
+        local topo, clients = w:match("(%l+:%d+) with clients=(%d+): %d+ of %d+ loops run without")
+        if ropts and ropts.hide_path then
+            -- the one-liner's scenario is a temporary file: name the key only
+            w = w:gsub("^" .. ropts.hide_path:gsub("%p", "%%%0") .. ":%d*:? ?", "")
+        end
+        if not topo or kept[topo .. " " .. clients] then io_stderr:write("warning: ", w, "\n") end
+    end
     local runs_total = 0
     for _, c in ipairs(cases) do runs_total = runs_total + (c.repetitions or 1) end
     if o.list then
@@ -363,11 +378,13 @@ function _M.run(args, ropts)
     end
     local soft = core.nofile_limit(need)
     if worst and soft < need then
-        return die(str_format("%s: clients = %d%s needs about %d file descriptors per process,"
+        -- split halves the need: suggest it only when it would fit
+        local split_fits = not worst.target and worst.placement ~= "split" and worst.clients + 256 <= soft
+        return die(str_format("%s: %sclients = %d%s needs about %d file descriptors per process,"
             .. " but this host allows %d (ulimit -n; fs.nr_open); lower clients%s or raise the limit",
-            o.path, worst.clients, worst.placement == "split" and " (placement = \"split\")" or "",
-            need, soft, (worst.target or worst.placement == "split") and ""
-                or ", use placement = \"split\" (one end per process)"))
+            o.path, #cases > 1 and ("case " .. worst.case_id .. ": ") or "", worst.clients,
+            worst.placement == "split" and " (placement = \"split\")" or "", need, soft,
+            split_fits and ", use placement = \"split\" (one end per process)" or ""))
     end
 
     local env = require("arkbench.util.env")
@@ -491,6 +508,7 @@ function _M.report(args)
         else return die("unexpected argument '" .. a .. "'") end
     end
     if not dir then return die("report needs a result folder: arkbench report results/tcp/<UTC>") end
+    if #dir > 1 then dir = dir:gsub("/+$", "") end
     local stats = require("arkbench.report.stats")
     local runfile = require("arkbench.report.runfile")
     local runs, err, warning = stats.read_jsonl(dir .. "/runs.jsonl")
@@ -614,7 +632,13 @@ end
 
 function _M.main(args)
     local cmd = args[1]
-    if cmd == "help" and args[2] ~= nil then
+    if cmd == "help" and (args[2] == "--help" or args[2] == "-h") then
+        io_stdout:write(command_help("help"))
+        return 0
+    elseif cmd == "help" and args[2] ~= nil and require("arkbench.cmd.url").is_url(args[2]) then
+        io_stdout:write(require("arkbench.cmd.url").USAGE)
+        return 0
+    elseif cmd == "help" and args[2] ~= nil then
         if not HELP[args[2]] then
             return die("help: unknown command '" .. tostring(args[2]) .. "' (see arkbench help)")
         end

@@ -67,6 +67,14 @@ function _M.main(args)
         i = i + 1
     end
     if o["cert-out"] then
+        local tls_protocols = { tls = true, wss = true, https = true }
+        if not tls_protocols[o.protocol] then
+            io_stderr:write("arkbench serve: warning: --cert-out has no effect: --protocol ",
+                tostring(o.protocol), " has no certificate (tls, wss and https have)\n")
+            o["cert-out"] = nil
+        end
+    end
+    if o["cert-out"] then
         local f = io.open(o["cert-out"], "r")
         if f then
             f:close()
@@ -74,6 +82,15 @@ function _M.main(args)
                 .. " it would be overwritten (give a new file name)\n")
             return 2
         end
+        -- can it be written? (checked before anything listens)
+        local w, werr = io.open(o["cert-out"], "w")
+        if not w then
+            io_stderr:write("arkbench serve: --cert-out ", o["cert-out"], ": cannot write it: ",
+                tostring(werr):gsub("^[^:]*: ", ""), "\n")
+            return 2
+        end
+        w:close()
+        os.remove(o["cert-out"])
     end
     -- every value checked before anything listens
     local matrix = require("arkbench.scenario.matrix")

@@ -125,6 +125,7 @@ local FLAGS = {
     latency = { "latency", "flag" },
     out = { "out", "text" },
     json = { "json", "flag" },
+    threshold = { "thresholds", "list" },
     h = { "help", "flag" }, help = { "help", "flag" },
 }
 
@@ -159,7 +160,7 @@ local function convert(name, kind, v)
 end
 
 function _M.parse_args(args)
-    local o = { headers = {} }
+    local o = { headers = {}, thresholds = {} }
     local u, why = _M.parse_url(args[1])
     if not u then return nil, why end
     o.url = u
@@ -186,7 +187,8 @@ function _M.parse_args(args)
                 i = i + 1
                 value = args[i]
                 -- "-c --out DIR": the value is missing, not "--out"
-                if value == nil or (value:sub(1, 2) == "--" and #value > 2) then
+                if value == nil or (value:sub(1, 2) == "--" and #value > 2)
+                   or (value:match("^%-%a$") and FLAGS[value:sub(2)]) then
                     return nil, a .. " needs a value"
                 end
             end
@@ -282,7 +284,16 @@ function _M.numbers(run)
         payload_mib_per_s = run.payload_mib_per_s, load_model = run.load_model,
         rate_asked = run.rate_asked, rate_achieved = run.rate_achieved, rate_met = run.rate_met,
         latency_us = {}, http_status = run.http and run.http.status or nil,
+        unsent = run.unsent, reconnects = run.reconnects,
     }
+    -- open loop: the raw view (from the actual sends: what a closed-loop
+    -- tool would show) and how late the sends went out
+    local function view(t)
+        if type(t) ~= "table" or type(t.p50) ~= "number" then return nil end
+        return { p50 = t.p50, p90 = t.p90, p99 = t.p99, p999 = t.p999, max = t.max }
+    end
+    out.raw_latency_us = view(run.rtt_raw_us)
+    out.send_lag_us = view(run.send_lag_us)
     local enc = run.rtt_histogram
     if type(enc) == "string" then
         local s = core.hist_summary(enc)
@@ -319,13 +330,24 @@ function _M.summary_text(o, run, dir)
     else
         line("  Latency   no reply measured")
     end
+    if n.raw_latency_us then
+        local r = n.raw_latency_us
+        line("  Raw latency (from the actual sends, as a closed-loop tool measures): p50 %s  p99 %s  max %s",
+            dur_text(r.p50), dur_text(r.p99), dur_text(r.max))
+    end
+    if n.send_lag_us then
+        local l = n.send_lag_us
+        line("  Send lag (actual - intended send): p50 %s  p99 %s  max %s; %s unsent", dur_text(l.p50),
+            dur_text(l.p99), dur_text(l.max), tostring(n.unsent or 0))
+    end
     line("  %s requests in %.2fs, %s timed out, %s errors", tostring(n.requests or 0), n.measured_s or 0,
         tostring(n.timed_out or 0), tostring(n.errors or 0))
+    if (n.reconnects or 0) > 0 then line("  %s reconnects", tostring(n.reconnects)) end
     if type(n.error_classes) == "table" and next(n.error_classes) then
         local cl = {}
         for k, v in pairs(n.error_classes) do cl[#cl + 1] = k .. " " .. tostring(v) end
         table.sort(cl)
-        line("  Errors by class: %s", concat(cl, ", "))
+        line("  Errors by class (every phase, reconnect attempts too): %s", concat(cl, ", "))
     end
     if type(n.http_status) == "table" and next(n.http_status) then
         local cl = {}
@@ -379,7 +401,8 @@ function _M.main(args, cli)
     end
     local rargs = { "run", path }
     if o.out then rargs[#rargs + 1] = "--out"; rargs[#rargs + 1] = o.out end
-    local code, dir = cli.run(rargs, { table_out = o.json and io_stderr or nil, quiet_end = true })
+    for _, t in ipairs(o.thresholds) do rargs[#rargs + 1] = "--threshold"; rargs[#rargs + 1] = t end
+    local code, dir = cli.run(rargs, { table_out = o.json and io_stderr or nil, hide_path = path })
     os.remove(path)
     if not dir then return code end
     local runs = require("arkbench.report.stats").read_jsonl(dir .. "/runs.jsonl") or {}
@@ -391,6 +414,10 @@ function _M.main(args, cli)
         n.url = args[1]
         n.connections, n.threads, n.window = o.connections or 16, o.threads or 1, o.window or 1
         n.results = dir
+        -- a missing value is left out (not null, not an empty table)
+        for k, v in pairs(n) do
+            if v == json.null or (type(v) == "table" and next(v) == nil) then n[k] = nil end
+        end
         io_stdout:write(json.encode(n, { indent = 2 }), "\n")
     else
         io_stdout:write("\n", _M.summary_text(o, run, dir))

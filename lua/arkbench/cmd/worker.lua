@@ -8,8 +8,8 @@
 -- descriptor named by ARKBENCH_RESULT_FD (the runner passes 3, a pipe of its
 -- own), else stdout (a worker started by hand). The scenario's own prints
 -- stay on stdout, which the runner keeps in workers.log. Exit code 0 when
--- the run is ok, 1 otherwise, 2 when the command line is wrong, 130 when
--- it was interrupted.
+-- the run is ok, 1 otherwise (degraded or failed), 2 when the command line
+-- is wrong, 130 when it was interrupted.
 --
 -- SIGINT/SIGTERM (a terminal's Ctrl-C reaches the whole process group; the
 -- orchestrator forwards SIGTERM) end the measurement at once: no more
@@ -20,6 +20,7 @@
 local core = require("arkbench.core")
 local json = require("arkbench.util.json")
 local scenario = require("arkbench.scenario.load")
+local status = require("arkbench.run.status")
 
 local ipairs, pairs, type, tonumber = ipairs, pairs, type, tonumber
 local io_stdout, io_stderr = io.stdout, io.stderr
@@ -125,7 +126,7 @@ function _M.main(args)
         scenario = { path = o.path },
         repetition = o.repetition or 1,
         ok = false,
-        status = "error",
+        status = "failed",
     }
     local function finish(code)
         obj.elapsed_s = (core.now_ns() - t0) / 1e9
@@ -195,12 +196,13 @@ function _M.main(args)
         return finish(1)
     end
     merge(obj, res)
-    -- a Lua error inside a hook (execution = "lua"): status script_error
-    obj.status = res.ok and "ok" or (res.script_error and "script_error" or "error")
-    if res.interrupted then obj.status = "interrupted" end
+    -- the engine's ok / degraded / failed, then a Lua error inside a hook
+    -- (execution = "lua": script_error), an interrupt and max_error_rate
+    -- (arkbench.run.status)
+    obj.status, obj.error = status.derive(res, case)
+    obj.ok = obj.status == "ok"
     obj.script_error = nil
     obj.interrupted = nil
-    obj.error = res.error
     if server then
         -- split: the run's CPU and RSS are the client process's; the
         -- server process's are apart
@@ -208,7 +210,7 @@ function _M.main(args)
         obj.client = { cpu_percent = res.cpu_percent, cpu_user_s = res.cpu_user_s,
                        cpu_sys_s = res.cpu_sys_s, rss_peak_bytes = res.rss_peak_bytes }
         if not sobj then
-            obj.ok, obj.status, obj.error = false, "error", serr
+            obj.ok, obj.status, obj.error = false, "failed", serr
         end
     end
     if case.target or server then

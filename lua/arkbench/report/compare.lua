@@ -11,7 +11,8 @@
 --   compare.ratio(ca, cb, metric) -> { r, lo, hi } | nil
 --       B median / A median, lo = B min / A max, hi = B max / A min; nil
 --       when a side has no ok run or no positive value (failed cases are
---       never part of a ratio).
+--       never part of a ratio; a degraded run counts as ok here, its rt/s
+--       marked report.DEGRADED_MARK in compare.format).
 --   compare.folders(a, b) -> result;  compare.within(side, key) -> result | nil, err
 --   compare.format(result) -> text
 --   compare.run(opts) -> exit code, text, err
@@ -37,9 +38,11 @@ local concat, sort = table.concat, table.sort
 local num, stat = report.num, report.stat
 
 local _M = {}
+local key_difference
 
 _M.IGNORED = {
     warmup = true, duration = true, repetitions = true, index = true, case_id = true, name = true,
+    max_error_rate = true,
 }
 _M.HOST_KEYS = { "cpu_model", "hostname", "logical_cpus" }
 
@@ -290,13 +293,23 @@ function _M.format(result)
     local header = { "case", result.a_name .. " rt/s", result.b_name .. " rt/s",
         "rt/s ratio [min, max]", "p99 ratio [min, max]", "CPU ratio [min, max]" }
     local rows = {}
+    local marked = false
+    -- a side whose median holds a degraded run: its rt/s with the mark
+    local function side(c, m)
+        if (num(c.runs_ok) or 0) == 0 then return "FAILED" end
+        if (num(c.runs_degraded) or 0) > 0 then
+            marked = true
+            return report.format_count(m) .. " " .. report.DEGRADED_MARK
+        end
+        return report.format_count(m)
+    end
     for _, row in ipairs(result.rows) do
         local ma = stat(row.a, "round_trips_per_s")
         local mb = stat(row.b, "round_trips_per_s")
         rows[#rows + 1] = {
             row.label,
-            (num(row.a.runs_ok) or 0) > 0 and report.format_count(ma) or "FAILED",
-            (num(row.b.runs_ok) or 0) > 0 and report.format_count(mb) or "FAILED",
+            side(row.a, ma),
+            side(row.b, mb),
             row.why and ("excluded: " .. row.why) or ratio_text(row.rt),
             row.why and "" or ratio_text(row.p99), row.why and "" or ratio_text(row.cpu),
         }
@@ -313,6 +326,10 @@ function _M.format(result)
     end
     out[#out + 1] = format("median of per-case throughput ratios: %s over %d case%s (p99: %s, CPU: %s)",
         x(m.rt), m.n, m.n == 1 and "" or "s", x(m.p99), x(m.cpu))
+    if marked then
+        out[#out + 1] = report.DEGRADED_MARK .. " degraded: some run had errors, timeouts or reconnects;"
+            .. " its numbers are in the median and the ratios"
+    end
     local excluded = 0
     for _, row in ipairs(result.rows) do if row.why then excluded = excluded + 1 end end
     if excluded > 0 then
@@ -327,6 +344,35 @@ function _M.format(result)
             #result.only_b, concat(result.only_b, "; "))
     end
     return concat(out, "\n") .. "\n"
+end
+
+-- Why the first cases of A and B do not pair: the resolved keys whose
+-- values differ (", first cases differ in clients: A 1, B 2"), or "".
+key_difference = function(a, b)
+    local ca = a.summary and a.summary.cases and a.summary.cases[1]
+    local cb = b.summary and b.summary.cases and b.summary.cases[1]
+    if type(ca) ~= "table" or type(cb) ~= "table" or type(ca.case) ~= "table"
+       or type(cb.case) ~= "table" then
+        return ""
+    end
+    local SKIP = { warmup = true, duration = true, repetitions = true, index = true, case_id = true,
+        name = true }
+    local keys, seen = {}, {}
+    for _, t in ipairs({ ca.case, cb.case }) do
+        for k in pairs(t) do
+            if type(k) == "string" and not SKIP[k] and not seen[k] then seen[k] = true; keys[#keys + 1] = k end
+        end
+    end
+    table.sort(keys)
+    local out = {}
+    for _, k in ipairs(keys) do
+        local va, vb = ca.case[k], cb.case[k]
+        local ta = type(va) == "table" and json.encode(va) or tostring(va)
+        local tb = type(vb) == "table" and json.encode(vb) or tostring(vb)
+        if ta ~= tb and #out < 4 then out[#out + 1] = format("%s: A %s, B %s", k, ta, tb) end
+    end
+    if #out == 0 then return "" end
+    return "; their first cases differ in " .. concat(out, "; ")
 end
 
 function _M.run(opts)
@@ -357,10 +403,10 @@ function _M.run(opts)
     if #result.rows == 0 then
         -- nothing to pair: no ratio could be printed, so it is an error of
         -- the command line, not a comparison that found nothing
-        return 2, nil, format("%s and %s have no case in common (A's: %s; B's: %s); compare the"
+        return 2, nil, format("%s and %s have no case in common (A's: %s; B's: %s)%s; compare the"
             .. " results of one scenario, or use compare DIR --pair KEY within one result",
             a.dir, b.dir, #result.only_a > 0 and concat(result.only_a, ", ") or "none",
-            #result.only_b > 0 and concat(result.only_b, ", ") or "none")
+            #result.only_b > 0 and concat(result.only_b, ", ") or "none", key_difference(a, b))
     end
     local text = note .. _M.format(result)
     if opts.max_regression then

@@ -131,7 +131,9 @@ function _M.cases(summary)
     local keys = case_keys(case_list)
     local header = { "case_id" }
     for _, k in ipairs(keys) do header[#header + 1] = k end
-    for _, k in ipairs({ "runs", "runs_ok", "runs_failed", "failed_statuses" }) do header[#header + 1] = k end
+    for _, k in ipairs({ "runs", "runs_ok", "runs_failed", "runs_degraded", "failed_statuses" }) do
+        header[#header + 1] = k
+    end
     for _, m in ipairs(stats.METRICS) do
         for _, s in ipairs({ "median", "min", "max" }) do header[#header + 1] = m .. "_" .. s end
     end
@@ -150,7 +152,7 @@ function _M.cases(summary)
         for _, f in ipairs(type(c.failed) == "table" and c.failed or {}) do
             statuses[#statuses + 1] = type(f) == "table" and type(f.status) == "string" and f.status or "failed"
         end
-        put(runs); put(ok); put(runs - ok)
+        put(runs); put(ok); put(runs - ok); put(report.num(c.runs_degraded) or 0)
         put(#statuses > 0 and concat(statuses, ";") or nil)
         local metrics = type(c.metrics) == "table" and c.metrics or {}
         for _, m in ipairs(stats.METRICS) do

@@ -140,7 +140,8 @@ local function gates(model, add)
         if #rows == 0 then
             add("<p>Every threshold held in every case.</p>")
         else
-            add(format('<p class="crossed"><b>%d threshold%s crossed</b> (exit code 3):</p>', #rows,
+            add(format('<p class="crossed"><b>%d threshold%s crossed</b> (exit code 3 when every run'
+                       .. ' was ok):</p>', #rows,
                        #rows == 1 and "" or "s"))
             add(html_table({ { "case", false }, { "rule", false }, { "value", false } }, rows,
                            { class = "thresholds" }))
@@ -205,7 +206,9 @@ function _M.render(model, charts)
     for _, part in ipairs(model.parts) do
         add(format('<li><a href="#%s">%s</a></li>', h(part.slug), h(part.title)))
     end
-    add('<li><a href="#failed">Failed runs</a></li><li><a href="#environment">Environment</a></li>'
+    add('<li><a href="#failed">Failed runs</a></li>'
+        .. (#model.degraded > 0 and '<li><a href="#degraded">Degraded runs</a></li>' or "")
+        .. '<li><a href="#environment">Environment</a></li>'
         .. '<li><a href="#scenario">Scenario source</a></li>')
     add("</ul></nav>")
 
@@ -269,11 +272,24 @@ function _M.render(model, charts)
 
     add('<h2 id="failed">Failed runs</h2>')
     if #model.failed == 0 then
-        add("<p>None: every run was ok.</p>")
+        add(#model.degraded > 0 and "<p>None: every run measured (the degraded ones are below).</p>"
+            or "<p>None: every run was ok.</p>")
     else
         add('<p class="note">Not part of any median, chart or ratio. Counters are the run\'s own (messages).</p>')
         local rows = {}
         for i, f in ipairs(model.failed) do
+            local sortv = { nil, f.repetition, nil, nil, nil }
+            for _, k in ipairs(require("arkbench.report.model").FAILED_COUNTERS) do sortv[#sortv + 1] = f[k] end
+            rows[i] = { cells = md.failed_cells(f), sort = sortv, failed = false }
+        end
+        add(html_table(md.FAILED_HEADER, rows))
+    end
+
+    if #model.degraded > 0 then
+        add('<h2 id="degraded">Degraded runs</h2>')
+        add('<p class="note">' .. h(md.DEGRADED_NOTE) .. '</p>')
+        local rows = {}
+        for i, f in ipairs(model.degraded) do
             local sortv = { nil, f.repetition, nil, nil, nil }
             for _, k in ipairs(require("arkbench.report.model").FAILED_COUNTERS) do sortv[#sortv + 1] = f[k] end
             rows[i] = { cells = md.failed_cells(f), sort = sortv, failed = false }

@@ -18,6 +18,9 @@
 -- table formats them).  A case without an ok run shows FAILED instead of
 -- numbers; a case with some failed runs shows its ok/total runs.  Failed
 -- runs are listed apart with their counters and never averaged in.
+-- Degraded runs (status degraded) are averaged in: their case's round
+-- trips/s carries report.DEGRADED_MARK, its runs cell says how many, and
+-- they are listed apart too ("Degraded runs"), with their error classes.
 
 local report = require("arkbench.report.report")
 
@@ -106,7 +109,9 @@ function _M.case_rows(model, cases)
             rows[#rows + 1] = { cells = r, case = c, failed = true, sort = sortv }
         else
             local med, lo, hi = stat(c, "round_trips_per_s")
-            r[first] = med and (fmt_count(med) .. " [" .. fmt_count(lo) .. ", " .. fmt_count(hi) .. "]") or "-"
+            local degraded = num(c.runs_degraded) or 0
+            r[first] = (med and (fmt_count(med) .. " [" .. fmt_count(lo) .. ", " .. fmt_count(hi) .. "]") or "-")
+                .. (degraded > 0 and (" " .. report.DEGRADED_MARK) or "")
             sortv[first] = med
             local cols = {
                 { "payload_mib_per_s", function(v) return fmt_fixed(v, 1) end },
@@ -134,8 +139,11 @@ function _M.case_rows(model, cases)
                     or missed > 0 and format("NO (missed in %d of %d)", missed, n)
                     or "yes"
             end
-            r[last] = runs_ok < runs and (runs_text .. " (" .. (runs - runs_ok) .. " failed)") or runs_text
-            rows[#rows + 1] = { cells = r, case = c, sort = sortv }
+            local notes = {}
+            if runs_ok < runs then notes[#notes + 1] = (runs - runs_ok) .. " failed" end
+            if degraded > 0 then notes[#notes + 1] = degraded .. " degraded" end
+            r[last] = #notes > 0 and (runs_text .. " (" .. concat(notes, ", ") .. ")") or runs_text
+            rows[#rows + 1] = { cells = r, case = c, sort = sortv, degraded = degraded > 0 }
         end
         sortv[last] = runs_ok
     end
@@ -207,6 +215,10 @@ _M.SECTIONS = {
       .. " repetition overlaid (report.html only)." },
 }
 
+_M.DEGRADED_NOTE = "Runs with errors, timeouts or reconnects that still completed round trips"
+    .. " (status degraded): their numbers are in the tables, medians, charts and ratios, the case"
+    .. " marked " .. report.DEGRADED_MARK .. "; counters are the run's own (messages)."
+
 _M.OPEN_NOTE = "RTT from intended send (corrected for coordinated omission); raw p99 is from the"
     .. " actual send, as a closed-loop tool would show it; rate met = every run achieved at least"
     .. " 99 % of its asked rate with nothing left unsent (docs/load-models.md)"
@@ -238,7 +250,8 @@ function _M.gate_lines(model)
             for i, r in ipairs(crossed) do
                 rows[i] = { tostring(r.case_id), tostring(r.rule), tostring(r.why or "-") }
             end
-            out[#out + 1] = format("**%d threshold%s crossed** (exit code 3):\n\n", #crossed,
+            out[#out + 1] = format("**%d threshold%s crossed** (exit code 3 when every run was"
+                .. " ok):\n\n", #crossed,
                                    #crossed == 1 and "" or "s")
             out[#out + 1] = table_md({ { "case", false }, { "rule", false }, { "value", false } }, rows) .. "\n"
         end
@@ -285,7 +298,9 @@ function _M.render(model, charts)
     add("Round trips/s is `median [min, max]` over the ok repetitions (each in a fresh process); "
         .. "the other columns are medians of the per-run values. CPU % is user + sys time over the "
         .. "measured interval (100 = one core); machine % divides it by the logical CPUs. "
-        .. "Failed runs are listed apart and never averaged in.\n\n")
+        .. "Failed runs are listed apart and never averaged in"
+        .. (#model.degraded > 0 and ("; degraded runs (errors, timeouts or reconnects, numbers kept)"
+            .. " are averaged in and their cases marked " .. report.DEGRADED_MARK) or "") .. ".\n\n")
     if model.interrupted then
         add("**This run was interrupted**: cases or repetitions after the interruption are missing.\n\n")
     end
@@ -345,11 +360,20 @@ function _M.render(model, charts)
 
     add("## Failed runs\n\n")
     if #model.failed == 0 then
-        add("None: every run was ok.\n\n")
+        add(#model.degraded > 0 and "None: every run measured (the degraded ones are below).\n\n"
+            or "None: every run was ok.\n\n")
     else
         add("Not part of any median, chart or ratio. Counters are the run's own (messages).\n\n")
         local rows = {}
         for i, f in ipairs(model.failed) do rows[i] = _M.failed_cells(f) end
+        add(table_md(_M.FAILED_HEADER, rows) .. "\n")
+    end
+
+    if #model.degraded > 0 then
+        add("## Degraded runs\n\n")
+        add(_M.DEGRADED_NOTE .. "\n\n")
+        local rows = {}
+        for i, f in ipairs(model.degraded) do rows[i] = _M.failed_cells(f) end
         add(table_md(_M.FAILED_HEADER, rows) .. "\n")
     end
 

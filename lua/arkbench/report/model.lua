@@ -17,6 +17,7 @@
 -- Groups keep the scenario's order of values.  Nothing here reads a clock.
 
 local report = require("arkbench.report.report")
+local status = require("arkbench.run.status")
 
 local type, ipairs, pairs, next = type, ipairs, pairs, next
 local format = string.format
@@ -242,15 +243,22 @@ end
 
 _M.FAILED_COUNTERS = { "sent", "completed", "drained", "timed_out", "message_errors", "unfinished" }
 
-local function failed_runs(runs, cases)
+-- The failed runs (want = "failed": every run that did not measure) or the
+-- degraded ones (want = "degraded"), from the run objects when there are
+-- any, else from the summary's per-case lists.
+local function listed_runs(runs, cases, want)
     local out = {}
+    local function wanted(run)
+        if want == "degraded" then return status.of(run) == "degraded" end
+        return not status.measured(run)
+    end
     if runs then
         for _, run in ipairs(runs) do
-            if type(run) == "table" and run.ok ~= true then
+            if type(run) == "table" and wanted(run) then
                 local f = {
                     case_id = type(run.case_id) == "string" and run.case_id or "(no case_id)",
                     repetition = num(run.repetition),
-                    status = type(run.status) == "string" and run.status or "failed",
+                    status = status.of(run),
                     error = type(run.error) == "string" and run.error or nil,
                     signal = type(run.signal) == "string" and run.signal or nil,
                     errors = counters_text(run.errors),
@@ -262,7 +270,8 @@ local function failed_runs(runs, cases)
         return out
     end
     for _, c in ipairs(cases) do
-        for _, e in ipairs(type(c.failed) == "table" and c.failed or {}) do
+        local list = want == "degraded" and c.degraded or c.failed
+        for _, e in ipairs(type(list) == "table" and list or {}) do
             out[#out + 1] = {
                 case_id = c.case_id, repetition = num(e.repetition),
                 status = type(e.status) == "string" and e.status or "failed",
@@ -339,7 +348,9 @@ end
 --   label_of = {case -> label}, group_axes, x_axis (or nil), part_axes,
 --   parts = { { title, values, cases, slug,
 --               tables = { { title, x (value or nil), cases } } } },
---   findings = { finding }, failed = { failed run }, interrupted,
+--   findings = { finding }, failed = { failed run }, degraded = { degraded
+--   run } (same fields: case_id, repetition, status, error, signal, errors,
+--   the FAILED_COUNTERS), interrupted,
 --   open (any open-loop case), thresholds (summary.thresholds or nil),
 --   search (summary.search or nil), runs (the run objects, or {}),
 -- }
@@ -456,19 +467,22 @@ function _M.build(summary, runs, env)
     m.search = type(summary) == "table" and type(summary.search) == "table" and summary.search or nil
     m.runs = runs or {}
 
-    m.failed = failed_runs(runs, cases)
+    m.failed = listed_runs(runs, cases, "failed")
+    m.degraded = listed_runs(runs, cases, "degraded")
     m.interrupted = false
     for _, run in ipairs(runs or {}) do
         if type(run) == "table" and run.status == "interrupted" then m.interrupted = true end
     end
-    local n_runs, n_failed = 0, 0
+    local n_runs, n_failed, n_degraded = 0, 0, 0
     for _, c in ipairs(cases) do
         n_runs = n_runs + (num(c.runs) or 0)
         n_failed = n_failed + (num(c.runs) or 0) - (num(c.runs_ok) or 0)
+        n_degraded = n_degraded + (num(c.runs_degraded) or 0)
     end
     m.settings = format("warm-up %s s, measured %s s, %s repetition(s) per case in fresh processes; "
-        .. "%d cases, %d runs, %d failed", distinct(cases, "warmup"), distinct(cases, "duration"),
-        distinct_runs(cases), #cases, n_runs, n_failed)
+        .. "%d cases, %d runs, %d failed%s", distinct(cases, "warmup"), distinct(cases, "duration"),
+        distinct_runs(cases), #cases, n_runs, n_failed,
+        n_degraded > 0 and format(", %d degraded", n_degraded) or "")
     return m
 end
 

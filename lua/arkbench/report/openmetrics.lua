@@ -43,7 +43,7 @@ local function label_keys(summary)
     local report = require("arkbench.report.report")
     local keys, seen = {}, {}
     for _, k in ipairs(report.AXIS_ORDER) do keys[#keys + 1] = k; seen[k] = true end
-    for _, k in ipairs(report.axes(summary)) do
+    for _, k in ipairs(require("arkbench.report.model").varying(summary.cases or {})) do
         if not seen[k] then keys[#keys + 1] = k; seen[k] = true end
     end
     return keys

@@ -41,7 +41,7 @@ local _M = {}
 
 _M.AXIS_ORDER = {
     "label", "payload", "clients", "window", "topology", "execution", "work",
-    "protocol", "framing", "rate", "search",
+    "protocol", "framing", "rate", "search", "target",
 }
 
 function _M.sort_axes(keys)
@@ -56,7 +56,11 @@ function _M.sort_axes(keys)
     return keys
 end
 
-local FAILED_MAX = 72 -- characters of "FAILED (status: error)" kept
+-- Columns of the lines under a row that give a failure's or a degraded
+-- run's whole reason and its error classes (wrapped, never cut).
+_M.REASON_WIDTH = 80
+-- The mark of a case whose numbers hold a degraded run.
+_M.DEGRADED_MARK = "#"
 
 -- Formatting ---------------------------------------------------------------
 
@@ -177,16 +181,82 @@ local function median_of(c, name)
     return num(m.median), num(m.min), num(m.max)
 end
 
+-- "ECONNRESET 1, ETIMEDOUT 3", or nil
+local classes_text = require("arkbench.run.status").classes_text
+
+-- One line of text (ASCII, blanks collapsed) as lines of at most `width`
+-- characters: the first begins with `first`, the others with `rest`;
+-- breaks at blanks, and inside a word only when it alone is too long.
+local function wrap(text, width, first, rest)
+    local out, line, lead = {}, first, first
+    for word in text:gmatch("%S+") do
+        local sep = line == lead and "" or " "
+        if #line + #sep + #word <= width then
+            line = line .. sep .. word
+        else
+            if line ~= lead then
+                out[#out + 1] = line
+                line, lead = rest, rest
+            end
+            while #line + #word > width do
+                local room = width - #line
+                out[#out + 1] = line .. word:sub(1, room)
+                word = word:sub(room + 1)
+                line, lead = rest, rest
+            end
+            line = line .. word
+        end
+    end
+    if line ~= lead or #out == 0 then out[#out + 1] = line end
+    return out
+end
+_M.wrap = wrap
+
+-- A run's reason in full: "status: error (signal); errors: CLASS n, ...;
+-- local errors: NAME n, ...; timed out n; reconnects n" (each part only
+-- when the run has it)
+local function reason_text(f, with_status)
+    local status = type(f.status) == "string" and f.status or "failed"
+    local why = type(f.error) == "string" and f.error or nil
+    if type(f.signal) == "string" then why = why and (why .. " (" .. f.signal .. ")") or f.signal end
+    local s = with_status and (why and (status .. ": " .. why) or status) or (why or status)
+    local classes = classes_text(f.errors)
+    if classes then s = s .. "; errors: " .. classes end
+    local ours = classes_text(f.local_errors)
+    if ours then s = s .. "; local errors: " .. ours end
+    -- a degraded run's other faults, when it has them
+    for _, k in ipairs({ { "timed_out", "timed out" }, { "reconnects", "reconnects" } }) do
+        local n = num(f[k[1]])
+        if n and n > 0 then s = s .. format("; %s %s", k[2], _M.format_count(n)) end
+    end
+    return ascii(s:gsub("%s+", " "))
+end
+
+-- The row's text of a case without an ok run, and the whole of it.
 local function failure_text(c)
     local f = type(c.failed) == "table" and c.failed[1] or nil
-    if type(f) ~= "table" then return "FAILED" end
+    if type(f) ~= "table" then return "FAILED", "FAILED" end
     local status = type(f.status) == "string" and f.status or "failed"
-    local why = type(f.error) == "string" and f.error
-        or type(f.signal) == "string" and f.signal or nil
-    local s = why and ("FAILED (" .. status .. ": " .. why .. ")") or ("FAILED (" .. status .. ")")
-    s = ascii(s:gsub("%s+", " "))
-    if #s > FAILED_MAX then s = s:sub(1, FAILED_MAX - 4) .. "...)" end
-    return s
+    local whole = "FAILED (" .. reason_text(f, true) .. ")"
+    return whole, "FAILED (" .. ascii(status) .. ", below)"
+end
+
+-- The lines under a row: a failure that did not fit it, and each degraded
+-- run of the case, whole, wrapped at REASON_WIDTH.
+local function reason_lines(c, failed_whole)
+    local out = {}
+    local function add(text)
+        for _, l in ipairs(wrap(text, _M.REASON_WIDTH, "  ", "    ")) do out[#out + 1] = l end
+    end
+    if failed_whole then add(failed_whole) end
+    for _, d in ipairs(type(c.degraded) == "table" and c.degraded or {}) do
+        if type(d) == "table" then
+            local rep = num(d.repetition)
+            add(format("%s degraded (rep %s): %s", _M.DEGRADED_MARK, rep and format("%d", rep) or "-",
+                reason_text(d, false)))
+        end
+    end
+    return out
 end
 
 function _M.terminal_table(summary, axes)
@@ -228,9 +298,11 @@ function _M.terminal_table(summary, axes)
     local last_num = #cols
     cols[#cols + 1] = { title = "runs", right = true }
 
-    -- round trips/s is "median [min, max]" with each part aligned on its own.
+    -- round trips/s is "median [min, max]" with each part aligned on its own;
+    -- a case holding a degraded run gets the mark after it
     local rt_w = { 0, 0, 0 }
     local rt = {}
+    local marked = false
     for i, c in ipairs(cases) do
         local med, lo, hi = median_of(c, "round_trips_per_s")
         if med then
@@ -239,6 +311,7 @@ function _M.terminal_table(summary, axes)
                 if #rt[i][j] > rt_w[j] then rt_w[j] = #rt[i][j] end
             end
         end
+        if (num(c.runs_ok) or 0) > 0 and (num(c.runs_degraded) or 0) > 0 then marked = true end
     end
 
     for i, c in ipairs(cases) do
@@ -246,12 +319,13 @@ function _M.terminal_table(summary, axes)
         for _, kc in ipairs(key_cols) do row[#row + 1] = kc.get(c) end
         local runs_ok, runs = num(c.runs_ok) or 0, num(c.runs) or 0
         if runs_ok == 0 then
-            row.failed = failure_text(c)
+            row.failed, row.failed_short = failure_text(c)
             for _ = first_num, last_num do row[#row + 1] = "" end
         else
             local r = rt[i]
-            row[#row + 1] = r and (pad(r[1], rt_w[1], true) .. " [" .. pad(r[2], rt_w[2], true)
-                .. ", " .. pad(r[3], rt_w[3], true) .. "]") or "-"
+            local mark = marked and ((num(c.runs_degraded) or 0) > 0 and _M.DEGRADED_MARK or " ") or ""
+            row[#row + 1] = (r and (pad(r[1], rt_w[1], true) .. " [" .. pad(r[2], rt_w[2], true)
+                .. ", " .. pad(r[3], rt_w[3], true) .. "]") or "-") .. mark
             row[#row + 1] = _M.format_fixed((median_of(c, "payload_mib_per_s")), 1)
             row[#row + 1] = _M.format_us((median_of(c, "rtt_p50_us")))
             row[#row + 1] = _M.format_us((median_of(c, "rtt_p99_us")))
@@ -265,12 +339,14 @@ function _M.terminal_table(summary, axes)
             end
         end
         row[#row + 1] = format("%d/%d", runs_ok, runs)
+        row.case = c
         rows[#rows + 1] = row
     end
 
     -- widths from content; a FAILED text spans the number columns; one that
-    -- does not fit there goes whole on a line of its own below its row, so
-    -- that no column is widened by it.
+    -- does not fit there, or that names error classes, goes whole under its
+    -- row, wrapped (as does each degraded run's reason), so that no column
+    -- is widened by it.
     local w = {}
     for j, col in ipairs(cols) do w[j] = width(col.title) end
     for _, row in ipairs(rows) do
@@ -299,9 +375,9 @@ function _M.terminal_table(summary, axes)
         local cells = {}
         for j = 1, first_num - 1 do cells[#cells + 1] = pad(row[j], w[j], cols[j].right) end
         local below
-        if row.failed and width(row.failed) > span_width() then
+        if row.failed and (width(row.failed) > span_width() or row.failed:find("; errors: ", 1, true)) then
             below = row.failed
-            cells[#cells + 1] = pad("FAILED (below)", span_width(), false)
+            cells[#cells + 1] = pad(row.failed_short, span_width(), false)
         elseif row.failed then
             cells[#cells + 1] = pad(row.failed, span_width(), false)
         else
@@ -309,11 +385,15 @@ function _M.terminal_table(summary, axes)
         end
         cells[#cells + 1] = pad(row[#cols], w[#cols], true)
         emit(cells)
-        if below then lines[#lines + 1] = "  " .. below end
+        for _, l in ipairs(reason_lines(row.case, below)) do lines[#lines + 1] = l end
     end
     if open then
         lines[#lines + 1] = "* open loop: RTT from intended send (corrected for coordinated omission);"
             .. " ! = rate not met in some run"
+    end
+    if marked then
+        lines[#lines + 1] = _M.DEGRADED_MARK .. " degraded: some run had errors, timeouts or reconnects;"
+            .. " its numbers are kept"
     end
     return concat(lines, "\n") .. "\n"
 end

@@ -3,7 +3,8 @@
 --
 --   runfile.read(path) -> runs, nil, warning | nil, err
 --       every non-blank line must be a run object (runfile.check); err is
---       one line "path:N: reason". A final line without its newline that
+--       one line "path:N: reason". A status of an older arkbench is read as
+--       today's (arkbench.run.status: "error" is "failed"). A final line without its newline that
 --       does not parse is what a crash or a full disk leaves: it is skipped
 --       and named in warning. A (case_id, repetition) pair seen twice is an
 --       error naming both lines (a folder never holds one run twice). A
@@ -19,6 +20,7 @@
 
 local json = require("arkbench.util.json")
 local core = require("arkbench.core")
+local status = require("arkbench.run.status")
 
 local type, ipairs, tostring = type, ipairs, tostring
 local format = string.format
@@ -36,7 +38,7 @@ local NUMBER_FIELDS = {
     "elapsed_s", "measured_s", "sent", "completed", "drained", "timed_out",
     "message_errors", "unfinished", "round_trips_per_s", "payload_mib_per_s",
     "cpu_percent", "cpu_user_s", "cpu_sys_s", "cpu_machine_percent",
-    "rss_peak_bytes", "rss_end_bytes",
+    "rss_peak_bytes", "rss_end_bytes", "reconnects",
 }
 local STRING_FIELDS = { "status", "error", "signal" }
 local TABLE_FIELDS = { "scenario", "case", "rtt_us", "connect_us", "errors", "local_errors",
@@ -70,6 +72,11 @@ function _M.check(v)
         if x ~= nil and x ~= json.null and type(x) ~= "string" then
             return format("not a run object: %s must be a string", k)
         end
+    end
+    local st = v.status
+    if type(st) == "string" and not status.KNOWN[st] and not status.OLD_NAMES[st] then
+        return format("not a run object: status %q is none of %s", st,
+                      concat(status.STATUSES, ", "))
     end
     for _, k in ipairs(TABLE_FIELDS) do
         local x = v[k]
@@ -150,6 +157,10 @@ function _M.read(path)
                                .. " each run once", path, lineno, seen[key], v.case_id, v.repetition)
         end
         seen[key] = lineno
+        -- an older arkbench's "error" is today's "failed"
+        if type(v.status) == "string" and status.OLD_NAMES[v.status] then
+            v.status = status.OLD_NAMES[v.status]
+        end
         runs[#runs + 1] = v
         return true
     end)

@@ -21,13 +21,18 @@
 --
 -- The summary holds json.null (not nil) wherever a value is missing, so its
 -- shape is the same in memory as in summary.json, and a summary decoded from
--- the file works wherever a fresh one does.  Failed runs (ok ~= true) are
--- counted and listed, never folded into medians or merged histograms.
+-- the file works wherever a fresh one does.  The numbers are over the runs
+-- that measured (arkbench.run.status.measured: status ok or degraded):
+-- `runs_ok` counts them, `runs_degraded` those of them that are degraded
+-- (each listed in `degraded` with its error and classes, and its numbers
+-- kept).  Failed runs (every other status) are counted in `failed` and
+-- listed, never folded into medians or merged histograms.
 
 local json = require("arkbench.util.json")
 local core = require("arkbench.core")
+local status = require("arkbench.run.status")
 
-local type, pairs, ipairs, tostring = type, pairs, ipairs, tostring
+local type, pairs, ipairs, tostring, next = type, pairs, ipairs, tostring, next
 local sort = table.sort
 
 local null = json.null
@@ -112,15 +117,7 @@ for _, f in ipairs({ "p50", "p99", "max" }) do
 end
 -- (message_errors + timed_out) / sent of one run; nil when nothing was sent
 METRICS[#METRICS + 1] = "error_rate"
-getters.error_rate = function(run)
-    local sent = run.sent
-    if type(sent) ~= "number" or sent <= 0 then return nil end
-    local bad = 0
-    for _, k in ipairs({ "message_errors", "timed_out" }) do
-        if type(run[k]) == "number" then bad = bad + run[k] end
-    end
-    return bad / sent
-end
+getters.error_rate = status.error_rate
 
 _M.METRICS = METRICS
 
@@ -177,18 +174,34 @@ end
 local function failed_entry(run)
     local errors = run.errors
     if type(errors) ~= "table" then errors = null end
-    return {
+    local e = {
         repetition = or_null(run.repetition),
-        status = or_null(run.status),
+        status = status.of(run),
         error = or_null(run.error),
         signal = or_null(run.signal),
         errors = errors,
     }
+    -- our own failures, apart from the peer's, when the run has any
+    if type(run.local_errors) == "table" and next(run.local_errors) ~= nil then
+        e.local_errors = run.local_errors
+    end
+    return e
 end
 
--- Whether a run's numbers count in the medians and merged histograms.
+-- Whether a run's numbers count in the medians and merged histograms: it
+-- measured (status ok or degraded; arkbench.run.status).
 function _M.counted(run)
-    return run.ok == true
+    return status.measured(run)
+end
+
+-- a degraded run: what went wrong beside its kept numbers
+local function degraded_entry(run)
+    local e = failed_entry(run)
+    e.signal = nil
+    for _, k in ipairs({ "timed_out", "message_errors", "unfinished", "reconnects" }) do
+        if type(run[k]) == "number" then e[k] = run[k] end
+    end
+    return e
 end
 
 local function summarize_case(id, runs)
@@ -196,10 +209,11 @@ local function summarize_case(id, runs)
     for _, run in ipairs(runs) do
         if type(run.case) == "table" then case = run.case break end
     end
-    local ok_runs, failed, notes = {}, json.array(), json.array()
+    local ok_runs, failed, degraded, notes = {}, json.array(), json.array(), json.array()
     for _, run in ipairs(runs) do
         if _M.counted(run) then
             ok_runs[#ok_runs + 1] = run
+            if status.of(run) == "degraded" then degraded[#degraded + 1] = degraded_entry(run) end
         else
             failed[#failed + 1] = failed_entry(run)
         end
@@ -232,7 +246,9 @@ local function summarize_case(id, runs)
         case = case,
         runs = #runs,
         runs_ok = #ok_runs,
+        runs_degraded = #degraded,
         failed = failed,
+        degraded = degraded,
         metrics = metrics,
         rtt_merged_us = rtt,
         connect_merged_us = conn,
@@ -247,7 +263,7 @@ end
 function _M.summarize(runs, meta)
     meta = meta or {}
     local order, groups = {}, {}
-    local failed_total = 0
+    local failed_total, degraded_total = 0, 0
     for _, run in ipairs(runs) do
         local id = run.case_id
         if type(id) ~= "string" then id = "(no case_id)" end
@@ -257,7 +273,8 @@ function _M.summarize(runs, meta)
         end
         local g = groups[id]
         g[#g + 1] = run
-        if run.ok ~= true then failed_total = failed_total + 1 end
+        if not status.measured(run) then failed_total = failed_total + 1 end
+        if status.of(run) == "degraded" then degraded_total = degraded_total + 1 end
     end
     local cases = json.array()
     for _, id in ipairs(order) do cases[#cases + 1] = summarize_case(id, groups[id]) end
@@ -275,6 +292,7 @@ function _M.summarize(runs, meta)
         cases = cases,
         runs_total = #runs,
         runs_failed = failed_total,
+        runs_degraded = degraded_total,
     }
 end
 

@@ -179,7 +179,9 @@ end
 local function value_tip(c, what, med, lo, hi, fmt)
     local s = format("%s: %s %s", type(c.case_id) == "string" and c.case_id or "-", fmt(med), what)
     if lo and hi then s = s .. format(" [min %s, max %s]", fmt(lo), fmt(hi)) end
-    return s .. format(" (%d/%d runs ok)", num(c.runs_ok) or 0, num(c.runs) or 0)
+    local degraded = num(c.runs_degraded) or 0
+    return s .. format(" (%d/%d runs ok%s)", num(c.runs_ok) or 0, num(c.runs) or 0,
+                       degraded > 0 and format(", %d degraded", degraded) or "")
 end
 
 local function x_text(x)

@@ -238,7 +238,8 @@ end
 local function runs_by_case(model)
     local by = {}
     for _, r in ipairs(model.runs or {}) do
-        if type(r) == "table" and r.ok == true and type(r.intervals) == "table" and #r.intervals > 0 then
+        if type(r) == "table" and require("arkbench.run.status").measured(r)
+            and type(r.intervals) == "table" and #r.intervals > 0 then
             local id = r.case_id
             by[id] = by[id] or {}
             local l = by[id]

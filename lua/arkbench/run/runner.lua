@@ -17,7 +17,8 @@
 --   rep_base = optional {case_id -> n}: repetitions are numbered from n + 1
 --             (an --append continues a folder's numbering),
 -- }
--- exit_code: 0 every run ok, 1 some run failed, 130 interrupted (SIGINT or
+-- exit_code: 0 every run ok, 1 some run failed or degraded (any status but
+-- ok: arkbench.run.status.exit_code), 130 interrupted (SIGINT or
 -- SIGTERM; finished runs are kept and the cut-short one is written with
 -- status "interrupted": the worker got SIGTERM too, ended its measurement
 -- and wrote what it measured up to the interrupt, within the 2 s it has
@@ -63,6 +64,7 @@
 local core = require("arkbench.core")
 local cjson = require("cjson")
 local json = require("arkbench.util.json")
+local status = require("arkbench.run.status")
 
 local type, pairs, ipairs, tostring, tonumber = type, pairs, ipairs, tostring, tonumber
 local pcall, error = pcall, error
@@ -270,7 +272,7 @@ local function run_one(plan, ctx, case, case_json, rep)
         if status == "crashed" and res.term_signal == nil then
             -- A non-zero exit mirrors ok = false; with ok = true it is a bug.
             if obj.ok == true then
-                status, why = "error", why .. " although it reported ok"
+                status, why = "failed", why .. " although it reported ok"
             else
                 status = nil
             end
@@ -369,7 +371,7 @@ function _M.run(plan)
         total = total + reps
     end
 
-    local done, failed, interrupted = 0, false, false
+    local done, interrupted = 0, false
     for rep = 1, max_rep do
         for i, case in ipairs(plan.cases) do
             if reps_of(case) >= rep then
@@ -387,7 +389,6 @@ function _M.run(plan)
                 end
                 runs[#runs + 1] = obj
                 done = done + 1
-                if obj.ok ~= true then failed = true end
                 if obj.status == "interrupted" then interrupted = true end
                 if plan.on_run then plan.on_run(obj, done, total) end
                 if interrupted then break end
@@ -397,7 +398,7 @@ function _M.run(plan)
     end
 
     if interrupted or core.interrupted() then return 130, runs end
-    return failed and 1 or 0, runs
+    return status.exit_code(runs), runs
 end
 
 return _M

@@ -20,6 +20,7 @@ local str_upper = string.upper
 local core = require("arkbench.core")
 local matrix = require("arkbench.scenario.matrix")
 local msg = require("arkbench.scenario.msg")
+local request = require("arkbench.scenario.request")
 local units = require("arkbench.util.units")
 
 local list_length, describe, unknown_key = msg.list_length, msg.describe, msg.unknown_key
@@ -33,8 +34,8 @@ _M.KEYS = {
     "name", "label", "description", "protocol", "framing", "payload", "clients",
     "window", "load", "topology", "execution", "work", "warmup", "duration",
     "repetitions", "rate", "interval", "timeout", "placement", "target", "tls", "udp",
-    "client", "server", "message", "expect",
-    "thresholds",
+    "request", "client", "server", "message", "expect",
+    "thresholds", "max_error_rate",
 }
 local KNOWN = {}
 for _, k in ipairs(_M.KEYS) do KNOWN[k] = true end
@@ -55,7 +56,8 @@ for _, p in ipairs(CAPS.protocols) do
 end
 local INFLIGHT_MAX = LIMITS.inflight_max
 -- ca: a PEM file of the certificate(s) to trust, for target = servers
-local TLS_KEYS = { "version", "ciphers", "sni", "alpn", "resume", "ca" }
+-- verify = false: the client does not check the server's certificate
+local TLS_KEYS = { "version", "ciphers", "sni", "alpn", "resume", "ca", "verify" }
 -- udp = { send_buffer =, recv_buffer =, server_recv_buffer = } in bytes:
 -- the socket buffers to request (defaults 64 KiB send, 4 MiB receive);
 -- server_recv_buffer sets the server socket's alone (a tiny one forces loss)
@@ -162,6 +164,11 @@ local RULES = {
         expected = "a number > 0 (messages per second, all connections together)",
     },
     timeout = seconds(false),
+    max_error_rate = {
+        test = function(v) return is_finite(v) and v >= 0 and v <= 1 end,
+        expected = "a number from 0 to 1 (the highest (timed_out + message_errors) / sent a"
+                   .. " run may have and not fail)",
+    },
     interval = {
         test = function(v) return is_finite(v) and v >= 0.01 and v <= 3600 end,
         expected = "a number from 0.01 to the duration (seconds per interval of the time series) "
@@ -337,7 +344,7 @@ local function check_tls(ctx, v)
             elseif str_find(x, "%z") then expected = "a string without NUL bytes"
             elseif k == "sni" and #x > 253 then expected = "a host name of at most 253 bytes"
             end
-        elseif k == "resume" then
+        elseif k == "resume" or k == "verify" then
             if type(x) ~= "boolean" then expected = "a boolean" end
         elseif k == "alpn" then
             local n = type(x) == "table" and list_length(x)
@@ -545,11 +552,11 @@ local function validate(ctx, t)
     end
     if t.label ~= nil then
         local v = t.label
-        if type(v) == "string" and v ~= "" and #v <= 64 and not str_find(v, "%c") then
+        if type(v) == "string" and str_find(v, "%S") and #v <= 64 and not str_find(v, "%c") then
             keys.label = v
         else
             fail(ctx, "label", "key 'label': got " .. describe(v)
-                 .. "; expected a non-empty string of at most 64 bytes without control characters"
+                 .. "; expected a string of 1 to 64 bytes, not only spaces, without control characters"
                  .. " (it names this part's cases in reports)")
         end
     end
@@ -605,8 +612,18 @@ local function validate(ctx, t)
 
     if t.tls ~= nil then keys.tls = check_tls(ctx, t.tls) end
     if t.udp ~= nil then keys.udp = check_udp(ctx, t.udp) end
+    if t.request ~= nil then keys.request = request.check(ctx, t.request) end
     check_hooks(ctx, t, hooks)
     if t.thresholds ~= nil then keys.thresholds = check_thresholds(ctx, t.thresholds) end
+    if t.max_error_rate ~= nil then
+        local v = t.max_error_rate
+        if type(v) == "table" then
+            fail(ctx, "max_error_rate", "key 'max_error_rate': got a list; expected "
+                 .. RULES.max_error_rate.expected .. ", one value (max_error_rate is not a matrix axis)")
+        elseif check_value(ctx, "max_error_rate", "key 'max_error_rate'", v, RULES.max_error_rate) then
+            keys.max_error_rate = v
+        end
+    end
     return keys, hooks
 end
 local function max_of(v)
@@ -805,6 +822,13 @@ local function cross_check(ctx, t, spec)
         end
     end
 
+    if keys.request then request.cross_check(ctx, keys) end
+    if keys.tls and keys.tls.verify == false then
+        warn(ctx, "tls", "key 'tls': verify = false: the server's certificate is NOT checked"
+             .. " (chain and name), so nothing proves who answers; the run object says"
+             .. " tls.verify = false")
+    end
+
     if keys.tls then
         local any = false
         for _, pr in ipairs(values_of(keys.protocol)) do any = any or TLS_PROTOCOLS[pr] == true end
@@ -830,7 +854,7 @@ end
 
 _M.KNOWN = KNOWN
 -- the keys whose value is a table of known sub-keys (--set KEY.SUB=value)
-_M.SUB_KEYS = { tls = TLS_KEYS, udp = UDP_KEYS }
+_M.SUB_KEYS = { tls = TLS_KEYS, udp = UDP_KEYS, request = { "method", "path", "body" } }
 _M.LOAD_KEYS = LOAD_KEYS
 _M.is_finite = is_finite
 _M.values_of = values_of

@@ -571,6 +571,22 @@ function _M.load_parts(path, source, env, result, sets)
             parts[i].keys.name = first.name
             for _, w in ipairs(parts[i].warnings) do first.warnings[#first.warnings + 1] = w end
         end
+        -- two parts that define the same case would share its case id (and
+        -- its results): refuse, naming both parts
+        local dups = matrix.duplicate_ids(matrix.expand(first))
+        if #dups > 0 then
+            local part_of, n = {}, 0
+            for pi, part in ipairs(parts) do
+                local copy = {}
+                for k, v in pairs(part) do copy[k] = v end
+                copy.parts = nil
+                for _ = 1, #matrix.expand(copy) do n = n + 1; part_of[n] = pi end
+            end
+            local d = dups[1]
+            return nil, string.format("%s: scenario parts %d and %d both define the case '%s' (the same"
+                .. " value for every key that names a case); give each part its own label, e.g."
+                .. " label = \"part %d\"", path, part_of[d[2]], part_of[d[3]], d[1], part_of[d[3]])
+        end
         return first
     end
     return load_part(path, source, env, result, sets)

@@ -19,7 +19,9 @@
 -- Errors in user input (filters) are returned as `nil, message`; misuse of
 -- this API raises.
 
-local type, ipairs, tostring, tonumber, error = type, ipairs, tostring, tonumber, error
+local type, ipairs, pairs, tostring, tonumber, error = type, ipairs, pairs, tostring, tonumber, error
+local id_text -- (c, key) -> the text of a case key in an id, or nil
+local unit_match
 local str_match, str_format = string.match, string.format
 local tbl_concat = table.concat
 
@@ -104,6 +106,54 @@ function _M.count(spec)
     return total
 end
 
+-- The keys that name a case of a scenario with several parts, in order:
+-- those that vary between the parts' cases go into the id. The tables
+-- (tls, udp) count by their text (`tls.version=1.2`).
+_M.ID_KEYS = { "label", "protocol", "framing", "payload", "clients", "window", "topology",
+               "execution", "work", "rate", "warmup", "duration", "placement", "target" }
+-- and, only when parts would otherwise share an id, these
+_M.MORE_ID_KEYS = { "timeout", "interval", "tls", "udp" }
+
+local function sorted_pairs_text(t)
+    local keys = {}
+    for k in pairs(t) do keys[#keys + 1] = tostring(k) end
+    table.sort(keys)
+    local out = {}
+    for _, k in ipairs(keys) do
+        local v = t[k]
+        if type(v) == "table" then v = tbl_concat(v, ",") end
+        out[#out + 1] = k .. ":" .. tostring(v)
+    end
+    return "{" .. tbl_concat(out, ",") .. "}"
+end
+
+id_text = function(c, k)
+    local v = c[k]
+    if v == nil then return nil end
+    if type(v) == "table" then return sorted_pairs_text(v) end
+    return tostring(v)
+end
+
+-- Sets each case's case_id from the keys (in order) whose text varies
+-- between the cases; a key a part leaves out is left out of its ids.
+local function name_cases(all, keys)
+    local varies = {}
+    for _, k in ipairs(keys) do
+        local first = id_text(all[1], k)
+        for i = 2, #all do
+            if id_text(all[i], k) ~= first then varies[k] = true break end
+        end
+    end
+    for _, c in ipairs(all) do
+        local id = {}
+        for _, k in ipairs(keys) do
+            local v = id_text(c, k)
+            if varies[k] and v ~= nil then id[#id + 1] = k .. "=" .. v end
+        end
+        c.case_id = #id > 0 and tbl_concat(id, " ") or "default"
+    end
+end
+
 function _M.expand(spec)
     if type(spec) ~= "table" or type(spec.keys) ~= "table" then
         error("matrix.expand: expected a spec from scenario.load", 2)
@@ -116,25 +166,30 @@ function _M.expand(spec)
         local cases = expand_one(part)
         for _, c in ipairs(cases) do c.part = part; all[#all + 1] = c end
     end
-    local ID_KEYS = { "label", "protocol", "framing", "payload", "clients", "window", "topology",
-                      "execution", "work", "rate", "warmup", "duration",
-                      "placement", "target" }
-    local varies = {}
-    for _, k in ipairs(ID_KEYS) do
-        for i = 2, #all do
-            if tostring(all[i][k]) ~= tostring(all[1][k]) then varies[k] = true break end
-        end
+    name_cases(all, _M.ID_KEYS)
+    -- parts that differ only in a key outside ID_KEYS: name them by it too
+    if #_M.duplicate_ids(all) > 0 then
+        local keys = {}
+        for _, k in ipairs(_M.ID_KEYS) do keys[#keys + 1] = k end
+        for _, k in ipairs(_M.MORE_ID_KEYS) do keys[#keys + 1] = k end
+        name_cases(all, keys)
     end
     for i, c in ipairs(all) do
-        local id = {}
-        for _, k in ipairs(ID_KEYS) do
-            if varies[k] then id[#id + 1] = k .. "=" .. tostring(c[k]) end
-        end
-        c.case_id = #id > 0 and tbl_concat(id, " ") or "default"
         c.index = i
         c.part = nil
     end
     return all, {}
+end
+
+-- The case ids of a list of cases that two or more cases share (parts that
+-- define the same case): { { id, i, j }, ... }, empty when all differ.
+function _M.duplicate_ids(cases)
+    local seen, out = {}, {}
+    for i, c in ipairs(cases) do
+        local first = seen[c.case_id]
+        if first then out[#out + 1] = { c.case_id, first, i } else seen[c.case_id] = i end
+    end
+    return out
 end
 
 expand_one = function(spec)
@@ -159,7 +214,9 @@ expand_one = function(spec)
             repetitions = keys.repetitions,
             tls = keys.tls,
             udp = keys.udp,
+            request = keys.request,
             interval = keys.interval,
+            max_error_rate = keys.max_error_rate,
         }
         local id = {}
         for i, dim in ipairs(dims) do
@@ -244,6 +301,19 @@ end
 -- cases, { "key=value", ... } -> kept cases | nil, message
 -- Same key several times: OR. Different keys: AND. Values compare as
 -- strings (tostring(case[key]) == value). Kept cases keep their index.
+-- --filter duration=200ms or payload=1KiB: the keys that take units match
+-- the resolved number (docs/scenarios.md, Units).
+local UNIT_OF = { warmup = "seconds", duration = "seconds", timeout = "seconds", payload = "bytes" }
+unit_match = function(key, set, v)
+    local conv = UNIT_OF[key]
+    if not conv or type(v) ~= "number" then return false end
+    local units = require("arkbench.util.units")
+    for text in pairs(set) do
+        if units[conv](text) == v then return true end
+    end
+    return false
+end
+
 function _M.filter(cases, filters)
     if type(cases) ~= "table" then
         error("matrix.filter: cases must be a list", 2)
@@ -281,7 +351,7 @@ function _M.filter(cases, filters)
     for _, key in ipairs(order) do
         local set, next_kept = wanted[key], {}
         for _, c in ipairs(kept) do
-            if set[tostring(c[key])] then next_kept[#next_kept + 1] = c end
+            if set[tostring(c[key])] or unit_match(key, set, c[key]) then next_kept[#next_kept + 1] = c end
         end
         if #next_kept == 0 then
             local scope = "in this scenario"

@@ -1,5 +1,5 @@
 -- arkbench.scenario.overrides: `--set KEY.SUB=value` for the scenario keys
--- whose value is a table of known sub-keys (tls, udp): one sub-key at a
+-- whose value is a table of known sub-keys (tls, udp, request): one sub-key at a
 -- time, merged into the file's table, so `--set tls.ca=FILE` and
 -- `--set tls.version=1.2` do on the command line what `tls = { ca = ..,
 -- version = .. }` does in a file. The sub-key is checked against the same
@@ -20,7 +20,8 @@ local _M = {}
 local SUB_KEYS = check.SUB_KEYS
 -- sub-keys whose --set value is text as given (tls.version=1.2 is the
 -- string "1.2", as in a file; a cipher list may hold commas)
-local TEXT = { tls = { version = true, ciphers = true, sni = true, ca = true } }
+local TEXT = { tls = { version = true, ciphers = true, sni = true, ca = true },
+               request = { method = true, path = true, body = true } }
 
 local function table_keys()
     local out = {}

@@ -1,0 +1,176 @@
+/* lua_request.c -- see lua_request.h. */
+#include "lua/lua_request.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lauxlib.h>
+
+#include "proto/caps.h"
+
+static const char *field_string(lua_State *L, int t, const char *key, size_t *len) {
+  lua_getfield(L, t, key);
+  const char *s = lua_isstring(L, -1) ? lua_tolstring(L, -1, len) : NULL;
+  lua_pop(L, 1); /* the string stays referenced by the case table */
+  return s;
+}
+
+/* Entry i's headers list joined into "Name: value\r\n" lines. */
+static char *join_headers(lua_State *L, int t) {
+  lua_getfield(L, t, "headers");
+  size_t total = 1;
+  int n = lua_istable(L, -1) ? (int)lua_objlen(L, -1) : 0;
+  for (int k = 1; k <= n; k++) {
+    lua_rawgeti(L, -1, k);
+    size_t len = 0;
+    if (lua_isstring(L, -1)) lua_tolstring(L, -1, &len);
+    total += len + 2;
+    lua_pop(L, 1);
+  }
+  char *out = malloc(total), *d = out;
+  if (out == NULL) {
+    lua_pop(L, 1);
+    return NULL;
+  }
+  for (int k = 1; k <= n; k++) {
+    lua_rawgeti(L, -1, k);
+    size_t len = 0;
+    const char *h = lua_isstring(L, -1) ? lua_tolstring(L, -1, &len) : "";
+    memcpy(d, h, len);
+    d += len;
+    *d++ = '\r';
+    *d++ = '\n';
+    lua_pop(L, 1);
+  }
+  *d = '\0';
+  lua_pop(L, 1);
+  return out;
+}
+
+/* The Host header for a target "host:port" (brackets kept for IPv6): the
+ * port dropped when it is the scheme's default. */
+static void host_header(const char *target, int tls, char *out, size_t outlen) {
+  snprintf(out, outlen, "%s", target);
+  char *colon = strrchr(out, ':');
+  if (colon && colon > out && colon[-1] != ':' &&
+      strcmp(colon + 1, tls ? "443" : "80") == 0)
+    *colon = '\0';
+}
+
+static int read_tls_verify(lua_State *L, ab_case_cfg_t *cfg) {
+  lua_getfield(L, 1, "tls");
+  if (lua_istable(L, -1)) {
+    lua_getfield(L, -1, "verify");
+    cfg->transport.tls_insecure = lua_isboolean(L, -1) && !lua_toboolean(L, -1);
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+  return 0;
+}
+
+int ab_lua_read_request(lua_State *L, ab_case_cfg_t *cfg, ab_lua_requests_t *keep, char *err,
+                        size_t errlen) {
+  memset(keep, 0, sizeof(*keep));
+  read_tls_verify(L, cfg);
+  lua_getfield(L, 1, "request");
+  if (lua_isnil(L, -1)) {
+    lua_pop(L, 1);
+    return 0;
+  }
+  int n = lua_istable(L, -1) ? (int)lua_objlen(L, -1) : 0;
+  if (n <= 0) {
+    lua_pop(L, 1);
+    snprintf(err, errlen, "request must be a non-empty list of {method=, path=, ...}");
+    return -1;
+  }
+  size_t nst = 0;
+  for (int i = 1; i <= n; i++) {
+    lua_rawgeti(L, -1, i);
+    lua_getfield(L, -1, "status");
+    if (lua_istable(L, -1)) nst += lua_objlen(L, -1);
+    lua_pop(L, 2);
+  }
+  keep->n = (uint32_t)n;
+  keep->reqs = calloc((size_t)n, sizeof(*keep->reqs));
+  keep->headers = calloc((size_t)n, sizeof(char *));
+  keep->status = calloc(nst + 1, sizeof(uint16_t));
+  if (keep->reqs == NULL || keep->headers == NULL || keep->status == NULL) goto nomem;
+  uint16_t *st = keep->status;
+  for (int i = 1; i <= n; i++) {
+    lua_rawgeti(L, -1, i);
+    int t = lua_gettop(L);
+    ab_http_request_opts_t *o = &keep->reqs[i - 1];
+    if (!lua_istable(L, t)) {
+      lua_pop(L, 2);
+      snprintf(err, errlen, "request %d is not a table", i);
+      return -1;
+    }
+    o->method = field_string(L, t, "method", NULL);
+    o->path = field_string(L, t, "path", NULL);
+    o->body = field_string(L, t, "body", &o->body_len);
+    if ((keep->headers[i - 1] = join_headers(L, t)) == NULL) {
+      lua_pop(L, 2);
+      goto nomem;
+    }
+    o->headers = keep->headers[i - 1];
+    lua_getfield(L, t, "status");
+    int k = lua_istable(L, -1) ? (int)lua_objlen(L, -1) : 0;
+    o->status = st;
+    for (int j = 1; j <= k; j++) {
+      lua_rawgeti(L, -1, j);
+      double v = lua_tonumber(L, -1);
+      *st++ = v >= 0 && v < 65536 ? (uint16_t)v : 0;
+      lua_pop(L, 1);
+    }
+    o->nstatus = (uint32_t)k;
+    lua_pop(L, 2);
+  }
+  lua_pop(L, 1);
+  lua_getfield(L, 1, "target");
+  const char *target = lua_tostring(L, -1);
+  host_header(target ? target : "127.0.0.1", cfg->protocol == AB_PROTO_HTTPS, keep->host,
+              sizeof(keep->host));
+  lua_pop(L, 1);
+  cfg->transport.http_requests = keep->reqs;
+  cfg->transport.http_nrequests = keep->n;
+  cfg->transport.http_host = keep->host;
+  return 0;
+nomem:
+  lua_pop(L, 1);
+  snprintf(err, errlen, "out of memory reading the requests");
+  return -1;
+}
+
+void ab_lua_requests_free(ab_lua_requests_t *keep) {
+  for (uint32_t i = 0; keep->headers && i < keep->n; i++) free(keep->headers[i]);
+  free(keep->headers);
+  free(keep->reqs);
+  free(keep->status);
+  memset(keep, 0, sizeof(*keep));
+}
+
+void ab_lua_push_http(lua_State *L, const ab_case_cfg_t *cfg, const ab_result_t *r) {
+  if (cfg->transport.tls_insecure) {
+    lua_getfield(L, -1, "tls");
+    if (lua_istable(L, -1)) {
+      lua_pushboolean(L, 0);
+      lua_setfield(L, -2, "verify");
+    }
+    lua_pop(L, 1);
+  }
+  if (cfg->transport.http_nrequests == 0) return;
+  lua_pushnumber(L, 0); /* no payload is sent */
+  lua_setfield(L, -2, "payload_mib_per_s");
+  lua_newtable(L);
+  lua_newtable(L);
+  for (int code = 0; code < AB_REPLY_CODES; code++) {
+    if (r->reply_codes[code] == 0) continue;
+    char key[8];
+    snprintf(key, sizeof(key), "%d", code);
+    lua_pushnumber(L, (double)r->reply_codes[code]);
+    lua_setfield(L, -2, key);
+  }
+  lua_setfield(L, -2, "status");
+  lua_setfield(L, -2, "http");
+}

@@ -1,0 +1,345 @@
+-- http_request_spec.lua -- the built-in http/https client in request mode
+-- (scenario key `request`, docs/protocols.md "Request mode") against a
+-- real server: nginx (nginx-light) started here on loopback with a config
+-- written here, serving a static page (Content-Length), a gzip'd file
+-- (chunked: nginx compresses on the fly, so the length is unknown), 204
+-- and 304 answers (no body), a `return 200 "text"` and nothing at
+-- /missing (404); HEAD of the page has a Content-Length and no body. Over
+-- https nginx presents an EC P-256 certificate made here with the openssl
+-- CLI; the client verifies it through tls.ca, or not at all with
+-- tls.verify = false (said in the run object).
+--
+-- Each case: 16 connections, callback and coroutine, window 1 and 4
+-- (pipelined), every run ok and its books balanced; a 404 is counted as
+-- status 404 and a message error (errors["HTTP 404"]), never a framing error,
+-- unless status = {404} makes it a success.
+--
+-- Needs: nginx, openssl (.ci/run installs nginx-light). nginx runs under
+-- `timeout`, in the foreground of its own process, stopped in teardown.
+-- The one-liner (`arkbench http://...`, `https://... --ca | -k`) runs against
+-- the same nginx.
+-- Runtime: ~25 s.
+local cjson_mod = require("cjson")
+
+local ROOT = os.getenv("ARKBENCH_ROOT") or "."
+local BIN = os.getenv("ARKBENCH_BIN") or (ROOT .. "/bin/arkbench")
+
+local cjson = cjson_mod.new()
+
+package.path = ROOT .. "/spec/?.lua;" .. package.path
+local files = require("helpers.files")
+local proc = require("helpers.proc")
+local shq, read_file, write_file = files.shq, files.read_file, files.write_file
+local sh_ok, sh_out = proc.sh_ok, proc.sh_out
+
+local dirs, pids = {}, {}
+local function tmpdir()
+    local p = os.tmpname()
+    os.remove(p)
+    p = p .. "_httpreq"
+    assert(sh_ok("mkdir -p " .. shq(p)))
+    dirs[#dirs + 1] = p
+    return p
+end
+
+teardown(function()
+    for _, pid in ipairs(pids) do os.execute("kill -TERM " .. pid .. " 2>/dev/null") end
+    for _, d in ipairs(dirs) do os.execute("rm -rf " .. shq(d)) end
+end)
+
+local function listening(port)
+    return sh_ok("bash -c 'exec 3<>/dev/tcp/127.0.0.1/" .. port .. "' 2>/dev/null")
+end
+
+local next_port = 25000 + (tonumber(sh_out("echo $$")) or 0) % 5000
+local function free_port()
+    for _ = 1, 200 do
+        next_port = next_port + 1
+        if not listening(next_port) then return next_port end
+    end
+    error("no free port found from 25000 up")
+end
+
+local NGINX_CONF = [[
+daemon off;
+master_process off;
+worker_processes 1;
+pid {D}/nginx.pid;
+error_log {D}/error.log warn;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    client_body_temp_path {D}/tmp/body;
+    proxy_temp_path {D}/tmp/proxy;
+    fastcgi_temp_path {D}/tmp/fastcgi;
+    uwsgi_temp_path {D}/tmp/uwsgi;
+    scgi_temp_path {D}/tmp/scgi;
+    # one connection for the whole run (a close would cost the requests on it)
+    keepalive_requests 100000000;
+    keepalive_timeout 300s;
+    server {
+        listen 127.0.0.1:{PORT}{SSL};
+        root {D}/html;
+{TLS}
+        location = /empty { return 204; }
+        location = /same { return 304; }
+        location = /status { stub_status; }
+        location = /text { default_type text/plain; return 200 "hello\n"; }
+        location = /chunked {
+            default_type text/plain;
+            gzip on; gzip_min_length 0; gzip_types text/plain;
+            alias {D}/html/page.txt;
+        }
+    }
+}
+]]
+
+-- An EC P-256 key and a certificate for 127.0.0.1 / localhost in d.
+local function make_cert(d)
+    assert(sh_ok("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes"
+        .. " -keyout " .. shq(d .. "/key.pem") .. " -out " .. shq(d .. "/cert.pem")
+        .. " -days 1 -subj /CN=localhost"
+        .. " -addext subjectAltName=IP:127.0.0.1,DNS:localhost >/dev/null 2>&1"),
+        "openssl could not make a certificate")
+    return d .. "/cert.pem", d .. "/key.pem"
+end
+
+-- Starts nginx (tls: with the certificate made in d); returns d, port.
+local function start_nginx(tls)
+    assert.is_true(sh_ok("command -v nginx >/dev/null 2>&1"), "nginx is needed (apt-get install nginx-light)")
+    local d = tmpdir()
+    assert(sh_ok("mkdir -p " .. shq(d .. "/html") .. " " .. shq(d .. "/tmp")))
+    -- 4 KiB of text: the page (Content-Length) and, gzip'd, the chunked answer
+    local lines = {}
+    for i = 1, 64 do lines[i] = string.format("line %04d ", i) .. string.rep("abcdef", 9) end
+    write_file(d .. "/html/index.html", table.concat(lines, "\n") .. "\n")
+    write_file(d .. "/html/page.txt", table.concat(lines, "\n") .. "\n")
+    local cert_lines = ""
+    if tls then
+        local cert, key = make_cert(d)
+        cert_lines = "        ssl_protocols TLSv1.2 TLSv1.3;\n        ssl_certificate " .. cert
+            .. ";\n        ssl_certificate_key " .. key .. ";"
+    end
+    local last
+    for _ = 1, 5 do
+        local port = free_port()
+        local conf = NGINX_CONF:gsub("{D}", d):gsub("{PORT}", tostring(port))
+            :gsub("{SSL}", tls and " ssl" or ""):gsub("{TLS}", cert_lines)
+        write_file(d .. "/nginx.conf", conf)
+        local pid = tonumber(sh_out("timeout 300 nginx -e " .. shq(d .. "/error.log") .. " -p "
+            .. shq(d) .. " -c " .. shq(d .. "/nginx.conf") .. " >" .. shq(d .. "/nginx.out")
+            .. " 2>&1 & echo $!"))
+        pids[#pids + 1] = pid
+        for _ = 1, 100 do
+            if listening(port) then return d, port end
+            if not sh_ok("kill -0 " .. pid .. " 2>/dev/null") then break end
+            sh_ok("sleep 0.05")
+        end
+        os.execute("kill -TERM " .. pid .. " 2>/dev/null")
+        last = (read_file(d .. "/nginx.out") or "") .. (read_file(d .. "/error.log") or "")
+    end
+    error("nginx did not start: " .. tostring(last))
+end
+
+-- Runs a scenario (the text of a table constructor's fields) against
+-- 127.0.0.1:port; returns the exit code, the run objects, the output.
+local function run(d, port, fields)
+    local file = d .. "/s" .. tostring(#dirs) .. tostring(math.random(1e6)) .. ".lua"
+    write_file(file, ([[return { name = "http_request", target = "127.0.0.1:%d",
+        clients = 16, topology = "sharded:1", warmup = 0.1, duration = 0.4, repetitions = 1,
+        %s }]]):format(port, fields))
+    local out = file .. ".out"
+    local rc = tonumber(sh_out("cd " .. shq(ROOT) .. " && " .. shq(BIN) .. " run " .. shq(file)
+        .. " --out " .. shq(file .. ".r") .. " >" .. shq(out) .. " 2>&1 </dev/null; echo $?")
+        :match("(%d+)"))
+    local runs = {}
+    for line in (read_file(file .. ".r/runs.jsonl") or ""):gmatch("[^\n]+") do
+        runs[#runs + 1] = cjson.decode(line)
+    end
+    return rc, runs, read_file(out) or ""
+end
+
+local function balanced(r)
+    assert.are.equal(r.sent, r.completed + r.drained + r.timed_out + r.message_errors
+        + r.unfinished, r.case_id)
+end
+
+-- the http.status counts, summed
+local function status_total(r)
+    local n = 0
+    for _, v in pairs(r.http.status) do n = n + v end
+    return n
+end
+
+local function brief(r)
+    return tostring(r.case_id) .. ": " .. tostring(r.error) .. " errors " .. cjson.encode(r.errors)
+        .. " http " .. cjson.encode(r.http or {})
+end
+
+-- every shape of response, in one rotation per connection
+local MIX = [[protocol = "%s", window = { 1, 4 }, execution = { "callback", "coroutine" },
+    request = {
+        { path = "/" },
+        { method = "HEAD", path = "/", headers = { ["User-Agent"] = "arkbench-spec" } },
+        { path = "/empty" },
+        { path = "/same", status = { 304 } },
+        { path = "/chunked", headers = { ["Accept-Encoding"] = "gzip" } },
+        { method = "GET", path = "/text" },
+    }]]
+
+local function assert_mix_ok(rc, runs, out, d)
+    assert.are.equal(0, rc, out .. (read_file(d .. "/error.log") or ""))
+    assert.are.equal(4, #runs, out)
+    for _, r in ipairs(runs) do
+        assert.is_true(r.ok, brief(r))
+        assert.is_nil(next(r.errors), brief(r))
+        balanced(r)
+        assert.is_true(r.completed > 0, brief(r))
+        assert.are.equal(0, r.message_errors, brief(r))
+        -- every response of a measured message is counted by its status:
+        -- 4 of the 6 entries answer 200, one 204, one 304
+        assert.are.equal(r.completed + r.drained, status_total(r), brief(r))
+        assert.is_true(r.http.status["200"] > 0 and r.http.status["204"] > 0
+            and r.http.status["304"] > 0, brief(r))
+        assert.is_true(math.abs(r.http.status["200"] / 4 - r.http.status["204"]) <= 16, brief(r))
+        assert.is_true(r.rtt_us.count > 0 and r.rtt_us.min > 0, brief(r))
+    end
+end
+
+describe("http request mode against nginx", function()
+    local d, port
+
+    it("runs every response shape ok: Content-Length, HEAD, 204, 304, chunked; window 1 and 4", function()
+        d, port = start_nginx(false)
+        local rc, runs, out = run(d, port, MIX:format("http"))
+        assert_mix_ok(rc, runs, out, d)
+    end)
+
+    it("counts a 404 as status 404 and a message error, not a framing error", function()
+        local rc, runs, out = run(d, port, [[protocol = "http", window = { 1, 4 },
+            request = { path = "/missing" }]])
+        assert.are.equal(1, rc, out) -- counted errors: a failed run
+        assert.are.equal(2, #runs, out)
+        for _, r in ipairs(runs) do
+            assert.is_false(r.ok)
+            balanced(r)
+            assert.are.equal(0, r.completed, brief(r))
+            assert.is_true(r.message_errors > 0, brief(r))
+            -- every 404 of a measured message is one message error, and the
+            -- connections went on (more than one per connection)
+            assert.are.equal(r.message_errors, r.http.status["404"], brief(r))
+            assert.are.equal(r.message_errors, r.errors["HTTP 404"], brief(r))
+            assert.is_true(r.message_errors > 16 * 4, brief(r))
+            assert.is_nil(r.errors.EFRAME, brief(r))
+            assert.is_nil(r.errors.EPROTO, brief(r))
+            assert.is_nil(r.errors.ECLOSED, brief(r))
+            assert.truthy(tostring(r.error):find("status outside the success set", 1, true), brief(r))
+        end
+    end)
+
+    it("takes a 404 as a success when status = {404} says so", function()
+        local rc, runs, out = run(d, port, [[protocol = "http", execution = { "callback", "coroutine" },
+            request = { path = "/missing", status = { 404 } }]])
+        assert.are.equal(0, rc, out)
+        assert.are.equal(2, #runs, out)
+        for _, r in ipairs(runs) do
+            assert.is_true(r.ok, brief(r))
+            balanced(r)
+            assert.are.equal(0, r.message_errors, brief(r))
+            assert.are.equal(r.completed + r.drained, r.http.status["404"], brief(r))
+        end
+    end)
+end)
+
+-- nginx's own count of the requests it handled (stub_status; the query is one)
+local function nginx_requests(port)
+    local text = sh_out("bash -c 'exec 3<>/dev/tcp/127.0.0.1/" .. port
+        .. "; printf \"GET /status HTTP/1.0\\r\\n\\r\\n\" >&3; cat <&3'")
+    local n = tonumber(text:match("handled requests%s+%d+%s+%d+%s+(%d+)"))
+    assert.is_truthy(n, "stub_status: " .. text)
+    return n
+end
+
+describe("http request mode, counted against nginx's own books", function()
+    it("sends exactly what nginx handles: sent + warm-up round trips", function()
+        local d, port = start_nginx(false)
+        local before = nginx_requests(port)
+        local rc, runs, out = run(d, port, [[protocol = "http", window = 4,
+            request = { { path = "/text" }, { path = "/" } }]])
+        local after = nginx_requests(port)
+        assert.are.equal(0, rc, out)
+        local r = runs[1]
+        assert.is_true(r.ok, brief(r))
+        assert.are.equal(0, r.unfinished + r.timed_out + r.message_errors, brief(r))
+        assert.are.equal(after - before - 1, r.sent + r.warmup_completed, brief(r))
+        assert.are.equal(r.completed + r.drained, r.http.status["200"], brief(r))
+    end)
+end)
+
+describe("https request mode against nginx", function()
+    local d, port
+
+    it("verifies nginx's certificate through tls.ca and runs every response shape ok", function()
+        d, port = start_nginx(true)
+        local rc, runs, out = run(d, port, MIX:format("https")
+            .. (", tls = { ca = %q }"):format(d .. "/cert.pem"))
+        assert_mix_ok(rc, runs, out, d)
+        for _, r in ipairs(runs) do
+            assert.are.equal("TLSv1.3", r.tls.version, brief(r))
+            assert.is_nil(r.tls.verify)
+            assert.are.equal(16, r.handshake_us.count)
+        end
+    end)
+
+    it("fails the handshake without the CA (the system store does not know it)", function()
+        local rc, runs, out = run(d, port, [[protocol = "https", request = { path = "/" }]])
+        assert.are.equal(1, rc, out)
+        assert.is_false(runs[1].ok)
+        assert.truthy(tostring(runs[1].error):find("certificate verify failed", 1, true), brief(runs[1]))
+    end)
+
+    it("runs with tls.verify = false, said at load and in the run object", function()
+        local rc, runs, out = run(d, port, [[protocol = "https", request = { path = "/text" },
+            tls = { verify = false }]])
+        assert.are.equal(0, rc, out)
+        assert.truthy(out:find("verify = false: the server's certificate is NOT checked", 1, true), out)
+        assert.is_true(runs[1].ok, brief(runs[1]))
+        assert.is_false(runs[1].tls.verify)
+        assert.are.equal(runs[1].completed + runs[1].drained, runs[1].http.status["200"])
+    end)
+end)
+
+-- The one-liner (lua/arkbench/cmd/url.lua) writes a request-mode scenario
+-- for http:// and https:// URLs: it runs against nginx too.
+describe("the one-liner against nginx", function()
+    local function oneliner(args)
+        local d = tmpdir()
+        local cmd = "cd " .. shq(ROOT) .. " && " .. shq(BIN)
+        for _, a in ipairs(args) do cmd = cmd .. " " .. shq(a) end
+        cmd = cmd .. " --json --out " .. shq(d .. "/r") .. " 2>" .. shq(d .. "/stderr") .. " </dev/null"
+        local out = sh_out(cmd)
+        local ok, v = pcall(cjson.decode, out)
+        assert.is_true(ok, "not JSON: " .. out .. (read_file(d .. "/stderr") or ""))
+        return v, read_file(d .. "/stderr") or ""
+    end
+
+    it("runs http://HOST:PORT/PATH and https with --ca or -k, counting statuses", function()
+        local _, port = start_nginx(false)
+        local v, err = oneliner({ "http://127.0.0.1:" .. port .. "/text", "-c", "16", "-d", "300ms" })
+        assert.is_true(v.ok, err)
+        assert.is_true(v.requests > 0 and v.http_status["200"] >= v.requests, err)
+        v, err = oneliner({ "http://127.0.0.1:" .. port .. "/missing", "-c", "2", "-d", "200ms" })
+        assert.is_false(v.ok)
+        assert.are.equal(0, v.requests, err)
+        assert.are.equal(v.errors, v.http_status["404"], err)
+        assert.are.equal(v.errors, v.error_classes["HTTP 404"], err)
+        local ds, sport = start_nginx(true)
+        v, err = oneliner({ "https://127.0.0.1:" .. sport .. "/", "-c", "16", "-d", "300ms",
+            "--ca", ds .. "/cert.pem" })
+        assert.is_true(v.ok, err)
+        assert.is_true(v.requests > 0 and v.http_status["200"] >= v.requests, err)
+        v, err = oneliner({ "https://127.0.0.1:" .. sport .. "/text", "-c", "4", "-d", "200ms", "-k" })
+        assert.is_true(v.ok, err)
+        assert.truthy(err:find("NOT checked", 1, true), err)
+    end)
+end)

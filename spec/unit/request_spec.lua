@@ -1,0 +1,133 @@
+-- spec/unit/request_spec.lua -- the scenario key `request` (http, https
+-- request mode) and tls.verify: what the check accepts and normalises, and
+-- every refusal, exactly as the user reads it (file:line or --set, key,
+-- what was expected). The run itself is spec/integration/http_request_spec.lua.
+
+local scenario = require("arkbench.scenario.load")
+local matrix = require("arkbench.scenario.matrix")
+
+local F = "spec/fixtures/scenarios/"
+
+local function load_err(name, sets)
+    local spec, err = scenario.load(F .. name, sets)
+    assert.is_nil(spec)
+    assert.is_string(err)
+    return err
+end
+
+-- a scenario file with the given body (a Lua table constructor)
+local function file_with(body)
+    local path = os.tmpname()
+    local f = assert(io.open(path, "w"))
+    f:write("return " .. body .. "\n")
+    f:close()
+    return path
+end
+
+describe("scenario key request", function()
+    it("normalises one table to a list of one, with the defaults", function()
+        local spec = assert(scenario.load(F .. "minimal.lua", { "protocol=http", "request.path=/x" }))
+        assert.same({ { method = "GET", path = "/x", headers = {} } }, spec.keys.request)
+        local cases = matrix.expand(spec)
+        assert.same(spec.keys.request, cases[1].request)
+    end)
+
+    it("keeps a list in order, headers as sorted 'Name: value' lines", function()
+        local path = file_with([[{ protocol = { "http", "https" }, request = {
+            { method = "POST", path = "/submit?a=1", body = "hi", headers = { ["X-B"] = "2", Accept = "*/*" } },
+            { method = "HEAD", status = { 200, 404 } },
+            { status = 204 },
+        } }]])
+        finally(function() os.remove(path) end)
+        local spec = assert(scenario.load(path))
+        assert.same({
+            { method = "POST", path = "/submit?a=1", body = "hi", headers = { "Accept: */*", "X-B: 2" } },
+            { method = "HEAD", path = "/", headers = {}, status = { 200, 404 } },
+            { method = "GET", path = "/", headers = {}, status = { 204 } },
+        }, spec.keys.request)
+    end)
+
+    it("refuses bad fields with file:line, the key and what was expected", function()
+        local p = F .. "request_bad.lua:4: key 'request' element "
+        assert.equals(table.concat({
+            p .. "1: key 'method': got string \"GE T\"; expected an HTTP method token such as \"GET\" or \"POST\"",
+            p .. "2: key 'path': got string \"index.html\"; expected a string starting with \"/\" without"
+                .. " spaces or control characters (percent-encode them)",
+            p .. "3: key 'headers': header 'Content-Length': set by arkbench from the body; expected no"
+                .. " Content-Length header",
+            p .. "3: key 'headers': header 'X-A': got string \"one\\13\\ntwo\"; expected a string without"
+                .. " CR, LF or NUL",
+            p .. "4: unknown key 'bdy'; did you mean 'body'?",
+            p .. "4: key 'status' element 2: got 99; expected an integer from 100 to 599",
+        }, "\n"), load_err("request_bad.lua"))
+    end)
+
+    it("refuses a function form as not supported yet, and other shapes", function()
+        local path = file_with([[{ protocol = "http",
+            request = function(i, conn) return { path = "/" } end }]])
+        finally(function() os.remove(path) end)
+        local _, err = scenario.load(path)
+        assert.equals(path .. ":2: key 'request': got a function; a function form (of i and conn) is"
+            .. " not supported yet; expected a table {method=, path=, headers=, body=, status=} or a"
+            .. " list of them", err)
+        local path2 = file_with([[{ protocol = "http", request = { { path = "/" }, "GET /" } }]])
+        finally(function() os.remove(path2) end)
+        _, err = scenario.load(path2)
+        assert.equals(path2 .. ":1: key 'request' element 2: got string \"GET /\"; expected a table"
+            .. " {method=, path=, headers=, body=, status=}", err)
+        local path3 = file_with([[{ protocol = "http", request = { headers = { "X-A: 1" } } }]])
+        finally(function() os.remove(path3) end)
+        _, err = scenario.load(path3)
+        assert.equals(path3 .. ":1: key 'request': key 'headers': got a list; expected"
+            .. " a table of names to values, { [\"User-Agent\"] = \"x\" }", err)
+    end)
+
+    it("is only for protocol http or https, and not for execution lua", function()
+        assert.equals("--set request.path=/x: key 'request': a case has protocol tcp; expected protocol"
+            .. " http or https (request mode), for every case",
+            load_err("minimal.lua", { "request.path=/x" }))
+        assert.equals("--set request.path=/x: key 'request': a case has protocol ws; expected protocol"
+            .. " http or https (request mode), for every case",
+            load_err("minimal.lua", { "protocol=http,ws", "request.path=/x" }))
+        local path = file_with([[{ protocol = "http", execution = "lua", message = "x", expect = 1,
+            request = { path = "/" } }]])
+        finally(function() os.remove(path) end)
+        local _, err = scenario.load(path)
+        assert.truthy(err:find(path .. ":2: key 'request': a case has execution = \"lua\"; expected"
+            .. " execution callback or coroutine (the built-in http client)", 1, true), err)
+    end)
+
+    it("takes --set request.method/path/body, checked like the file's", function()
+        assert.equals("--set request.pth=/x: key 'request': unknown key 'pth'; did you mean 'path'?",
+            load_err("minimal.lua", { "protocol=http", "request.pth=/x" }))
+        assert.equals("--set request.path=x: key 'request': key 'path': got string \"x\"; expected a"
+            .. " string starting with \"/\" without spaces or control characters (percent-encode them)",
+            load_err("minimal.lua", { "protocol=http", "request.path=x" }))
+        local spec = assert(scenario.load(F .. "minimal.lua",
+            { "protocol=http", "request.method=POST", "request.body=123" }))
+        local list = file_with([[{ protocol = "http", request = { { path = "/a" }, { path = "/b" } } }]])
+        finally(function() os.remove(list) end)
+        local _, err = scenario.load(list, { "request.path=/x" })
+        assert.equals("--set request.path=/x: key 'request': got a list of requests and the named keys"
+            .. " path beside it; expected one request table or a list of them (--set request.KEY=..."
+            .. " sets a key of a single request table)", err)
+        -- text stays text: the body "123" is not a number
+        assert.same({ { method = "POST", path = "/", headers = {}, body = "123" } }, spec.keys.request)
+    end)
+end)
+
+describe("tls.verify", function()
+    it("is a boolean; false is accepted with a loud warning", function()
+        local spec = assert(scenario.load(F .. "minimal.lua", { "protocol=https", "tls.verify=false" }))
+        assert.is_false(spec.keys.tls.verify)
+        local found
+        for _, w in ipairs(spec.warnings) do
+            if w:find("verify = false: the server's certificate is NOT checked", 1, true) then found = w end
+        end
+        assert.equals("--set tls.verify=false: key 'tls': verify = false: the server's certificate is"
+            .. " NOT checked (chain and name), so nothing proves who answers; the run object says"
+            .. " tls.verify = false", found)
+        assert.equals("--set tls.verify=no: key 'tls': key 'verify': got string \"no\"; expected a boolean",
+            load_err("minimal.lua", { "protocol=https", "tls.verify=no" }))
+    end)
+end)
