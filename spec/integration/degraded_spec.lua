@@ -176,7 +176,7 @@ describe("oversubscription notes", function()
         local port = peers.wait_listening(srv)
         local _, _, se, _, runs = run_into(string.format([[
 return { name = "pool", protocol = "tcp", framing = "raw", target = "127.0.0.1:%d", payload = 64,
-         clients = 1, window = 1, warmup = 0, duration = 0.2, topology = "shared:%d", repetitions = 1 }
+         clients = 1, window = 1, warmup = 0, duration = 0.2, topology = "pool:%d", repetitions = 1 }
 ]], port, n), "pool")
         proc.stop(srv)
         assert.are.equal(1, #runs, se)
@@ -187,10 +187,10 @@ return { name = "pool", protocol = "tcp", framing = "raw", target = "127.0.0.1:%
     it("count the pool where it serves, and only the loops that hold a connection", function()
         local _, _, se, _, runs = run_into(string.format([[
 return { name = "both", protocol = "tcp", payload = 64, clients = 1, window = 1, warmup = 0,
-         duration = 0.2, topology = { "shared:%d", "sharded:%d" }, repetitions = 1 }
+         duration = 0.2, topology = { "pool:%d", "sharded:%d" }, repetitions = 1 }
 ]], n, n), "both")
         assert.are.equal(2, #runs, se)
-        -- shared:n in one process: 1 loop + n pool threads with work
+        -- pool:n in one process: 1 loop + n pool threads with work
         assert.truthy(notes_of(runs[1]):find(string.format("%d busy threads on %d logical CPUs: oversubscribed",
             n + 1, ncpu), 1, true), notes_of(runs[1]))
         -- sharded:n with 1 client: n - 1 idle loops, 1 busy thread
