@@ -4,7 +4,7 @@
 #
 # Builds OLD_REV in a temporary git worktree (its own build dir) and this
 # checkout (uncommitted changes included), both RelWithDebInfo, then:
-#   (a) scenarios/all.lua --filter topology=sharded:1 --set repetitions=3,
+#   (a) scenarios/all.lua --set topology=sharded:1 --set repetitions=3,
 #       old and new interleaved per protocol (bench/README.md says why),
 #       `arkbench compare OLD NEW`, and per-protocol ratios new/old with
 #       PASS/FAIL lines against the goals;
@@ -121,8 +121,11 @@ for p in tcp tls ws wss http https udp; do
   if [ $((i % 2)) = 0 ]; then order="old new"; else order="new old"; fi
   for side in $order; do
     step "  $p: $side"
+    # --set, not --filter: the topology list of all.lua may name models an
+    # old build does not know (pool:N), and --set replaces it before the
+    # old build's checks
     run_side "$side" "$OUT/a/$side/$p.log" run "$ROOT/scenarios/all.lua" \
-      --filter topology=sharded:1 --filter protocol="$p" --set repetitions="$REPS" \
+      --set topology=sharded:1 --filter protocol="$p" --set repetitions="$REPS" \
       ${TIMES[@]+"${TIMES[@]}"} --out "$OUT/a/$side/$p"
   done
   i=$((i + 1))
