@@ -172,9 +172,22 @@ local function texts(list, sorted)
     return out
 end
 
+-- The keys of t that are not in known, sorted (stable messages): a
+-- table's stray keys, each to be reported with unknown_key.
+local function stray_keys(t, known)
+    local set, out = {}, {}
+    for _, k in ipairs(known) do set[k] = true end
+    for k in pairs(t) do
+        if not set[k] then out[#out + 1] = k end
+    end
+    tbl_sort(out, function(a, b) return tostring(a) < tostring(b) end)
+    return out
+end
+
 _M.list_length = list_length
 _M.describe = describe
 _M.unknown_key = unknown_key
+_M.stray_keys = stray_keys
 _M.new_ctx = new_ctx
 _M.where = where
 _M.fail = fail

@@ -26,16 +26,7 @@ local function is_integer(v)
         and v == math_floor(v)
 end
 
--- the keys of t that are not in known (sorted, for stable messages)
-local function sorted_keys(t, known)
-    local set, out = {}, {}
-    for _, k in ipairs(known) do set[k] = true end
-    for k in pairs(t) do
-        if not set[k] then out[#out + 1] = k end
-    end
-    tbl_sort(out, function(a, b) return tostring(a) < tostring(b) end)
-    return out
-end
+local sorted_keys = msg.stray_keys
 
 -- One request table -> its normalised form (method, path, headers as a
 -- sorted list of "Name: value", body or nil, status list or nil), or nil
