@@ -32,19 +32,12 @@ local proc = require("helpers.proc")
 local shq, read_file, write_file = files.shq, files.read_file, files.write_file
 local sh_ok, sh_out = proc.sh_ok, proc.sh_out
 
-local dirs, pids = {}, {}
-local function tmpdir()
-    local p = os.tmpname()
-    os.remove(p)
-    p = p .. "_httpreq"
-    assert(sh_ok("mkdir -p " .. shq(p)))
-    dirs[#dirs + 1] = p
-    return p
-end
+local pids = {}
+local function tmpdir() return files.tmpdir("_httpreq") end
 
 teardown(function()
     for _, pid in ipairs(pids) do os.execute("kill -TERM " .. pid .. " 2>/dev/null") end
-    for _, d in ipairs(dirs) do os.execute("rm -rf " .. shq(d)) end
+    files.remove_tmpdirs()
 end)
 
 local function listening(port)
@@ -143,8 +136,10 @@ end
 
 -- Runs a scenario (the text of a table constructor's fields) against
 -- 127.0.0.1:port; returns the exit code, the run objects, the output.
+local runs_made = 0
 local function run(d, port, fields)
-    local file = d .. "/s" .. tostring(#dirs) .. tostring(math.random(1e6)) .. ".lua"
+    runs_made = runs_made + 1
+    local file = d .. "/s" .. tostring(runs_made) .. ".lua"
     write_file(file, ([[return { name = "http_request", target = "127.0.0.1:%d",
         clients = 16, topology = "sharded:1", warmup = 0.1, duration = 0.4, repetitions = 1,
         %s }]]):format(port, fields))
