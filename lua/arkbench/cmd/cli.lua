@@ -548,33 +548,33 @@ function _M.report(args)
         end
     end
     local summary, wrote, crossed = finish_results(dir, nil, runs, meta, rules)
-    if want_csv then
-        local paths, cerr = require("arkbench.report.csv").write(dir, runs, summary)
-        if not paths then
-            folder.release(dir)
-            -- a write failure, like the other files': exit 1
-            io_stderr:write("arkbench: cannot write the CSV files: ", tostring(cerr), "\n")
-            return 1
+    -- the exports asked for: each writes its files or says why it could
+    -- not (a write failure, like the other files': exit 1)
+    local exports = {
+        { want_csv, "the CSV files", function()
+            local paths, err = require("arkbench.report.csv").write(dir, runs, summary)
+            return paths and ("wrote " .. paths[1] .. " and " .. paths[2]), err
+        end },
+        { want_hgrm, "the .hgrm files", function()
+            local paths, err = require("arkbench.report.hgrm").write(dir, runs, summary)
+            return paths and str_format("wrote %d .hgrm file%s in %s/hgrm", #paths,
+                #paths == 1 and "" or "s", dir), err
+        end },
+        { want_om, "the OpenMetrics file", function()
+            local path, err = require("arkbench.report.openmetrics").write(dir, summary)
+            return path and ("wrote " .. path), err
+        end },
+    }
+    for _, e in ipairs(exports) do
+        if e[1] then
+            local said, err = e[3]()
+            if not said then
+                folder.release(dir)
+                io_stderr:write("arkbench: cannot write ", e[2], ": ", tostring(err), "\n")
+                return 1
+            end
+            io_stderr:write(said, "\n")
         end
-        io_stderr:write("wrote ", paths[1], " and ", paths[2], "\n")
-    end
-    if want_hgrm then
-        local paths, herr = require("arkbench.report.hgrm").write(dir, runs, summary)
-        if not paths then
-            folder.release(dir)
-            io_stderr:write("arkbench: cannot write the .hgrm files: ", tostring(herr), "\n")
-            return 1
-        end
-        io_stderr:write("wrote ", #paths, " .hgrm file", #paths == 1 and "" or "s", " in ", dir, "/hgrm\n")
-    end
-    if want_om then
-        local path, oerr = require("arkbench.report.openmetrics").write(dir, summary)
-        if not path then
-            folder.release(dir)
-            io_stderr:write("arkbench: cannot write the OpenMetrics file: ", tostring(oerr), "\n")
-            return 1
-        end
-        io_stderr:write("wrote ", path, "\n")
     end
     folder.release(dir)
     if not wrote then return 1 end
