@@ -583,6 +583,14 @@ int ab_case_check(const ab_case_cfg_t *cfg, char *err, size_t errlen) {
   if (cfg->interval_s != 0 && !((cfg->interval_s >= 0.01 || cfg->interval_s == cfg->duration_s) && cfg->interval_s <= cfg->duration_s)) BAD("interval must be from 0.01 s to the duration");
   if (interval_count(cfg) > AB_MAX_INTERVALS) BAD("duration / interval is over %d intervals", AB_MAX_INTERVALS);
   if ((double)cfg->clients * cfg->window * cfg->payload > (double)lim->inflight_max) BAD("clients x window x payload exceeds %llu bytes", (unsigned long long)lim->inflight_max);
+  if (cfg->ntag_names > AB_TAGS_MAX) BAD("%u tags; a case has at most %d", cfg->ntag_names, AB_TAGS_MAX);
+  for (uint32_t i = 0; i < cfg->ntag_names; i++)
+    if (cfg->tag_names == NULL || cfg->tag_names[i] == NULL || cfg->tag_names[i][0] == '\0' ||
+        strlen(cfg->tag_names[i]) > AB_TAG_NAME_MAX)
+      BAD("tag %u: expected a name of 1 to %d bytes", i + 1, AB_TAG_NAME_MAX);
+  for (uint32_t i = 0; cfg->tag_rot && i < cfg->ntag_rot; i++)
+    if (cfg->tag_rot[i] > cfg->ntag_names) BAD("tag rotation entry %u names no tag", i + 1);
+  if ((cfg->ntag_names || cfg->ntag_rot) && !cfg->tagged) BAD("tags given for a case that is not tagged");
   const ab_driver_t *d = cfg->driver;
   if (d == NULL) BAD("no driver runs this protocol with this execution");
   if (!d->case_open || !d->case_close || !d->loop_open || !d->loop_close || !d->client_start ||
@@ -603,8 +611,10 @@ static void free_clients(ab__loop_t *l) {
   l->clients = NULL;
   free(l->iv);
   free(l->iv_lag);
+  free(l->tags);
   l->iv = NULL;
   l->iv_lag = NULL;
+  l->tags = NULL;
   if (l->rate_fd >= 0) close(l->rate_fd);
   l->rate_fd = -1;
   if (l->sweep_fd >= 0) close(l->sweep_fd);
@@ -671,12 +681,20 @@ static int alloc_loops(ab__engine_t *eng, ab_result_t *out) {
     if (l->client_size < sizeof(ab__client_t)) l->client_size = sizeof(ab__client_t);
     l->clients = calloc(l->nclients ? l->nclients : 1, l->client_size);
     if (l->clients == NULL || alloc_series(l, cfg) < 0) return AB_ENOMEM;
+    if (cfg->tagged) {
+      /* each tag's counts and histogram (engine/tags.h) */
+      if ((l->tags = malloc(AB_TAGS_MAX * sizeof(ab_tag_stats_t))) == NULL) return AB_ENOMEM;
+      ab_tags_init(l->tags);
+      l->tag_rot = cfg->tag_rot;
+      l->ntag_rot = cfg->tag_rot ? cfg->ntag_rot : 0;
+    }
     for (uint32_t k = 0; k < l->nclients; k++) {
       ab__client_t *c = ab__loop_client(l, k);
       c->loop = l;
       c->home = l;
       c->id = li + k * eng->nloops;
       if (ab__win_init(&c->win, cfg->window, win_kind, l->open_loop) < 0) return AB_ENOMEM;
+      if (cfg->tagged && (c->win.tag = calloc(cfg->window, 1)) == NULL) return AB_ENOMEM;
       if (l->open_loop) ab__win_sched_init(&c->win, cfg->rate, c->id, cfg->clients);
     }
   }
@@ -863,6 +881,7 @@ static void merge_loop(ab_result_t *out, ab__loop_t *l) {
   }
   ab_hist_merge(&out->connect, &l->connect);
   ab_hist_merge(&out->handshake, &l->handshake);
+  if (out->tags && l->tags) ab_tags_merge(out->tags, l->tags);
   if (l->status_failures) {
     /* an echo that answers 500 is not a round trip that worked (the
      * classes, by status, are in the loop's errors) */
@@ -925,6 +944,14 @@ static int stop_and_merge(ab__engine_t *eng, ab_result_t *out) {
   int merged = alloc_result_series(eng, out);
   if (merged < 0 && out->error[0] == '\0')
     snprintf(out->error, sizeof(out->error), "out of memory merging the time series");
+  if (eng->cfg->tagged) {
+    /* the tags' names, and their stats merged below */
+    out->ntags = eng->tags.n;
+    memcpy(out->tag_names, eng->tags.names, sizeof(out->tag_names));
+    if ((out->tags = malloc(AB_TAGS_MAX * sizeof(ab_tag_stats_t))) != NULL) ab_tags_init(out->tags);
+    else if ((merged = AB_ENOMEM) && out->error[0] == '\0')
+      snprintf(out->error, sizeof(out->error), "out of memory merging the tags");
+  }
   for (uint32_t li = 0; li < eng->nloops; li++) {
     ab__loop_t *l = &eng->loops[li];
     merge_loop(out, l);
@@ -1020,12 +1047,22 @@ static void engine_init(ab__engine_t *eng, const ab_case_cfg_t *cfg) {
   pthread_cond_init(&eng->cv, &ca);
   pthread_condattr_destroy(&ca);
   pthread_mutex_init(&eng->mu, NULL);
+  pthread_mutex_init(&eng->tags.mu, NULL);
+  /* the case's own tag names first: ids 1 .. in their order */
+  for (uint32_t i = 0; i < cfg->ntag_names && cfg->tag_names; i++)
+    ab_tag_names_id(&eng->tags, cfg->tag_names[i], strlen(cfg->tag_names[i]));
+}
+
+int ab__tag_id(ab__engine_t *eng, const char *name, size_t len) {
+  if (!eng->cfg->tagged) return AB_EINVAL;
+  return ab_tag_names_id(&eng->tags, name, len);
 }
 
 static void engine_destroy(ab__engine_t *eng) {
   free(eng->loops);
   eng->loops = NULL;
   pthread_mutex_destroy(&eng->mu);
+  pthread_mutex_destroy(&eng->tags.mu);
   pthread_cond_destroy(&eng->cv);
 }
 
@@ -1082,6 +1119,8 @@ void ab_result_free(ab_result_t *r) {
   r->conns_per_loop = NULL;
   free(r->iv);
   free(r->iv_lag);
+  free(r->tags);
   r->iv = NULL;
   r->iv_lag = NULL;
+  r->tags = NULL;
 }

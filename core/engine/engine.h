@@ -25,6 +25,7 @@
 #include "proto/caps.h" /* AB_PROTO_*, AB_EXEC_*, AB_FRAMING_*, AB_MODEL_* */
 #include "engine/counters.h"
 #include "engine/driver.h"
+#include "engine/tags.h"
 #include "engine/window_state.h"
 #include "proto/transport.h"
 
@@ -64,6 +65,16 @@ typedef struct {
    * flight unfinished, out->interrupted set.  NULL: never.  Called on the
    * coordinator thread; must be cheap (a signal flag). */
   int (*interrupted)(void);
+  /* tags (engine/tags.h): non-zero lets messages carry tags (each loop
+   * keeps AB_TAGS_MAX tag stats); tag_names[0 .. ntag_names) get the ids
+   * 1 .. first, the driver may register more at run time; with ntag_rot >
+   * 0, message seq's tag is tag_rot[seq % ntag_rot] (0: none; request
+   * mode), else the one the driver's grant carries */
+  int tagged;
+  const char *const *tag_names;
+  uint32_t ntag_names;
+  const uint8_t *tag_rot;
+  uint32_t ntag_rot;
   /* who drives the connections: a row of the driver registry
    * (ab_driver_for) or one the host layer builds; required */
   const ab_driver_t *driver;
@@ -126,6 +137,11 @@ struct ab_result_s {
   ab_hist_t *iv_lag;
   uint32_t niv;
   double interval_s;
+  /* tags (cfg->tagged): ntags names and their stats, merged across loops;
+   * tags is malloc'd (AB_TAGS_MAX entries) or NULL, ab_result_free() */
+  uint32_t ntags;
+  char tag_names[AB_TAGS_MAX][AB_TAG_NAME_MAX + 1];
+  ab_tag_stats_t *tags;
 };
 
 /* Checks cfg; returns 0 or AB_ECONFIG with a sentence in err[0..errlen). */

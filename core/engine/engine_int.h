@@ -191,6 +191,11 @@ struct ab__loop_s {
   uint64_t reply_codes[AB_REPLY_CODES]; /* counters.h */
   ab_error_count_t errors[AB_MAX_ERROR_CLASSES];
   int nerrors;
+  /* tags (engine/tags.h; cfg->tagged, else NULL): AB_TAGS_MAX stats, tag
+   * id i + 1 at [i]; request mode's rotation of tags by sequence */
+  ab_tag_stats_t *tags;
+  const uint8_t *tag_rot;
+  uint32_t ntag_rot;
   char first_error[256];
   uint64_t work_sink;
 
@@ -213,6 +218,7 @@ struct ab__engine_s {
   int aborted;                  /* ab__engine_abort: stop waiting now */
   int interrupted;              /* cfg->interrupted() said so (coordinator) */
   const ab_driver_t *drv;       /* cfg->driver */
+  ab_tag_names_t tags;          /* the case's tag names (engine/tags.h) */
   ab__dcase_t *dc;              /* the driver's part of this case */
 };
 
@@ -240,6 +246,12 @@ int ab__shared_busy(ab__loop_t *l);
 void ab__loop_drained(ab__loop_t *l, int busy);
 
 /* engine.c */
+/* The id (1 .. AB_TAGS_MAX) of tag name[0..len) for this case, registered
+ * when new (from any loop thread; once per new name, never per message).
+ * AB_EINVAL for a name that is empty, longer than AB_TAG_NAME_MAX or holds
+ * a control byte; AB_ECONFIG when the case already has AB_TAGS_MAX tags;
+ * AB_EINVAL too when the case is not tagged. */
+int ab__tag_id(ab__engine_t *eng, const char *name, size_t len);
 /* From any loop thread: the run cannot go on (a script error): the
  * coordinator stops waiting for phases and deadlines and ends the run. */
 void ab__engine_abort(ab__loop_t *l);

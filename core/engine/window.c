@@ -49,6 +49,7 @@ void ab__win_free(ab__win_t *w) {
   free(w->seq);
   free(w->ns);
   free(w->phase);
+  free(w->tag);
   free(w->origin);
   free(w->out_seq);
   free(w->out_state);

@@ -9,7 +9,8 @@
  * loop's counters (sent, completed, drained, timed_out, message_errors,
  * unfinished, warmup_completed, meas_inflight, warm_inflight, late,
  * reordered, duplicated), its RTT histograms (per interval; open loop also the raw
- * view and the send lag) and the time series' counts; nothing else does.
+ * view and the send lag), the time series' counts and, in a tagged case,
+ * each tag's counts and histogram (engine/tags.h); nothing else does.
  * (`unsent` is the engine's, from ab__win_unsent at the deadline.)
  *
  * A driver's pump does only this:
@@ -61,6 +62,12 @@ typedef struct {
   uint64_t deadline;            /* ns */
   uint32_t n;
   uint8_t phase;                /* AB_PHASE_WARMUP or AB_PHASE_MEASURE */
+  /* a tagged case's (engine/tags.h): the tag of every message stamped
+   * (0: none), or with tags non-NULL, tags[i] for the i-th message of the
+   * next stamp; the driver sets them after the grant (grant clears them).
+   * Request mode's rotation (l->tag_rot) overrides both. */
+  uint8_t tag;
+  const uint8_t *tags;
 } ab__win_grant_t;
 
 /* What a completion did (>= 0; errors are < 0). */
@@ -163,7 +170,20 @@ static inline uint32_t ab__win_grant(ab__client_t *c, uint64_t now, ab__win_gran
   g->seq = w->next_seq;
   g->phase = ph;
   g->n = n;
+  g->tag = 0;
+  g->tags = NULL;
   return n;
+}
+
+/* A tagged case: the tag of message seq (the i-th of this stamp of g), kept
+ * in its slot s and counted as sent in its phase (engine/tags.h). */
+static inline void ab__win_tag(ab__loop_t *l, ab__win_t *w, const ab__win_grant_t *g, uint32_t s,
+                               uint64_t seq, uint32_t i) {
+  uint8_t tg = l->ntag_rot ? l->tag_rot[seq % l->ntag_rot] : g->tags ? g->tags[i] : g->tag;
+  w->tag[s] = tg;
+  if (tg == 0) return;
+  if (g->phase == AB_PHASE_MEASURE) l->tags[tg - 1].sent++;
+  else l->tags[tg - 1].warmup_sent++;
 }
 
 /* The first n (<= g->n) messages of g, built, are handed to the socket at
@@ -184,6 +204,7 @@ static inline uint32_t ab__win_stamp(ab__client_t *c, ab__win_grant_t *g, uint32
     w->seq[s] = seq + i;
     w->ns[s] = t;
     w->phase[s] = g->phase;
+    if (w->tag != NULL) ab__win_tag(l, w, g, s, seq + i, i);
     if (w->origin != NULL) {
       /* open loop: each message's RTT starts at its intended time; how
        * late it went out is the send lag */
@@ -197,6 +218,7 @@ static inline uint32_t ab__win_stamp(ab__client_t *c, ab__win_grant_t *g, uint32
     }
   }
   if (w->origin != NULL) w->sched_k += n;
+  if (g->tags != NULL) g->tags += n;
   if (w->inflight == 0) w->oldest_seq = seq;
   w->next_seq = seq + n;
   w->inflight += n;
@@ -231,6 +253,8 @@ static inline int ab__win_account(ab__loop_t *l, ab__win_t *w, uint32_t slot, ui
     }
     /* the run's histogram is the merge of its intervals' (engine.c) */
     ab_hist_record(&iv->rtt, rtt);
+    ab_tag_stats_t *ts = w->tag != NULL && w->tag[slot] ? &l->tags[w->tag[slot] - 1] : NULL;
+    if (ts) ab_hist_record(&ts->rtt, rtt);
     uint32_t mark = (uint32_t)(iv - l->iv) + 1;
     if (w->iv_mark != mark) { /* its first reply in this interval */
       w->iv_mark = mark;
@@ -240,9 +264,11 @@ static inline int ab__win_account(ab__loop_t *l, ab__win_t *w, uint32_t slot, ui
     if (now <= l->deadline_ns) {
       l->completed++;
       iv->completed++;
+      if (ts) ts->completed++;
       return AB__WIN_MEASURED;
     }
     l->drained++;
+    if (ts) ts->drained++;
     return AB__WIN_FREED;
   }
   l->warmup_completed++;

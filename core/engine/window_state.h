@@ -40,6 +40,8 @@ typedef struct ab__win_s {
   uint64_t *ns;                 /* when it was handed to the socket (the
                                    RTT origin), ns; 0 = the slot is free */
   uint8_t *phase;               /* AB_PHASE_* it was sent in */
+  uint8_t *tag;                 /* its tag id (engine/tags.h; 0: none);
+                                   NULL when the case is not tagged */
   /* open loop only (NULL / 0 in closed loop): the rate schedule */
   uint64_t *origin;             /* per slot: the message's intended send
                                    time, its RTT origin, ns */

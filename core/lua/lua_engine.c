@@ -508,6 +508,32 @@ static void push_intervals(lua_State *L, const ab_result_t *r) {
   lua_setfield(L, -2, "intervals");
 }
 
+/* tags = { NAME = {sent, warmup_sent, completed, drained, errors,
+ * round_trips_per_s, rtt_us, rtt_histogram}, ... } (engine/tags.h;
+ * docs/run-object.md "Tags"), when the case has any tag. */
+static void push_tags(lua_State *L, const ab_result_t *r) {
+  if (r->tags == NULL || r->ntags == 0) return;
+  double per_s = r->measured_s > 0 ? 1.0 / r->measured_s : 0;
+  lua_createtable(L, 0, (int)r->ntags);
+  for (uint32_t i = 0; i < r->ntags; i++) {
+    const ab_tag_stats_t *t = &r->tags[i];
+    lua_createtable(L, 0, 8);
+    SETNUM("sent", t->sent);
+    SETNUM("warmup_sent", t->warmup_sent);
+    SETNUM("completed", t->completed);
+    SETNUM("drained", t->drained);
+    /* every measure message ends in one bucket (the identity) */
+    SETNUM("errors", t->sent - t->completed - t->drained);
+    SETNUM("round_trips_per_s", (double)t->completed * per_s);
+    push_stats(L, &t->rtt);
+    lua_setfield(L, -2, "rtt_us");
+    push_encoded(L, &t->rtt);
+    lua_setfield(L, -2, "rtt_histogram");
+    lua_setfield(L, -2, r->tag_names[i]);
+  }
+  lua_setfield(L, -2, "tags");
+}
+
 /* The result table of a run that happened (docs/run-object.md). */
 static void push_result(lua_State *L, const ab_case_cfg_t *cfg, const ab_result_t *r) {
   lua_newtable(L);
@@ -539,6 +565,7 @@ static void push_result(lua_State *L, const ab_case_cfg_t *cfg, const ab_result_
   push_intervals(L, r);
   if (cfg->protocol == AB_PROTO_UDP) push_udp(L, r);
   ab_lua_push_http(L, cfg, r);
+  push_tags(L, r);
 }
 
 /* execution = "lua": a script error makes status script_error with the
@@ -588,6 +615,7 @@ static int l_run_case(lua_State *L) {
       return config_error(L, err);
     }
     cfg.driver = ab_lua_exec_driver(lx);
+    cfg.tagged = 1; /* conn:call(req, expect, tag), message -> bytes, tag */
   } else {
     cfg.driver = ab_driver_for(cfg.protocol, cfg.execution);
   }

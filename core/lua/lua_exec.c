@@ -172,6 +172,7 @@ static void free_loop(ab__lx_loop_t *lx) {
     k = n;
   }
   free(lx->cconns);
+  free(lx->tagbuf);
   free(lx);
 }
 
@@ -182,8 +183,10 @@ static void *lx_loop_open(ab_lua_exec_t *x, ab__loop_t *l, char *err, size_t err
   ab__lx_loop_t **loops = realloc(x->loops, (x->nloops + 1) * sizeof(*loops));
   if (loops) x->loops = loops;
   if (lx == NULL || loops == NULL ||
-      (lx->cconns = calloc(l->nclients ? l->nclients : 1, sizeof(ab__lx_conn_t))) == NULL) {
+      (lx->cconns = calloc(l->nclients ? l->nclients : 1, sizeof(ab__lx_conn_t))) == NULL ||
+      (lx->tagbuf = calloc(l->window, 1)) == NULL) {
     snprintf(err, errlen, "execution = \"lua\": out of memory");
+    if (lx) free(lx->cconns);
     free(lx);
     return NULL;
   }

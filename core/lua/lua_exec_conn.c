@@ -227,8 +227,9 @@ static int f_sleep(lua_State *L) {
   return yield_wait(L, k, sleep_cleanup);
 }
 
-/* call_begin(k, request) -> true (sent and timed) | false (not sending
- * now: wait for the next phase) | nil, err, code */
+/* call_begin(k, request, tag) -> true (sent and timed) | false (not
+ * sending now: wait for the next phase) | nil, err, code; tag: the case's
+ * tag id (lua_exec_tags.c), 0 for none */
 static int f_call_begin(lua_State *L) {
   ab__lx_conn_t *k = arg_conn(L);
   size_t n;
@@ -240,7 +241,8 @@ static int f_call_begin(lua_State *L) {
   uint64_t t = ab_now_ns();
   /* not sending now (no phase, its deadline passed, or the window is
    * full): wait for the next phase */
-  if (ab__win_grant(&c->h, t, &g) == 0 || ab__win_stamp(&c->h, &g, 1, t) == 0) {
+  if (ab__win_grant(&c->h, t, &g) > 0) g.tag = (uint8_t)lua_tointeger(L, 3);
+  if (g.n == 0 || ab__win_stamp(&c->h, &g, 1, t) == 0) {
     k->want = AB__LX_W_PHASE;
     lua_pushboolean(L, 0);
     return 1;
@@ -313,5 +315,6 @@ void ab__lx_conn_open(lua_State *L, ab__lx_loop_t *lx) {
   lua_pushlightuserdata(L, lx);
   lua_pushcclosure(L, f_phase, 1);
   lua_setfield(L, -2, "phase");
+  ab__lx_tags_prims(L, lx);
   lua_call(L, 1, 1);
 }

@@ -10,6 +10,8 @@
  *   lua/arkbench/exec/boot.lua, conn.lua  the Lua side: picking the
  *                     scenario part's hooks, the conn methods
  *   lua_exec_light.c  the light form (message/expect, C does the IO)
+ *   lua_exec_tags.c   tags: names to the case's ids (conn:call's tag,
+ *                     message's second value)
  *   lua_exec_tcp.c    client and server connections: connect, accept,
  *                     and the connection object's callbacks (any stream
  *                     protocol: tcp or tls, io/conn.h)
@@ -125,6 +127,12 @@ struct ab__lx_loop_s {
   ab__lx_conn_t *cconns;        /* one per client of the loop */
   ab__lx_conn_t *sconns;        /* Lua-served connections (list) */
   uint32_t next_sid;
+  /* tags (lua_exec_tags.c): the light form's tags of one pump's messages
+   * (window entries), and the tag strings seen (pinned) with their ids */
+  uint8_t *tagbuf;
+  const char *tag_str[AB_TAGS_MAX];
+  uint8_t tag_id[AB_TAGS_MAX];
+  uint32_t ntag_cache;
   uv_async_t abort_async;
   int stopping;                 /* a script error: drive nothing more */
   int stopped;
@@ -172,6 +180,14 @@ void ab__lx_conn_failed(ab__lx_conn_t *k, int code, const char *what);
  * metatable on L's stack; raises a Lua error if it fails (boot() runs it
  * protected). */
 void ab__lx_conn_open(lua_State *L, ab__lx_loop_t *lx);
+
+/* ---- lua_exec_tags.c -------------------------------------------------- */
+
+/* The tag id of the string at idx of lx->L (1 .. AB_TAGS_MAX), or -1 with
+ * *why (a Lua string pushed on lx->L) when it cannot be one. */
+int ab__lx_tag_of(ab__lx_loop_t *lx, int idx, const char **why);
+/* Sets the primitive tag(name) -> id | nil, why in the table on top. */
+void ab__lx_tags_prims(lua_State *L, ab__lx_loop_t *lx);
 
 /* ---- lua_exec_light.c ------------------------------------------------- */
 

@@ -24,15 +24,47 @@ static const char *fn_where(lua_State *L, int idx) {
   return lua_pushfstring(L, "%s:%d", ar.short_src, ar.linedefined);
 }
 
-/* message(i, id) on the loop's state; leaves the string on the stack.
- * 0, or -1 after a script error (stack clean). */
-static int light_message(ab__lx_loop_t *lx, ab__lx_conn_t *k, uint64_t i, const char **p, size_t *n) {
+/* The tag message(i) returned (on top of the stack, popped) into *tag:
+ * nil is none, a string the case's id of that name (lua_exec_tags.c).
+ * 0, or -1 after a script error (stack as it was below the tag). */
+static int light_tag(ab__lx_loop_t *lx, uint64_t i, uint8_t *tag) {
+  lua_State *L = lx->L;
+  int t = lua_type(L, -1);
+  *tag = 0;
+  if (t == LUA_TNIL) {
+    lua_pop(L, 1);
+    return 0;
+  }
+  const char *why = NULL;
+  int id = t == LUA_TSTRING ? ab__lx_tag_of(lx, -1, &why) : -1;
+  if (id > 0) {
+    *tag = (uint8_t)id;
+    lua_pop(L, 1);
+    return 0;
+  }
+  if (why == NULL) why = lua_pushfstring(L, "its second value is %s; expected nil or a tag name "
+                                            "(a string)", luaL_typename(L, -1));
+  const char *at = fn_where(L, AB__LX_IDX_MESSAGE);
+  ab__lx_script_error(lx, lua_pushfstring(L, "%s: message(%d): %s", at, (int)i, why));
+  lua_pop(L, 4);
+  return -1;
+}
+
+/* message(i, id) on the loop's state -> bytes[, tag]; leaves the string
+ * on the stack, its tag in *tag.  0, or -1 after a script error (stack
+ * clean). */
+static int light_message(ab__lx_loop_t *lx, ab__lx_conn_t *k, uint64_t i, const char **p, size_t *n,
+                         uint8_t *tag) {
   lua_State *L = lx->L;
   lua_pushvalue(L, AB__LX_IDX_MESSAGE);
   lua_pushnumber(L, (lua_Number)i);
   lua_pushnumber(L, k->id);
-  if (lua_pcall(L, 2, 1, AB__LX_IDX_TRACEBACK) != 0) {
+  if (lua_pcall(L, 2, 2, AB__LX_IDX_TRACEBACK) != 0) {
     ab__lx_script_error(lx, lua_tostring(L, -1));
+    lua_pop(L, 1);
+    return -1;
+  }
+  if (light_tag(lx, i, tag) < 0) {
     lua_pop(L, 1);
     return -1;
   }
@@ -98,7 +130,7 @@ void ab__lx_light_pump(ab__lx_conn_t *k) {
   for (uint32_t i = 0; i < n; i++) {
     const char *p = lx->msg;
     size_t len = lx->msg_len;
-    if (lx->msg_fn && light_message(lx, k, k->msg_i + 1 + i, &p, &len) < 0) return;
+    if (lx->msg_fn && light_message(lx, k, k->msg_i + 1 + i, &p, &len, &lx->tagbuf[i]) < 0) return;
     uint8_t *dst = len ? ab_outbuf_reserve(out, total + len) : NULL;
     if (len && dst == NULL) {
       if (lx->msg_fn) lua_pop(lx->L, 1);
@@ -109,6 +141,7 @@ void ab__lx_light_pump(ab__lx_conn_t *k) {
     total += len;
     if (lx->msg_fn) lua_pop(lx->L, 1);
   }
+  if (lx->msg_fn) g.tags = lx->tagbuf; /* message's second values */
   /* built too late: never sent, never counted */
   if (ab__win_stamp(&c->h, &g, n, ab_now_ns()) == 0) return;
   k->msg_i += n;

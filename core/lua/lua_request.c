@@ -69,6 +69,27 @@ static int read_tls_verify(lua_State *L, ab_case_cfg_t *cfg) {
   return 0;
 }
 
+/* Entry i's tag (the table at t) into keep: its id in the rotation, a new
+ * name added.  0, or -1 with a sentence in err. */
+static int read_tag(lua_State *L, int t, ab_lua_requests_t *keep, uint32_t i, char *err,
+                    size_t errlen) {
+  size_t len = 0;
+  const char *tag = field_string(L, t, "tag", &len);
+  if (tag == NULL) return 0;
+  uint32_t id = 0;
+  while (id < keep->ntags && strcmp(keep->tag_names[id], tag) != 0) id++;
+  if (id == keep->ntags) {
+    if (keep->ntags == AB_TAGS_MAX || len == 0 || len > AB_TAG_NAME_MAX) {
+      snprintf(err, errlen, "request %u: tag '%s': expected at most %d distinct tags of 1 to %d"
+               " bytes", i + 1, tag, AB_TAGS_MAX, AB_TAG_NAME_MAX);
+      return -1;
+    }
+    keep->tag_names[keep->ntags++] = tag;
+  }
+  keep->tag_rot[i] = (uint8_t)(id + 1);
+  return 0;
+}
+
 int ab_lua_read_request(lua_State *L, ab_case_cfg_t *cfg, ab_lua_requests_t *keep, char *err,
                         size_t errlen) {
   memset(keep, 0, sizeof(*keep));
@@ -95,7 +116,9 @@ int ab_lua_read_request(lua_State *L, ab_case_cfg_t *cfg, ab_lua_requests_t *kee
   keep->reqs = calloc((size_t)n, sizeof(*keep->reqs));
   keep->headers = calloc((size_t)n, sizeof(char *));
   keep->status = calloc(nst + 1, sizeof(uint16_t));
-  if (keep->reqs == NULL || keep->headers == NULL || keep->status == NULL) goto nomem;
+  keep->tag_rot = calloc((size_t)n, 1);
+  if (keep->reqs == NULL || keep->headers == NULL || keep->status == NULL || keep->tag_rot == NULL)
+    goto nomem;
   uint16_t *st = keep->status;
   for (int i = 1; i <= n; i++) {
     lua_rawgeti(L, -1, i);
@@ -124,7 +147,19 @@ int ab_lua_read_request(lua_State *L, ab_case_cfg_t *cfg, ab_lua_requests_t *kee
       lua_pop(L, 1);
     }
     o->nstatus = (uint32_t)k;
-    lua_pop(L, 2);
+    lua_pop(L, 1);
+    if (read_tag(L, t, keep, (uint32_t)i - 1, err, errlen) < 0) {
+      lua_pop(L, 2);
+      return -1;
+    }
+    lua_pop(L, 1);
+  }
+  if (keep->ntags > 0) {
+    cfg->tagged = 1;
+    cfg->tag_names = keep->tag_names;
+    cfg->ntag_names = keep->ntags;
+    cfg->tag_rot = keep->tag_rot;
+    cfg->ntag_rot = keep->n;
   }
   lua_pop(L, 1);
   lua_getfield(L, 1, "target");
@@ -147,6 +182,7 @@ void ab_lua_requests_free(ab_lua_requests_t *keep) {
   free(keep->headers);
   free(keep->reqs);
   free(keep->status);
+  free(keep->tag_rot);
   memset(keep, 0, sizeof(*keep));
 }
 

@@ -18,12 +18,18 @@ typedef struct {
   uint16_t *status;        /* every entry's success set, back to back */
   uint32_t n;
   char host[300];          /* the Host header: target, default port dropped */
+  /* the entries' tags (engine/tags.h): distinct names in order of first
+   * use (strings of the case table), and entry i's tag id (0: none) */
+  const char *tag_names[AB_TAGS_MAX];
+  uint32_t ntags;
+  uint8_t *tag_rot;
 } ab_lua_requests_t;
 
 /* Reads case.request (a list of {method=, path=, headers={"Name: value",
- * ...}, body=, status={...}}, as the scenario check normalised it) and
- * tls.verify from the case table at index 1 into cfg->transport.  0, or
- * -1 with a sentence in err. */
+ * ...}, body=, status={...}, tag=}, as the scenario check normalised it)
+ * and tls.verify from the case table at index 1 into cfg->transport, and
+ * the entries' tags into cfg's tag fields (a tagged case when any entry
+ * has one).  0, or -1 with a sentence in err. */
 int ab_lua_read_request(lua_State *L, ab_case_cfg_t *cfg, ab_lua_requests_t *keep, char *err,
                         size_t errlen);
 void ab_lua_requests_free(ab_lua_requests_t *keep);

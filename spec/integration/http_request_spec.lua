@@ -232,6 +232,41 @@ describe("http request mode against nginx", function()
         end
     end)
 
+    it("keeps each tag's counts and latency apart (request entries with tag)", function()
+        local rc, runs, out = run(d, port, [[protocol = "http", window = { 1, 4 },
+            request = { { path = "/text", tag = "text" }, { path = "/", tag = "page" },
+                        { path = "/text", tag = "text" }, { path = "/missing", tag = "missing" },
+                        { path = "/empty" } }]])
+        assert.are.equal(1, rc, out) -- the 404s are errors
+        assert.are.equal(2, #runs, out)
+        for _, r in ipairs(runs) do
+            balanced(r)
+            local t = r.tags
+            assert.is_table(t, brief(r))
+            local sent, completed = 0, 0
+            for name, v in pairs(t) do
+                assert.are.equal(v.sent, v.completed + v.drained + v.errors, name)
+                assert.is_true(v.warmup_sent > 0, name)
+                sent, completed = sent + v.sent, completed + v.completed
+            end
+            -- entry k of 5 goes with message k mod 5 on every connection:
+            -- /text twice, / once, /missing once, /empty (untagged) once
+            assert.is_true(t.text.sent > 0 and t.page.sent > 0 and t.missing.sent > 0, brief(r))
+            assert.is_true(math.abs(t.text.sent - 2 * t.page.sent) <= 2 * 16 * 4, brief(r))
+            assert.is_true(r.sent - sent > 0, brief(r)) -- the untagged /empty
+            assert.are.equal(0, t.text.errors, brief(r))
+            assert.are.equal(0, t.page.errors, brief(r))
+            -- every /missing is a 404: the tag's errors are the run's
+            assert.are.equal(t.missing.sent, t.missing.errors, brief(r))
+            assert.are.equal(r.message_errors, t.missing.errors, brief(r))
+            assert.are.equal(0, t.missing.completed, brief(r))
+            assert.is_true(t.text.rtt_us.count == t.text.completed + t.text.drained
+                and t.text.rtt_us.p50 > 0, brief(r))
+            assert.is_truthy(t.page.rtt_histogram:match("^ab1:"), brief(r))
+            assert.is_true(completed <= r.completed, brief(r))
+        end
+    end)
+
     it("takes a 404 as a success when status = {404} says so", function()
         local rc, runs, out = run(d, port, [[protocol = "http", execution = { "callback", "coroutine" },
             request = { path = "/missing", status = { 404 } }]])

@@ -74,7 +74,7 @@ describe("scenario key request", function()
         finally(function() os.remove(path2) end)
         _, err = scenario.load(path2)
         assert.equals(path2 .. ":1: key 'request' element 2: got string \"GET /\"; expected a table"
-            .. " {method=, path=, headers=, body=, status=}", err)
+            .. " {method=, path=, headers=, body=, status=, tag=}", err)
         local path3 = file_with([[{ protocol = "http", request = { headers = { "X-A: 1" } } }]])
         finally(function() os.remove(path3) end)
         _, err = scenario.load(path3)
@@ -113,6 +113,34 @@ describe("scenario key request", function()
             .. " sets a key of a single request table)", err)
         -- text stays text: the body "123" is not a number
         assert.same({ { method = "POST", path = "/", headers = {}, body = "123" } }, spec.keys.request)
+    end)
+
+    it("keeps an entry's tag, and refuses a bad one or a 17th distinct one", function()
+        local path = file_with([[{ protocol = "http", request = {
+            { path = "/a", tag = "read" }, { path = "/b", tag = "write" }, { path = "/c", tag = "read" },
+            { path = "/d" },
+        } }]])
+        finally(function() os.remove(path) end)
+        local spec = assert(scenario.load(path))
+        assert.same({ "read", "write", "read" },
+            { spec.keys.request[1].tag, spec.keys.request[2].tag, spec.keys.request[3].tag })
+        assert.is_nil(spec.keys.request[4].tag)
+        assert.same(spec.keys.request, matrix.expand(spec)[1].request)
+
+        local bad = file_with([[{ protocol = "http", request = { { tag = 7 }, { tag = "" } } }]])
+        finally(function() os.remove(bad) end)
+        local _, err = scenario.load(bad)
+        assert.matches(bad .. ":1: key 'request' element 1: key 'tag': got 7; expected a name of 1"
+            .. " to 48 bytes without control characters", err, 1, true)
+        assert.matches("element 2: key 'tag': got string \"\"", err, 1, true)
+
+        local entries = {}
+        for i = 1, 17 do entries[i] = ("{ path = '/%d', tag = 't%d' }"):format(i, i) end
+        local many = file_with("{ protocol = 'http', request = { " .. table.concat(entries, ", ") .. " } }")
+        finally(function() os.remove(many) end)
+        _, err = scenario.load(many)
+        assert.matches("key 'request' element 17: key 'tag': got 't17', the 17th distinct tag;"
+            .. " expected at most 16 distinct tags in a case", err, 1, true)
     end)
 end)
 

@@ -10,15 +10,18 @@
 local _M = {}
 
 -- C: the primitives (own, send, recv, peek, consume, fail, wait,
--- call_begin, call_end, sleep, phase) -> the conn metatable
+-- call_begin, call_end, sleep, phase, tag) -> the conn metatable
 function _M.metatable(C)
     local type, error, tostring, rawget, unpack = type, error, tostring, rawget, unpack
     local floor = math.floor
     local find, sub, format = string.find, string.sub, string.format
     local getinfo = debug.getinfo
-    local own, send, recv, peek, consume, fail, wait, call_begin, call_end, sleep, phase =
+    local own, send, recv, peek, consume, fail, wait, call_begin, call_end, sleep, phase, tag_id =
         C.own, C.send, C.recv, C.peek, C.consume, C.fail, C.wait, C.call_begin, C.call_end,
-        C.sleep, C.phase
+        C.sleep, C.phase, C.tag
+    -- tag name -> the case's id (core/lua/lua_exec_tags.c), per loop state:
+    -- C is asked once per new name
+    local tag_ids = {}
     local methods = setmetatable({}, { __index = function(_, key)
         if key == 'phase' then return phase() end
     end })
@@ -102,7 +105,7 @@ function _M.metatable(C)
         check_expect(how, 'receive', 1)
         return read(k, how)
     end
-    function methods.call(self, request, expect)
+    function methods.call(self, request, expect, tag)
         local k = conn_of(self, 'call', true)
         if not rawget(self, '_client') then
             error('conn:call is for client connections (a server answers with conn:send)', 2)
@@ -111,8 +114,22 @@ function _M.metatable(C)
             error('bad argument #1 to \'call\' (string expected, got ' .. type(request) .. ')', 2)
         end
         check_expect(expect, 'call', 2)
+        local id = 0
+        if tag ~= nil then
+            id = tag_ids[tag]
+            if not id then
+                if type(tag) ~= 'string' then
+                    error('bad argument #3 to \'call\' (a tag name, a string, expected; got '
+                        .. type(tag) .. ')', 2)
+                end
+                local why
+                id, why = tag_id(tag)
+                if not id then error('conn:call: ' .. why, 2) end
+                tag_ids[tag] = id
+            end
+        end
         while true do
-            local ok, e, c = call_begin(k, request)
+            local ok, e, c = call_begin(k, request, id)
             if ok then break end
             if ok == nil then return nil, e, c end
             wait(k)

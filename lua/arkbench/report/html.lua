@@ -259,6 +259,13 @@ function _M.render(model, charts)
         add("</div>\n</section>")
     end
 
+    if #(model.tag_rows or {}) > 0 then
+        local tags = require("arkbench.report.tags")
+        add('<section id="tags">\n<h2>Tags</h2>\n<p class="note">' .. h(tags.NOTE) .. '</p>')
+        add(html_table(tags.HEADER, model.tag_rows))
+        add("</section>")
+    end
+
     for _, sec in ipairs(md.SECTIONS) do
         if #by_section[sec[1]] > 0 then
             add(format('<section id="%s">\n<h2>%s</h2>\n<p class="note">%s</p>\n<div class="charts">',

@@ -349,6 +349,12 @@ function _M.render(model, charts)
         end
     end
 
+    if #(model.tag_rows or {}) > 0 then
+        local tags = require("arkbench.report.tags")
+        add("## Tags\n\n" .. tags.NOTE .. "\n\n")
+        add(table_md(tags.HEADER, cells_only(model.tag_rows)) .. "\n")
+    end
+
     for _, sec in ipairs(_M.SECTIONS) do
         if #by_section[sec[1]] > 0 then
             add("## " .. sec[2] .. "\n\n" .. sec[3] .. "\n\n")

@@ -467,6 +467,7 @@ function _M.build(summary, runs, env)
     m.search = type(summary) == "table" and type(summary.search) == "table" and summary.search or nil
     m.runs = runs or {}
 
+    m.tag_rows = require("arkbench.report.tags").rows(cases)
     m.failed = listed_runs(runs, cases, "failed")
     m.degraded = listed_runs(runs, cases, "degraded")
     m.interrupted = false

@@ -256,6 +256,8 @@ local function summarize_case(id, runs)
         load_model = load_model,
         rate_runs = rate_runs,
         rate_missed = rate_missed,
+        -- per tag (report/tags.lua), absent when no run has tags
+        tags = require("arkbench.report.tags").summarize(ok_runs),
         notes = notes,
     }
 end

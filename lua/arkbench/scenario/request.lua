@@ -1,6 +1,7 @@
 -- arkbench.scenario.request: the scenario key `request` (http, https
 -- request mode; docs/protocols.md "Request mode"): one table { method =,
--- path =, headers = { Name = "value" }, body =, status = { 200, 404 } } or
+-- path =, headers = { Name = "value" }, body =, status = { 200, 404 },
+-- tag = "name" } or
 -- a non-empty list of them, checked field by field and normalised for the
 -- case (and core.run_case, core/lua/lua_request.c). A function form is
 -- refused as not supported yet. Problems go into the validation context
@@ -18,7 +19,12 @@ local list_length, describe, unknown_key, fail = msg.list_length, msg.describe, 
 
 local _M = {}
 
-_M.KEYS = { "method", "path", "headers", "body", "status" }
+_M.KEYS = { "method", "path", "headers", "body", "status", "tag" }
+
+-- a case's tags: at most this many distinct names (core/engine/tags.h),
+-- each 1 .. TAG_NAME_MAX bytes without control characters
+_M.TAGS_MAX = 16
+_M.TAG_NAME_MAX = 48
 local REQUEST_KEYS = _M.KEYS
 
 local function is_integer(v)
@@ -97,6 +103,15 @@ local function check_request_entry(ctx, v, label)
             out.body = v.body
         end
     end
+    if v.tag ~= nil then
+        if type(v.tag) ~= "string" or #v.tag == 0 or #v.tag > _M.TAG_NAME_MAX
+            or str_find(v.tag, "%c") then
+            bad(": key 'tag'", v.tag, "a name of 1 to " .. _M.TAG_NAME_MAX .. " bytes without"
+                .. " control characters (its counts and latency are reported apart)")
+        else
+            out.tag = v.tag
+        end
+    end
     if v.status ~= nil then
         local st = type(v.status) == "number" and { v.status } or v.status
         local n = type(st) == "table" and list_length(st)
@@ -151,15 +166,27 @@ function _M.check(ctx, v)
         return one and { one } or nil
     end
     local out, ok = {}, true
+    local tags, ntags = {}, 0
     for i = 1, n do
         local el = label .. " element " .. i
         if type(v[i]) ~= "table" then
             fail(ctx, "request", el .. ": got " .. describe(v[i]) .. "; expected a table"
-                 .. " {method=, path=, headers=, body=, status=}")
+                 .. " {method=, path=, headers=, body=, status=, tag=}")
             ok = false
         else
             out[i] = check_request_entry(ctx, v[i], el)
             ok = ok and out[i] ~= nil
+            local tg = out[i] and out[i].tag
+            if tg and not tags[tg] then
+                ntags = ntags + 1
+                tags[tg] = true
+                if ntags == _M.TAGS_MAX + 1 then
+                    fail(ctx, "request", el .. ": key 'tag': got '" .. tg .. "', the "
+                         .. ntags .. "th distinct tag; expected at most " .. _M.TAGS_MAX
+                         .. " distinct tags in a case")
+                    ok = false
+                end
+            end
         end
     end
     return ok and out or nil
