@@ -12,7 +12,7 @@
  *
  * Where a message's tag comes from is the driver's: request mode's
  * rotation (cfg->tag_rot: message seq's tag is tag_rot[seq % ntag_rot]),
- * or the grant's (ab__win_grant_t.tag / .tags, set by the Lua driver).
+ * or the grant's (ab__win_grant_t.tag / .tags, set by a scripted driver).
  * Names are registered once per case (cfg->tag_names first, then at run
  * time by ab__tag_id), so ids mean the same on every loop.
  *

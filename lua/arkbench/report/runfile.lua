@@ -42,7 +42,7 @@ local NUMBER_FIELDS = {
 }
 local STRING_FIELDS = { "status", "error", "signal" }
 local TABLE_FIELDS = { "scenario", "case", "rtt_us", "connect_us", "errors", "local_errors",
-                       "error_reasons" }
+                       "error_reasons", "tags" }
 local HISTOGRAMS = { "rtt_histogram", "connect_histogram" }
 
 local function is_object(v) return type(v) == "table" and v[1] == nil end
