@@ -234,11 +234,12 @@ describe("http request mode against nginx", function()
 
     it("keeps each tag's counts and latency apart (request entries with tag)", function()
         local rc, runs, out = run(d, port, [[protocol = "http", window = { 1, 4 },
+            execution = { "callback", "coroutine" },
             request = { { path = "/text", tag = "text" }, { path = "/", tag = "page" },
                         { path = "/text", tag = "text" }, { path = "/missing", tag = "missing" },
                         { path = "/empty" } }]])
         assert.are.equal(1, rc, out) -- the 404s are errors
-        assert.are.equal(2, #runs, out)
+        assert.are.equal(4, #runs, out)
         for _, r in ipairs(runs) do
             balanced(r)
             local t = r.tags
