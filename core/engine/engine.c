@@ -948,9 +948,13 @@ static int stop_and_merge(ab__engine_t *eng, ab_result_t *out) {
     /* the tags' names, and their stats merged below */
     out->ntags = eng->tags.n;
     memcpy(out->tag_names, eng->tags.names, sizeof(out->tag_names));
-    if ((out->tags = malloc(AB_TAGS_MAX * sizeof(ab_tag_stats_t))) != NULL) ab_tags_init(out->tags);
-    else if ((merged = AB_ENOMEM) && out->error[0] == '\0')
-      snprintf(out->error, sizeof(out->error), "out of memory merging the tags");
+    out->tags = malloc(AB_TAGS_MAX * sizeof(ab_tag_stats_t));
+    if (out->tags != NULL) {
+      ab_tags_init(out->tags);
+    } else {
+      merged = AB_ENOMEM;
+      if (out->error[0] == '\0') snprintf(out->error, sizeof(out->error), "out of memory merging the tags");
+    }
   }
   for (uint32_t li = 0; li < eng->nloops; li++) {
     ab__loop_t *l = &eng->loops[li];
