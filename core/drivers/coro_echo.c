@@ -84,6 +84,33 @@ static int co_recv(ab_conn_t *conn, int *got) {
   }
 }
 
+/* The next message in in[0..avail): as the codec's parse (side's
+ * function), but a plain framing (length, raw) is cut here, inline, and
+ * an incomplete frame stays in the caller's input for the next read --
+ * the task keeps its input, so the codec's gathering is not needed.  A
+ * frame the cut refuses goes to the codec, which counts and words it. */
+static inline int co_parse(ab_codec_t *codec, int client, const uint8_t *in, size_t avail,
+                           size_t *used, ab_msgview_t *msg) {
+  const ab_codec_vt_t *vt = codec->vt;
+  if (vt->plain_frames) {
+    size_t hdr;
+    uint64_t plen;
+    int64_t n = ab_frame_cut(in, avail, vt->plain_frames == AB_FRAMES_RAW, codec->max_msg, &hdr, &plen);
+    if (n > 0) {
+      msg->data = in + hdr;
+      msg->len = (size_t)plen;
+      *used = (size_t)n;
+      return 1;
+    }
+    if (n == 0) {
+      *used = 0;
+      return 0;
+    }
+  }
+  return client ? vt->client_parse(codec, in, avail, used, msg)
+                : vt->server_parse(codec, in, avail, used, msg);
+}
+
 /* ---- client ------------------------------------------------------------- */
 
 static void client_on_readable(ab_conn_t *conn) {
@@ -203,12 +230,25 @@ static int client_open(ab__dclient_t *c) {
   return 0;
 }
 
+/* One echo reply of a plain framing: as ab__client_reply (stream.c), for
+ * the case it has no request mode to consider.  0 or an error code. */
+static inline int co_reply_plain(ab__dclient_t *c, const ab_msgview_t *msg, uint64_t now) {
+  uint8_t ph;
+  uint32_t cid;
+  uint64_t seq;
+  if (msg->len != c->h.loop->payload) return AB_ESIZE;
+  int r = ab_msg_check(msg->data, msg->len, &ph, &cid, &seq);
+  if (r == 0) r = ab__win_complete(&c->h, ph, cid, seq, now);
+  return r < 0 ? r : 0;
+}
+
 static void client_main(void *arg) {
   ab__dclient_t *c = arg;
   ab__loop_t *l = c->h.loop;
-  const ab_codec_vt_t *vt = l->eng->dc->codec_vt;
   int r;
   if (client_open(c) < 0) return;
+  /* echo replies of a plain framing are checked here, inline */
+  int plain = c->conn.codec->vt->plain_frames && !l->eng->dc->requests;
   for (;;) {
     if (!c->h.alive) return;
     if ((r = client_send(c)) < 0) {
@@ -228,10 +268,10 @@ static void client_main(void *arg) {
     for (;;) {
       size_t used = 0;
       ab_msgview_t msg;
-      r = vt->client_parse(c->conn.codec, c->rbuf + off, c->rlen - off, &used, &msg);
+      r = co_parse(c->conn.codec, 1, c->rbuf + off, c->rlen - off, &used, &msg);
       off += used;
       if (r == 0) break;
-      if (r > 0) r = ab__client_reply(c, &msg, now);
+      if (r > 0) r = plain ? co_reply_plain(c, &msg, now) : ab__client_reply(c, &msg, now);
       if (r < 0) {
         ab__client_fail(c, r, "reply");
         return;
@@ -333,6 +373,32 @@ static const ab_conn_cbs_t server_cbs = {
 
 static int server_flush(ab__sconn_t *s) { return ab_conn_flush(&s->conn); }
 
+/* Plain frames echoed in place (tcp without a pool): the whole frames at
+ * the start of s's input, cut and counted at once as the callback server
+ * does.  Returns the bytes they take; what follows is a partial frame, or
+ * one the cut refuses (the codec's parse then says why). */
+static size_t echo_run(ab__sconn_t *s, int raw) {
+  ab__loop_t *l = s->loop;
+  uint64_t max = s->conn.codec->max_msg, work = l->eng->cfg->work;
+  uint64_t frames = 0, bytes = 0;
+  size_t off = 0;
+  for (;;) {
+    size_t hdr;
+    uint64_t plen;
+    int64_t n = ab_frame_cut(s->rbuf + off, s->rlen - off, raw, max, &hdr, &plen);
+    if (n <= 0) break;
+    off += (size_t)n;
+    frames++;
+    bytes += plen;
+  }
+  l->server_messages += frames;
+  l->server_bytes += bytes;
+  if (work) {
+    for (uint64_t i = 0; i < frames; i++) l->work_sink ^= ab_work(work, l->work_sink + 1);
+  }
+  return off;
+}
+
 static void server_main(void *arg) {
   ab__sconn_t *s = arg;
   ab__loop_t *l = s->loop;
@@ -372,15 +438,17 @@ static void server_main(void *arg) {
    * buffer, as the callback server does, instead of copying each through
    * server_reply */
   int direct = !eng->pool && !s->conn.tls && vt->request_is_reply;
+  int plain = direct && vt->plain_frames, raw = vt->plain_frames == AB_FRAMES_RAW;
   for (;;) {
     ab_sockio_owe(&s->conn.io, 0); /* parsing again: nothing held */
     size_t off = 0;
     uint64_t held = 0;
     size_t run_lo = 0, run_hi = 0; /* frames to echo from rbuf[run_lo, run_hi) */
+    if (plain) run_hi = off = echo_run(s, raw);
     for (;;) {
       size_t used = 0, before = off;
       ab_msgview_t msg;
-      r = vt->server_parse(s->conn.codec, s->rbuf + off, s->rlen - off, &used, &msg);
+      r = co_parse(s->conn.codec, 0, s->rbuf + off, s->rlen - off, &used, &msg);
       off += used;
       if (r == 0) break;
       if (r < 0) {

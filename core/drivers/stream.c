@@ -202,6 +202,16 @@ size_t ab__client_build(ab__dclient_t *c, uint8_t *dst, uint32_t n, uint8_t ph, 
     return total;
   }
   uint32_t payload = eng->cfg->payload;
+  if (vt->plain_frames) { /* [prefix] payload: no codec call per message */
+    int pfx = vt->plain_frames == AB_FRAMES_LENGTH;
+    for (uint32_t i = 0; i < n; i++) {
+      uint8_t *m = dst + total;
+      size_t hdr = pfx ? ab_prefix_encode(m, payload) : 0;
+      ab_msg_fill(m + hdr, payload, ph, c->h.id, seq + i);
+      total += hdr + payload;
+    }
+    return total;
+  }
   for (uint32_t i = 0; i < n; i++) {
     uint8_t *m = dst + total;
     size_t hdr = vt->client_begin(codec, m, payload);

@@ -198,22 +198,31 @@ static inline uint32_t ab__win_stamp(ab__client_t *c, ab__win_grant_t *g, uint32
   if (t >= g->deadline || n == 0) return 0;
   uint64_t seq = g->seq;
   uint32_t slot = ab__win_slot(l, seq);
-  for (uint32_t i = 0; i < n; i++, slot = slot + 1 == l->window ? 0 : slot + 1) {
-    /* ordered: the next slot in turn; datagram: any free one */
-    uint32_t s = w->kind == AB__WIN_DATAGRAM ? ab__dg_take(w, seq + i) : slot;
-    w->seq[s] = seq + i;
-    w->ns[s] = t;
-    w->phase[s] = g->phase;
-    if (w->tag != NULL) ab__win_tag(l, w, g, s, seq + i, i);
-    if (w->origin != NULL) {
-      /* open loop: each message's RTT starts at its intended time; how
-       * late it went out is the send lag */
-      uint64_t it = ab__win_intended(w, w->sched_k + i);
-      w->origin[s] = it;
-      if (g->phase == AB_PHASE_MEASURE) {
-        uint64_t lag = t > it ? t - it : 0;
-        ab_hist_record(&l->send_lag, lag);
-        ab_hist_record(&l->iv_lag[ab__iv_at(l, t) - l->iv], lag);
+  if (w->kind != AB__WIN_DATAGRAM && w->origin == NULL && w->tag == NULL) {
+    /* closed loop on a stream, untagged: the next slots in turn */
+    for (uint32_t i = 0; i < n; i++, slot = slot + 1 == l->window ? 0 : slot + 1) {
+      w->seq[slot] = seq + i;
+      w->ns[slot] = t;
+      w->phase[slot] = g->phase;
+    }
+  } else {
+    for (uint32_t i = 0; i < n; i++, slot = slot + 1 == l->window ? 0 : slot + 1) {
+      /* ordered: the next slot in turn; datagram: any free one */
+      uint32_t s = w->kind == AB__WIN_DATAGRAM ? ab__dg_take(w, seq + i) : slot;
+      w->seq[s] = seq + i;
+      w->ns[s] = t;
+      w->phase[s] = g->phase;
+      if (w->tag != NULL) ab__win_tag(l, w, g, s, seq + i, i);
+      if (w->origin != NULL) {
+        /* open loop: each message's RTT starts at its intended time; how
+         * late it went out is the send lag */
+        uint64_t it = ab__win_intended(w, w->sched_k + i);
+        w->origin[s] = it;
+        if (g->phase == AB_PHASE_MEASURE) {
+          uint64_t lag = t > it ? t - it : 0;
+          ab_hist_record(&l->send_lag, lag);
+          ab_hist_record(&l->iv_lag[ab__iv_at(l, t) - l->iv], lag);
+        }
       }
     }
   }
@@ -236,9 +245,10 @@ static inline uint32_t ab__win_stamp(ab__client_t *c, ab__win_grant_t *g, uint32
 
 /* ---- completion -------------------------------------------------------- */
 
-/* Frees slot (in flight) completed at now and counts it in its phase. */
-static inline int ab__win_account(ab__loop_t *l, ab__win_t *w, uint32_t slot, uint64_t now) {
-  uint64_t t0 = w->ns[slot];
+/* Frees slot (in flight, stamped t0 = w->ns[slot]) completed at now and
+ * counts it in its phase. */
+static inline int ab__win_account(ab__loop_t *l, ab__win_t *w, uint32_t slot, uint64_t now,
+                                  uint64_t t0) {
   uint64_t rtt = now > t0 ? now - t0 : 0; /* bytes there before the send */
   w->ns[slot] = 0;
   w->inflight--;
@@ -255,7 +265,7 @@ static inline int ab__win_account(ab__loop_t *l, ab__win_t *w, uint32_t slot, ui
     ab_hist_record(&iv->rtt, rtt);
     ab_tag_stats_t *ts = w->tag != NULL && w->tag[slot] ? &l->tags[w->tag[slot] - 1] : NULL;
     if (ts) ab_hist_record(&ts->rtt, rtt);
-    uint32_t mark = (uint32_t)(iv - l->iv) + 1;
+    uint32_t mark = l->iv_i + 1; /* iv is l->iv[l->iv_i] */
     if (w->iv_mark != mark) { /* its first reply in this interval */
       w->iv_mark = mark;
       iv->connections++;
@@ -288,18 +298,20 @@ static inline int ab__win_complete(ab__client_t *c, uint8_t ph, uint32_t cid, ui
                                    uint64_t now) {
   ab__loop_t *l = c->loop;
   ab__win_t *w = &c->win;
+  /* ordered: the messages in flight are oldest_seq .. next_seq - 1, each
+   * in its slot (seq mod window), so the oldest one's slot holds it */
+  if (cid != c->id || seq != w->oldest_seq || w->inflight == 0) return AB_ESEQ;
   uint32_t slot = ab__win_slot(l, seq);
-  if (cid != c->id || seq != w->oldest_seq || w->ns[slot] == 0 || w->seq[slot] != seq ||
-      (ph != 0 && w->phase[slot] != ph))
-    return AB_ESEQ;
-  if (now > w->ns[slot] && now - w->ns[slot] > l->timeout_ns) {
+  if (ph != 0 && w->phase[slot] != ph) return AB_ESEQ;
+  uint64_t t0 = w->ns[slot];
+  if (now > t0 && now - t0 > l->timeout_ns) {
     /* later than the timeout, before the sweep saw it: late, and timed
      * out by the release that follows */
     if (w->phase[slot] == AB_PHASE_MEASURE) l->late++;
     return AB_ETIMEDOUT;
   }
   w->oldest_seq++;
-  return ab__win_account(l, w, slot, now);
+  return ab__win_account(l, w, slot, now, t0);
 }
 
 /* The oldest message in flight completed at `now` (a reply matched by
@@ -332,7 +344,7 @@ static inline int ab__win_complete_coded(ab__client_t *c, uint64_t now, uint32_t
   int measure = w->phase[slot] == AB_PHASE_MEASURE;
   if (measure && code < AB_REPLY_CODES) l->reply_codes[code]++;
   w->oldest_seq++;
-  if (err == 0) return ab__win_account(l, w, slot, now);
+  if (err == 0) return ab__win_account(l, w, slot, now, w->ns[slot]);
   w->ns[slot] = 0;
   w->inflight--;
   if (!measure) {
@@ -404,7 +416,7 @@ static inline int ab__win_complete_datagram(ab__client_t *c, uint8_t ph, uint32_
   if (!w->any_reply || seq > w->highest_seq) w->highest_seq = seq;
   w->any_reply = 1;
   ab__win_outcome(w, seq, AB__WIN_OUT_DONE);
-  return ab__win_account(l, w, slot, now);
+  return ab__win_account(l, w, slot, now, w->ns[slot]);
 }
 
 /* ---- release, timeouts, the end (window.c) ---------------------------- */

@@ -109,7 +109,17 @@ typedef struct {
   int request_is_reply; /* server_reply(msg) appends exactly the request's
                            bytes: a server may echo them in place */
   int fixed_size;       /* every message is exactly max_msg bytes */
+  /* AB_FRAMES_LENGTH or AB_FRAMES_RAW: every message is [prefix] payload
+   * as ab_frame_cut() (framing.h) cuts it, client_begin writes just the
+   * prefix, client_end nothing, and the codec keeps no state between
+   * messages, so a driver that keeps its own input may cut and build the
+   * frames itself (it still calls parse for a frame ab_frame_cut refuses,
+   * so the error is counted and worded by the codec).  0: use the
+   * functions. */
+  int plain_frames;
 } ab_codec_vt_t;
+
+enum { AB_FRAMES_CODEC = 0, AB_FRAMES_LENGTH = 1, AB_FRAMES_RAW = 2 };
 
 struct ab_codec_s {
   const ab_codec_vt_t *vt;

@@ -190,6 +190,7 @@ const ab_codec_vt_t ab_codec_length = {
     .server_parse = parse,
     .server_reply = length_reply,
     .request_is_reply = 1,
+    .plain_frames = AB_FRAMES_LENGTH,
 };
 
 const ab_codec_vt_t ab_codec_raw = {
@@ -205,4 +206,5 @@ const ab_codec_vt_t ab_codec_raw = {
     .server_reply = raw_reply,
     .request_is_reply = 1,
     .fixed_size = 1,
+    .plain_frames = AB_FRAMES_RAW,
 };

@@ -77,6 +77,30 @@ static inline int ab_prefix_decode(const uint8_t *in, size_t avail, uint64_t max
   return n;
 }
 
+/* The frame at p[0..avail) of a plain framing: a minimal length prefix
+ * then the payload (raw: no prefix, the payload exactly max bytes).
+ * Returns the frame's size (> 0) with *hdr its prefix bytes and *plen its
+ * payload length; 0 when it is not all there yet; AB_EFRAME when the
+ * length codec would refuse the prefix (its parse says why).  Drivers
+ * that keep their input cut frames with this instead of calling the
+ * codec (ab_codec_vt_t.plain_frames). */
+static inline int64_t ab_frame_cut(const uint8_t *p, size_t avail, int raw, uint64_t max,
+                                   size_t *hdr, uint64_t *plen) {
+  if (raw) {
+    *hdr = 0;
+    *plen = max;
+    return avail >= max ? (int64_t)max : 0;
+  }
+  uint64_t len;
+  int r = ab_prefix_decode(p, avail, max, &len);
+  if (r == AB_EAGAIN) return 0;
+  if (r < 0) return r;
+  if (avail - (size_t)r < len) return 0;
+  *hdr = (size_t)r;
+  *plen = len;
+  return (int64_t)((size_t)r + len);
+}
+
 /* Fills p[0..len) with the message for (phase, conn, seq); len >= 16. */
 void ab_msg_fill(uint8_t *p, size_t len, uint8_t phase, uint32_t conn,
                  uint64_t seq);
