@@ -233,12 +233,8 @@ static int client_open(ab__dclient_t *c) {
 /* One echo reply of a plain framing: as ab__client_reply (stream.c), for
  * the case it has no request mode to consider.  0 or an error code. */
 static inline int co_reply_plain(ab__dclient_t *c, const ab_msgview_t *msg, uint64_t now) {
-  uint8_t ph;
-  uint32_t cid;
-  uint64_t seq;
   if (msg->len != c->h.loop->payload) return AB_ESIZE;
-  int r = ab_msg_check(msg->data, msg->len, &ph, &cid, &seq);
-  if (r == 0) r = ab__win_complete(&c->h, ph, cid, seq, now);
+  int r = ab__win_reply(&c->h, msg->data, msg->len, now);
   return r < 0 ? r : 0;
 }
 

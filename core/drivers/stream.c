@@ -253,12 +253,8 @@ int ab__client_reply(ab__dclient_t *c, const ab_msgview_t *msg, uint64_t now) {
     int r = ab__win_complete_coded(&c->h, now, status > 0 ? (uint32_t)status : 0, err);
     return r < 0 ? r : 0;
   }
-  uint8_t ph;
-  uint32_t cid;
-  uint64_t seq;
   if (msg->len != c->h.loop->eng->cfg->payload) return AB_ESIZE;
-  int r = ab_msg_check(msg->data, msg->len, &ph, &cid, &seq);
-  if (r == 0) r = ab__win_complete(&c->h, ph, cid, seq, now);
+  int r = ab__win_reply(&c->h, msg->data, msg->len, now);
   return r < 0 ? r : 0;
 }
 

@@ -151,11 +151,7 @@ static ssize_t complete_replies(ab__dclient_t *c, const uint8_t *p, size_t len, 
       }
     }
     if (avail < hdr + plen) break;
-    uint8_t ph;
-    uint32_t cid;
-    uint64_t seq;
-    int r = ab_msg_check(m + hdr, (size_t)plen, &ph, &cid, &seq);
-    if (r == 0) r = ab__win_complete(&c->h, ph, cid, seq, now);
+    int r = ab__win_reply(&c->h, m + hdr, (size_t)plen, now);
     if (r < 0) {
       ab__client_fail(c, r, "reply check");
       return -1;

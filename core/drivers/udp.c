@@ -173,18 +173,12 @@ static void on_crecv(uv_udp_t *u, ssize_t n, const uv_buf_t *buf,
   }
   if (n == 0 || !c->h.alive) return;
   uint64_t now = ab_now_ns();
-  uint8_t ph;
-  uint32_t cid;
-  uint64_t seq;
-  int r = (flags & UV_UDP_PARTIAL) || (size_t)n != cfg->payload ? AB_ESIZE
-          : ab_msg_check((const uint8_t *)buf->base, (size_t)n, &ph, &cid, &seq);
+  int r = (flags & UV_UDP_PARTIAL) || (size_t)n != cfg->payload
+              ? AB_ESIZE
+              : ab__win_reply_datagram(&c->h, (const uint8_t *)buf->base, (size_t)n, now);
   if (r < 0) {
-    ab__loop_error(l, r, "udp client: reply check");
-    return;
-  }
-  r = ab__win_complete_datagram(&c->h, ph, cid, seq, now);
-  if (r < 0) {
-    ab__loop_error(l, r, "udp client: reply to a message never sent");
+    ab__loop_error(l, r, r == AB_ESEQ ? "udp client: reply to a message never sent"
+                                      : "udp client: reply check");
     return;
   }
   if (r == AB__WIN_NONE) return; /* late or duplicated: counted */

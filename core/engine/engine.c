@@ -677,6 +677,9 @@ static int alloc_loops(ab__engine_t *eng, ab_result_t *out) {
     /* replies of a datagram transport may be lost, duplicated or reordered */
     int win_kind = ab_caps_protocol(cfg->protocol)->transport == AB_TRANSPORT_DATAGRAM
                        ? AB__WIN_DATAGRAM : AB__WIN_ORDERED;
+    /* a 1-byte datagram reply names its sequence mod 256: an outcome ring
+     * of 256 tells every such reply's fate (window.h, ab__win_reply_datagram) */
+    uint32_t history = cfg->payload < 2 ? 256u : 0u;
     l->client_size = eng->drv->client_size;
     if (l->client_size < sizeof(ab__client_t)) l->client_size = sizeof(ab__client_t);
     l->clients = calloc(l->nclients ? l->nclients : 1, l->client_size);
@@ -693,7 +696,7 @@ static int alloc_loops(ab__engine_t *eng, ab_result_t *out) {
       c->loop = l;
       c->home = l;
       c->id = li + k * eng->nloops;
-      if (ab__win_init(&c->win, cfg->window, win_kind, l->open_loop) < 0) return AB_ENOMEM;
+      if (ab__win_init(&c->win, cfg->window, win_kind, l->open_loop, history) < 0) return AB_ENOMEM;
       if (cfg->tagged && (c->win.tag = calloc(cfg->window, 1)) == NULL) return AB_ENOMEM;
       if (l->open_loop) ab__win_sched_init(&c->win, cfg->rate, c->id, cfg->clients);
     }

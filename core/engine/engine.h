@@ -34,7 +34,8 @@ typedef struct {
   int protocol;      /* AB_PROTO_* */
   int framing;       /* AB_FRAMING_* */
   int execution;     /* AB_EXEC_* */
-  uint32_t payload;  /* bytes per message, 16 .. 16 MiB */
+  uint32_t payload;  /* bytes per message, 1 .. 16 MiB (below 16: the
+                        small form, proto/framing.h) */
   uint32_t clients;  /* connections, >= 1 */
   uint32_t window;   /* messages in flight per connection, >= 1 */
   int model;         /* AB_MODEL_* */

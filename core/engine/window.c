@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-int ab__win_init(ab__win_t *w, uint32_t window, int kind, int open_loop) {
+int ab__win_init(ab__win_t *w, uint32_t window, int kind, int open_loop, uint32_t history) {
   memset(w, 0, sizeof(*w));
   w->kind = (uint8_t)kind;
   w->seq = calloc(window, sizeof(uint64_t));
@@ -20,6 +20,7 @@ int ab__win_init(ab__win_t *w, uint32_t window, int kind, int open_loop) {
     /* four windows of history tell late from duplicated; older replies are
      * late in any case */
     w->out_n = window * 4 < 64 ? 64 : window * 4;
+    if (w->out_n < history) w->out_n = history;
     w->out_seq = calloc(w->out_n, sizeof(uint64_t));
     w->out_state = calloc(w->out_n, 1);
     if (w->out_seq == NULL || w->out_state == NULL) return AB_ENOMEM;
@@ -121,7 +122,7 @@ int ab__win_sweep(ab__client_t *c, uint64_t now) {
     uint32_t i = w->age_head;
     uint64_t t = w->ns[i];
     if (now <= t || now - t <= limit) break;
-    ab__win_outcome(w, w->seq[i], AB__WIN_OUT_LOST);
+    ab__win_outcome(w, w->seq[i], AB__WIN_OUT_LOST, w->phase[i]);
     give_up(l, w, i, &l->timed_out);
     freed++;
   }

@@ -22,8 +22,10 @@
  *                                                    drop what was built
  *   hand the bytes to the socket
  *
- * and its read path calls ab__win_complete() (or _datagram, or _coded for
- * a reply matched by position that carries a status) per reply.
+ * and its read path calls ab__win_reply() (or _reply_datagram: the built-in
+ * echo's message, checked byte by byte and matched), ab__win_complete() (or
+ * _datagram) with what it decoded, or _coded for a reply matched by
+ * position that carries a status, per reply.
  *
  * Issuing is a policy of this module.  Closed loop (rate 0): while the
  * phase is open, every free slot may be issued at once.  Open loop (a
@@ -81,9 +83,10 @@ enum {
 /* ---- setup (window.c) -------------------------------------------------- */
 
 /* Allocates w's slot table for `window` messages (and, for a datagram
- * window, its outcome ring; with open_loop, the intended times).  0 or
- * AB_ENOMEM; ab__win_free() either way. */
-int ab__win_init(ab__win_t *w, uint32_t window, int kind, int open_loop);
+ * window, its outcome ring of max(64, 4 * window, history) entries; with
+ * open_loop, the intended times).  0 or AB_ENOMEM; ab__win_free() either
+ * way. */
+int ab__win_init(ab__win_t *w, uint32_t window, int kind, int open_loop, uint32_t history);
 
 /* Open loop: connection `index` of `clients` follows a schedule at
  * rate/clients messages/s, its phase index/rate s into the period. */
@@ -360,14 +363,53 @@ static inline int ab__win_complete_coded(ab__client_t *c, uint64_t now, uint32_t
   return AB__WIN_FREED;
 }
 
-/* Records what became of datagram message seq in the outcome ring, unless
- * its entry already holds a younger sequence's (a message that timed out
- * long after it was sent must not erase a recent completion). */
-static inline void ab__win_outcome(ab__win_t *w, uint64_t seq, uint8_t st) {
+/* Records what became of datagram message seq, sent in phase ph, in the
+ * outcome ring, unless its entry already holds a younger sequence's (a
+ * message that timed out long after it was sent must not erase a recent
+ * completion). */
+static inline void ab__win_outcome(ab__win_t *w, uint64_t seq, uint8_t st, uint8_t ph) {
   uint32_t i = (uint32_t)(seq % w->out_n);
   if (w->out_state[i] != AB__WIN_OUT_NONE && w->out_seq[i] > seq) return;
   w->out_seq[i] = seq;
-  w->out_state[i] = st;
+  w->out_state[i] = (uint8_t)(st | (ph == AB_PHASE_MEASURE ? AB__WIN_OUT_MEASURE : 0));
+}
+
+/* What the outcome ring says of sequence seq: AB__WIN_OUT_* (NONE when its
+ * entry holds another sequence), the measure flag in *measure. */
+static inline uint8_t ab__win_outcome_of(const ab__win_t *w, uint64_t seq, int *measure) {
+  uint32_t i = (uint32_t)(seq % w->out_n);
+  if (w->out_seq[i] != seq) return AB__WIN_OUT_NONE;
+  *measure = (w->out_state[i] & AB__WIN_OUT_MEASURE) != 0;
+  return (uint8_t)(w->out_state[i] & AB__WIN_OUT_STATE);
+}
+
+/* Datagram message seq, in flight in `slot`, got its reply at `now`: the
+ * completion part of ab__win_complete_datagram (which see). */
+static inline int ab__win_dgram_done(ab__client_t *c, uint32_t slot, uint64_t seq, uint64_t now) {
+  ab__loop_t *l = c->loop;
+  ab__win_t *w = &c->win;
+  uint8_t ph = w->phase[slot];
+  int measure = ph == AB_PHASE_MEASURE;
+  ab__dg_drop(w, slot);
+  if (now > w->ns[slot] && now - w->ns[slot] > l->timeout_ns) {
+    ab__win_outcome(w, seq, AB__WIN_OUT_LOST, ph);
+    w->ns[slot] = 0;
+    w->inflight--;
+    if (measure) {
+      l->timed_out++;
+      ab__iv_at(l, now)->timed_out++;
+      l->meas_inflight--;
+      l->late++;
+    } else {
+      l->warm_inflight--;
+    }
+    return AB__WIN_FREED;
+  }
+  if (w->any_reply && seq < w->highest_seq) l->reordered += (uint64_t)measure;
+  if (!w->any_reply || seq > w->highest_seq) w->highest_seq = seq;
+  w->any_reply = 1;
+  ab__win_outcome(w, seq, AB__WIN_OUT_DONE, ph);
+  return ab__win_account(l, w, slot, now, w->ns[slot]);
 }
 
 /* A datagram reply to (phase ph, connection cid, message seq) arrived
@@ -390,33 +432,99 @@ static inline int ab__win_complete_datagram(ab__client_t *c, uint8_t ph, uint32_
   int measure = ph == AB_PHASE_MEASURE;
   uint32_t slot = ab__dg_find(w, seq);
   if (slot == AB__DG_NIL || w->phase[slot] != ph) {
-    uint32_t i = (uint32_t)(seq % w->out_n);
-    uint8_t st = w->out_seq[i] == seq ? w->out_state[i] : AB__WIN_OUT_NONE;
+    int m = 0;
+    uint8_t st = ab__win_outcome_of(w, seq, &m);
     if (st == AB__WIN_OUT_DONE) l->duplicated += (uint64_t)measure;
     else if (st == AB__WIN_OUT_LOST || seq < w->next_seq) l->late += (uint64_t)measure;
     else return AB_ESEQ;
     return AB__WIN_NONE;
   }
-  ab__dg_drop(w, slot);
-  if (now > w->ns[slot] && now - w->ns[slot] > l->timeout_ns) {
-    ab__win_outcome(w, seq, AB__WIN_OUT_LOST);
-    w->ns[slot] = 0;
-    w->inflight--;
-    if (measure) {
-      l->timed_out++;
-      ab__iv_at(l, now)->timed_out++;
-      l->meas_inflight--;
-      l->late++;
-    } else {
-      l->warm_inflight--;
-    }
-    return AB__WIN_FREED;
+  return ab__win_dgram_done(c, slot, seq, now);
+}
+
+/* ---- the built-in echo's replies (proto/framing.h) -------------------- */
+
+/* A stream's echo reply p[0..len) (the payload, len bytes: the size was
+ * checked) arrived at `now`: every byte is checked and it completes the
+ * oldest message in flight.  With the header (len >= 16) the errors are
+ * ab_msg_check's and ab__win_complete's.  A small message (len < 16)
+ * carries its sequence's low bits (framing.h): it must be the oldest in
+ * flight's; AB_ESEQ when it is another message's in flight (swapped or
+ * reordered), AB_EPAYLOAD when it is no message's in flight (damaged bytes
+ * give another sequence). */
+static inline int ab__win_reply(ab__client_t *c, const uint8_t *p, size_t len, uint64_t now) {
+  uint64_t seq;
+  if (len >= AB_MSG_HEADER) {
+    uint8_t ph;
+    uint32_t cid;
+    int r = ab_msg_check(p, len, &ph, &cid, &seq);
+    return r < 0 ? r : ab__win_complete(c, ph, cid, seq, now);
   }
-  if (w->any_reply && seq < w->highest_seq) l->reordered += (uint64_t)measure;
-  if (!w->any_reply || seq > w->highest_seq) w->highest_seq = seq;
-  w->any_reply = 1;
-  ab__win_outcome(w, seq, AB__WIN_OUT_DONE);
-  return ab__win_account(l, w, slot, now, w->ns[slot]);
+  const ab__win_t *w = &c->win;
+  if (w->inflight == 0) return AB_ESEQ;
+  int r = ab_msg_small_seq(p, len, c->id, w->oldest_seq, &seq);
+  if (r < 0) return r;
+  if (seq - w->oldest_seq >= w->inflight) return AB_EPAYLOAD;
+  return ab__win_complete(c, 0, c->id, seq, now);
+}
+
+/* Small datagram replies: how many older sequences with the same low bits
+ * are looked up in flight (payload < 8 only) before the reply is taken as
+ * the youngest one's. */
+#define AB__WIN_SMALL_TRIES 16
+
+/* A datagram echo reply p[0..len) (the payload) arrived at `now`.  With the
+ * header (len >= 16): as ab__win_complete_datagram, after ab_msg_check's
+ * errors.  A small message carries its sequence mod 2^b (b = 8 min(len,
+ * 8), framing.h): the youngest sequence sent with those low bits is taken,
+ * or an older one (a multiple of 2^b back, at most AB__WIN_SMALL_TRIES
+ * times, none older than the oldest in flight) when that one is in flight
+ * and the youngest is not; a message in flight completes as in
+ * ab__win_complete_datagram.  Otherwise the youngest's entry in the
+ * outcome ring decides: duplicated (it completed), late (it timed out), or
+ * AB_EPAYLOAD when the ring covers it and it has no outcome (these bytes
+ * are no message's: a damaged reply); a sequence older than the ring
+ * counts late (it cannot be told from a damaged reply), measure-phase when
+ * the loop is measuring or draining.  AB_EPAYLOAD too when no message sent
+ * has those low bits. */
+static inline int ab__win_reply_datagram(ab__client_t *c, const uint8_t *p, size_t len,
+                                         uint64_t now) {
+  ab__loop_t *l = c->loop;
+  ab__win_t *w = &c->win;
+  uint64_t seq;
+  if (len >= AB_MSG_HEADER) {
+    uint8_t ph;
+    uint32_t cid;
+    int r = ab_msg_check(p, len, &ph, &cid, &seq);
+    return r < 0 ? r : ab__win_complete_datagram(c, ph, cid, seq, now);
+  }
+  if (w->next_seq == 0) return AB_EPAYLOAD;
+  uint64_t top = w->next_seq - 1, mask = ab_msg_small_mask(len);
+  int r = ab_msg_small_seq(p, len, c->id, top - mask, &seq); /* in [top - mask, top] */
+  if (r < 0) return r;
+  if (seq > top) return AB_EPAYLOAD; /* wrapped: below sequence 0 */
+  uint32_t slot = ab__dg_find(w, seq);
+  if (slot == AB__DG_NIL && mask != UINT64_MAX && w->inflight > 0) {
+    uint64_t step = mask + 1, oldest = w->seq[w->age_head];
+    uint64_t cand = seq;
+    for (int k = 0; k < AB__WIN_SMALL_TRIES && cand >= oldest + step; k++) {
+      cand -= step;
+      if ((slot = ab__dg_find(w, cand)) != AB__DG_NIL) return ab__win_dgram_done(c, slot, cand, now);
+    }
+  }
+  if (slot != AB__DG_NIL) return ab__win_dgram_done(c, slot, seq, now);
+  int measure = 0;
+  uint8_t st = ab__win_outcome_of(w, seq, &measure);
+  if (st == AB__WIN_OUT_DONE) {
+    l->duplicated += (uint64_t)measure;
+  } else if (st == AB__WIN_OUT_LOST) {
+    l->late += (uint64_t)measure;
+  } else if (top - seq < w->out_n) {
+    return AB_EPAYLOAD;
+  } else {
+    l->late += (uint64_t)(l->phase == AB__PH_MEASURE || l->phase == AB__PH_DRAIN);
+  }
+  return AB__WIN_NONE;
 }
 
 /* ---- release, timeouts, the end (window.c) ---------------------------- */

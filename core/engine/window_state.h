@@ -25,6 +25,10 @@ enum {
 /* Datagram outcome ring: what became of recent sequences, to tell a late
  * reply (its message timed out) from a duplicate (it completed already). */
 enum { AB__WIN_OUT_NONE = 0, AB__WIN_OUT_DONE, AB__WIN_OUT_LOST };
+/* or'ed into an outcome: the message was a measure-phase one (a reply
+ * without a header does not carry its phase) */
+#define AB__WIN_OUT_MEASURE 0x80u
+#define AB__WIN_OUT_STATE 0x7fu
 
 typedef struct ab__win_s {
   /* what every message touches, kept together */

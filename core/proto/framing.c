@@ -44,6 +44,65 @@ static inline uint64_t seed_of(uint32_t conn, uint64_t seq) {
   return seq * UINT64_C(0xD1B54A32D192ED03) ^ ((uint64_t)conn << 32 | conn);
 }
 
+/* ---- small messages (payload < 16, framing.h) -------------------------- */
+
+#define SMALL_KEY UINT64_C(0x632BE59BD9B4E019)
+#define MIX1 UINT64_C(0xBF58476D1CE4E5B9)
+#define MIX2 UINT64_C(0x94D049BB133111EB)
+/* their inverses mod 2^64 (test_framing_small.c: every code reads back) */
+#define MIX1_INV UINT64_C(0x96DE1B173F119089)
+#define MIX2_INV UINT64_C(0x319642B2D24D8EC3)
+
+static inline uint64_t small_key(uint32_t conn) { return (uint64_t)conn * GOLDEN + SMALL_KEY; }
+
+/* mix_b and its inverse on the b-bit values x & mask (b = 8 .. 64): odd
+ * multiplications and xor-shifts by b/2 (its own inverse) mod 2^b. */
+static inline uint64_t mix(uint64_t x, uint64_t mask, unsigned half) {
+  x = (x * MIX1) & mask;
+  x ^= x >> half;
+  x = (x * MIX2) & mask;
+  return x ^ (x >> half);
+}
+static inline uint64_t unmix(uint64_t x, uint64_t mask, unsigned half) {
+  x ^= x >> half;
+  x = (x * MIX2_INV) & mask;
+  x ^= x >> half;
+  return (x * MIX1_INV) & mask;
+}
+
+/* Bytes 8 .. len-1 of a small message (len 9 .. 15): the first pattern
+ * word of (conn, seq), as a large message's bytes 16 .. 23. */
+static inline uint64_t small_tail(uint32_t conn, uint64_t seq) { return seed_of(conn, seq) + GOLDEN; }
+
+static void fill_small(uint8_t *p, size_t len, uint32_t conn, uint64_t seq) {
+  size_t m = len < 8 ? len : 8;
+  uint64_t mask = ab_msg_small_mask(len);
+  uint64_t code = mix((seq + small_key(conn)) & mask, mask, (unsigned)(4 * m));
+  for (size_t i = 0; i < m; i++) p[i] = (uint8_t)(code >> (8 * i));
+  uint64_t t = small_tail(conn, seq);
+  for (size_t i = 8; i < len; i++) p[i] = (uint8_t)(t >> (8 * (i - 8)));
+}
+
+int ab_msg_small_seq(const uint8_t *p, size_t len, uint32_t conn, uint64_t base,
+                     uint64_t *seq) {
+  if (len < 1 || len >= AB_MSG_HEADER) return AB_ESIZE;
+  size_t m = len < 8 ? len : 8;
+  uint64_t mask = ab_msg_small_mask(len);
+  uint64_t code = 0;
+  for (size_t i = 0; i < m; i++) code |= (uint64_t)p[i] << (8 * i);
+  uint64_t low = (unmix(code, mask, (unsigned)(4 * m)) - small_key(conn)) & mask;
+  uint64_t s = base + ((low - base) & mask);
+  if (len > 8) {
+    uint64_t t = small_tail(conn, s);
+    for (size_t i = 8; i < len; i++)
+      if (p[i] != (uint8_t)(t >> (8 * (i - 8)))) return AB_EPAYLOAD;
+  }
+  *seq = s;
+  return 0;
+}
+
+/* ---- messages with the header ------------------------------------------ */
+
 /* The two per-message loops below are the only per-byte work the client
  * does; they are built with -O3 (CMakeLists.txt) and, on x86-64, cloned for
  * AVX2 with a run-time choice (GCC target_clones), which halves their cost
@@ -69,6 +128,10 @@ typedef uint64_t ab_v4_t __attribute__((vector_size(32)));
 AB_CLONES
 void ab_msg_fill(uint8_t *p, size_t len, uint8_t phase, uint32_t conn,
                  uint64_t seq) {
+  if (len < AB_MSG_HEADER) {
+    fill_small(p, len, conn, seq);
+    return;
+  }
   p[0] = 'A';
   p[1] = 'B';
   p[2] = phase;

@@ -7,7 +7,7 @@
  * A prefix longer than needed (e.g. 254 followed by 10) is a protocol error:
  * the minimal encoding is the only valid one.
  *
- * Message body (every protocol), `payload` bytes, payload >= 16:
+ * Message body (every protocol), `payload` bytes; payload >= 16:
  *   0..1   magic 'A','B'
  *   2      phase (AB_PHASE_WARMUP or AB_PHASE_MEASURE)
  *   3      0 (reserved)
@@ -17,8 +17,21 @@
  *          w_k = seed + (k + 1) * 0x9E3779B97F4A7C15 (little-endian), where
  *          seed = seq * 0xD1B54A32D192ED03 ^ (conn << 32 | conn), the last
  *          word cut to the bytes that remain.
- * The client fills a message with ab_msg_fill() and checks every echoed byte
- * with ab_msg_check().
+ * Payload 1 .. 15 (no room for the header): the bytes are a code of
+ * (connection id, sequence), so that every byte is still checked:
+ *   0..m-1  m = min(payload, 8) bytes, little-endian: mix_b((seq + key) mod
+ *           2^b), b = 8m, key = conn * 0x9E3779B97F4A7C15 +
+ *           0x632BE59BD9B4E019, where mix_b is a bijection of b-bit values
+ *           (x *= 0xBF58476D1CE4E5B9, x ^= x >> b/2, x *= 0x94D049BB133111EB,
+ *           x ^= x >> b/2, each mod 2^b);
+ *   8..     (payload 9 .. 15) the bytes of the first pattern word above.
+ * The phase is not carried: the client knows the phase of each message it
+ * has in flight.  Given the connection id, the code gives back the
+ * sequence mod 2^b (ab_msg_small_seq): a stream client checks that it is
+ * the oldest in flight (any damaged byte gives another sequence), a
+ * datagram client finds the message in flight with it (engine/window.h).
+ * The client fills a message with ab_msg_fill() and checks every echoed
+ * byte with ab_msg_check() (payload >= 16) or ab_msg_small_seq().
  */
 #ifndef AB_FRAMING_H
 #define AB_FRAMING_H
@@ -29,7 +42,7 @@
 #include "base/ab_error.h"
 
 #define AB_MSG_HEADER 16
-#define AB_MSG_MIN_PAYLOAD 16
+#define AB_MSG_MIN_PAYLOAD 1
 #define AB_MSG_MAX_PAYLOAD (16u * 1024 * 1024)
 #define AB_PREFIX_MAX 9
 
@@ -101,9 +114,24 @@ static inline int64_t ab_frame_cut(const uint8_t *p, size_t avail, int raw, uint
   return (int64_t)((size_t)r + len);
 }
 
-/* Fills p[0..len) with the message for (phase, conn, seq); len >= 16. */
+/* Fills p[0..len) with the message for (phase, conn, seq); len >= 1 (below
+ * 16 the code of (conn, seq), without the phase). */
 void ab_msg_fill(uint8_t *p, size_t len, uint8_t phase, uint32_t conn,
                  uint64_t seq);
+
+/* A small message (len 1 .. 15) carries its sequence mod 2^(8 min(len, 8)):
+ * this mask (UINT64_MAX from 8 bytes on: the whole sequence). */
+static inline uint64_t ab_msg_small_mask(size_t len) {
+  return len >= 8 ? UINT64_MAX : ((uint64_t)1 << (8 * len)) - 1;
+}
+
+/* Reads a small message p[0..len) (len 1 .. 15) of connection conn: sets
+ * *seq to the sequence it was filled for, taken as the first one at or
+ * after `base` with the sequence's low bits (base + ((code - base) & mask),
+ * mod 2^64).  Returns 0; AB_EPAYLOAD when bytes 8.. are not *seq's pattern;
+ * AB_ESIZE when len is not 1 .. 15. */
+int ab_msg_small_seq(const uint8_t *p, size_t len, uint32_t conn, uint64_t base,
+                     uint64_t *seq);
 
 /* Checks a whole echoed message.  Returns 0 and the header fields, or
  * AB_EMAGIC (header damaged) or AB_EPAYLOAD (pattern differs) or

@@ -35,7 +35,8 @@ function M.run(args, opts)
 end
 
 -- Writes scenario `text` as opts.name .. ".lua" (default "peer") and runs
--- it (`arkbench run`, hard limit opts.limit, default 90 s); returns
+-- it (`arkbench run`, hard limit opts.limit, default 90 s, with the extra
+-- arguments opts.args, e.g. { "--quick" }); returns
 -- { rc, stdout, stderr, wall, runs } (runs: runs.jsonl, decoded).
 function M.run_scenario(text, opts)
     opts = opts or {}
@@ -43,7 +44,9 @@ function M.run_scenario(text, opts)
     local path = d .. "/" .. (opts.name or "peer") .. ".lua"
     files.write_file(path, text)
     local out = d .. "/out"
-    local rc, so, se, wall = proc.run_cmd({ M.BIN, "run", path, "--out", out }, { limit = opts.limit or 90 })
+    local argv = { M.BIN, "run", path, "--out", out }
+    for _, a in ipairs(opts.args or {}) do argv[#argv + 1] = a end
+    local rc, so, se, wall = proc.run_cmd(argv, { limit = opts.limit or 90 })
     return { rc = rc, stdout = so, stderr = se, wall = wall, runs = M.read_runs(out .. "/runs.jsonl") }
 end
 

@@ -65,7 +65,7 @@ describe("core.capabilities()", function()
         assert.same({ "length", "raw" }, caps.framings)
         assert.same({ "sharded", "shared", "pool" }, caps.models)
         assert.same({
-            payload_min = 16, payload_max = 16777216, clients_min = 1, clients_max = 100000,
+            payload_min = 1, payload_max = 16777216, clients_min = 1, clients_max = 100000,
             window_min = 1, window_max = 4096, threads_min = 1, threads_max = 256,
             work_max = 10000000, inflight_max = 1073741824, open_loop = true,
         }, caps.limits)

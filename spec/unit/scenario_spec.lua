@@ -105,13 +105,13 @@ describe("scenario.load", function()
 
         it("names the key and the expected type for payload = \"abc\"", function()
             assert.equals(F .. "bad_type.lua:3: key 'payload': got string \"abc\"; "
-                .. "expected an integer from 16 to 16777216 (bytes) or a size such as \"64B\", \"16KiB\", \"1MiB\"", load_err("bad_type.lua"))
+                .. "expected an integer from 1 to 16777216 (bytes) or a size such as \"64B\", \"16KiB\", \"1MiB\"", load_err("bad_type.lua"))
         end)
 
         it("names the list element that is wrong, and an empty list", function()
             assert.equals(
                 F .. "bad_element.lua:2: key 'payload' element 2: got string \"big\"; "
-                    .. "expected an integer from 16 to 16777216 (bytes) or a size such as \"64B\", \"16KiB\", \"1MiB\"\n"
+                    .. "expected an integer from 1 to 16777216 (bytes) or a size such as \"64B\", \"16KiB\", \"1MiB\"\n"
                 .. F .. "bad_element.lua:3: key 'clients': got an empty list; "
                     .. "expected an integer from 1 to 100000, or a non-empty list of them",
                 load_err("bad_element.lua"))
@@ -127,6 +127,16 @@ describe("scenario.load", function()
                 .. "expected an integer from 1 to 100000", load_err("zero_clients.lua"))
         end)
 
+        it("refuses payload = 0 and takes 1 (below the 16-byte header: the small form)", function()
+            assert.equals(F .. "zero_payload.lua:3: key 'payload' element 3: got 0; expected an integer "
+                .. "from 1 to 65507 (the UDP datagram limit) or a size such as \"64B\", \"16KiB\", \"1MiB\"",
+                load_err("zero_payload.lua"))
+            local spec = assert(scenario.load(F .. "zero_payload.lua", { "payload=1,4" }))
+            local payloads = {}
+            for _, c in ipairs(matrix.expand(spec)) do payloads[#payloads + 1] = c.payload end
+            assert.are.same({ 1, 4, 1, 4 }, payloads)
+        end)
+
         it("refuses load together with clients, naming both lines", function()
             -- `clients =` inside the load pairs (line 3) is not the top-level key (line 6)
             assert.equals(F .. "load_and_clients.lua:2: key 'load': given together with key "
@@ -136,9 +146,9 @@ describe("scenario.load", function()
 
         it("applies the UDP datagram limit to payload", function()
             assert.equals(F .. "udp_big.lua:3: key 'payload': got 65508; expected an integer "
-                .. "from 16 to 65507 (the UDP datagram limit) or a size such as \"64B\", \"16KiB\", \"1MiB\"", load_err("udp_big.lua"))
+                .. "from 1 to 65507 (the UDP datagram limit) or a size such as \"64B\", \"16KiB\", \"1MiB\"", load_err("udp_big.lua"))
             assert.equals(F .. "mixed_protocols.lua:3: key 'payload': got 100000; expected an "
-                .. "integer from 16 to 65507 (the UDP datagram limit) or a size such as \"64B\", \"16KiB\", \"1MiB\"",
+                .. "integer from 1 to 65507 (the UDP datagram limit) or a size such as \"64B\", \"16KiB\", \"1MiB\"",
                 load_err("mixed_protocols.lua"))
         end)
 
@@ -308,10 +318,10 @@ describe("scenario.load", function()
 
         it("refuses a bad value the same way, naming the --set", function()
             assert.equals("--set payload=abc: key 'payload': got string \"abc\"; "
-                .. "expected an integer from 16 to 16777216 (bytes) or a size such as \"64B\", \"16KiB\", \"1MiB\"",
+                .. "expected an integer from 1 to 16777216 (bytes) or a size such as \"64B\", \"16KiB\", \"1MiB\"",
                 load_err("minimal.lua", { "payload=abc" }))
             assert.equals("--set payload=64,abc: key 'payload' element 2: got string \"abc\"; "
-                .. "expected an integer from 16 to 16777216 (bytes) or a size such as \"64B\", \"16KiB\", \"1MiB\"",
+                .. "expected an integer from 1 to 16777216 (bytes) or a size such as \"64B\", \"16KiB\", \"1MiB\"",
                 load_err("minimal.lua", { "payload=64,abc" }))
             assert.equals("--set duration=0: key 'duration': got 0; expected a number > 0 "
                 .. "(seconds, at most 3600) or a duration such as \"250ms\", \"10s\", \"2m\"", load_err("minimal.lua", { "duration=0" }))

@@ -74,7 +74,7 @@ describe("scenario keys with units", function()
         local spec, err = scenario.load(F .. "units_bad.lua")
         assert.is_nil(spec)
         assert.matches(F .. 'units_bad.lua:4: key \'payload\': got string "1.5B"; expected an integer'
-            .. ' from 16 to %d+ %(bytes%) or a size such as "64B", "16KiB", "1MiB"', err)
+            .. ' from 1 to %d+ %(bytes%) or a size such as "64B", "16KiB", "1MiB"', err)
         assert.matches(F .. 'units_bad.lua:5: key \'duration\': got string "10 parsecs"; expected a'
             .. ' number > 0 %(seconds, at most 3600%) or a duration such as "250ms", "10s", "2m"', err)
     end)

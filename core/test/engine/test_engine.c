@@ -210,8 +210,11 @@ int main(void) {
   /* refusals */
   char err[256];
   c = base();
-  c.payload = 15;
+  c.payload = 0;
   CHECK(ab_case_check(&c, err, sizeof(err)) == AB_ECONFIG);
+  CHECK(strstr(err, "payload 0 out of range 1 ..") != NULL);
+  c.payload = 1; /* below the 16-byte header: the small form (framing.h) */
+  CHECK(ab_case_check(&c, err, sizeof(err)) == 0);
   c = base();
   c.clients = 0;
   CHECK(ab_case_check(&c, err, sizeof(err)) == AB_ECONFIG);
@@ -235,7 +238,7 @@ int main(void) {
   c.protocol = AB_PROTO_UDP;
   c.payload = AB_UDP_MAX_PAYLOAD + 1;
   CHECK(ab_case_check(&c, err, sizeof(err)) == AB_ECONFIG);
-  CHECK(strcmp(err, "udp payload 65508 out of range 16 .. 65507") == 0);
+  CHECK(strcmp(err, "udp payload 65508 out of range 1 .. 65507") == 0);
   c.payload = AB_UDP_MAX_PAYLOAD;
   CHECK(ab_case_check(&c, err, sizeof(err)) == 0);
   c.execution = AB_EXEC_COROUTINE;

@@ -43,7 +43,7 @@ N alternating pairs (default 5), and prints the ratio arkbench / floor.
   --duration S    measured seconds per run (default 1)
   --payload B     one configuration of your own instead of the two default
   --clients C       ones; missing values default to 1024 B, 16 clients,
-  --window W        window 16 (arkbench needs payload >= 16)
+  --window W        window 16
   --floor-only    run only the floor (no engine needed)
   --cpu N         pin the process to logical CPU N (default: the last one);
                   both sides then run on the same core, so neither wins by
@@ -363,13 +363,6 @@ function _M.main(args)
     end
     local configs = configs_of(opts)
     if not opts.floor_only then
-        for _, c in ipairs(configs) do
-            if c.payload < 16 then
-                errf("--payload must be >= 16 for arkbench (its 16-byte "
-                    .. "message header); --floor-only accepts 1 and up")
-                return 2
-            end
-        end
         if core.run_case == nil then
             errf("arkbench's engine is not built into this binary "
                 .. "(core.run_case is missing), so there is nothing to "

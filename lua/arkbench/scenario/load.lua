@@ -7,7 +7,7 @@
 -- the `--set key=value` that caused it -- then names the key, what it got and
 -- what it accepts:
 --
---   scenarios/x.lua:4: key 'payload': got string "abc"; expected an integer from 16 to 16777216
+--   scenarios/x.lua:4: key 'payload': got string "abc"; expected an integer from 1 to 16777216
 --
 -- Every problem found is reported, one per line, in file order. Misuse of
 -- this module's API (a path that is not a string, ...) raises.
