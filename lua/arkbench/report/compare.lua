@@ -25,7 +25,10 @@
 -- result = { title, a_name, b_name, rows = { { label, a = case, b = case,
 --   rt, p99, cpu (ratios), why = "failed in A" } }, medians = { rt, p99,
 --   cpu, n }, by_value = { { value, rt = median, n } } (for --pair),
---   only_a = { case_id }, only_b = { case_id } }
+--   by_axis = { { key, values = { { value, rt = median, n } } } } (for
+--   --pair: the median throughput ratio per value of each other key that
+--   takes 2+ values among the paired cases, e.g. per payload and per
+--   topology), only_a = { case_id }, only_b = { case_id } }
 
 local stats = require("arkbench.report.stats")
 local json = require("arkbench.util.json")
@@ -192,6 +195,44 @@ function _M.folders(a, b)
     return result
 end
 
+-- The median throughput ratio per value of every key but `skip` that takes
+-- 2+ values among the rows with a ratio (report.sort_axes order; values in
+-- the order of the rows).
+local function by_axis(rows, skip)
+    local per, keys = {}, {}
+    for _, row in ipairs(rows) do
+        if not row.why and type(row.b.case) == "table" then
+            for k, v in pairs(row.b.case) do
+                local t = type(k) == "string" and not _M.IGNORED[k] and k ~= skip and scalar_text(v)
+                if t then
+                    local p = per[k]
+                    if not p then
+                        p = { order = {}, ratios = {} }
+                        per[k] = p
+                        keys[#keys + 1] = k
+                    end
+                    if not p.ratios[t] then p.ratios[t] = {}; p.order[#p.order + 1] = t end
+                    local l = p.ratios[t]
+                    l[#l + 1] = row.rt.r
+                end
+            end
+        end
+    end
+    report.sort_axes(keys)
+    local out = {}
+    for _, k in ipairs(keys) do
+        local p = per[k]
+        if #p.order > 1 then
+            local vals = {}
+            for i, t in ipairs(p.order) do
+                vals[i] = { value = t, rt = stats.median(p.ratios[t]), n = #p.ratios[t] }
+            end
+            out[#out + 1] = { key = k, values = vals }
+        end
+    end
+    return out
+end
+
 function _M.within(side, key)
     local cases = side.summary.cases
     local values, seen = {}, {}
@@ -244,6 +285,7 @@ function _M.within(side, key)
             result.by_value[#result.by_value + 1] = { value = v, rt = stats.median(l), n = #l }
         end
     end
+    result.by_axis = by_axis(result.rows, key)
     result.medians = medians(result.rows)
     return result
 end
@@ -323,6 +365,11 @@ function _M.format(result)
             out[#out + 1] = format("median throughput ratio %s=%s / %s=%s: %s over %d case%s",
                 result.pair, bv.value, result.pair, result.base, x(bv.rt), bv.n, bv.n == 1 and "" or "s")
         end
+    end
+    for _, ax in ipairs(result.by_axis or {}) do
+        local parts = {}
+        for i, v in ipairs(ax.values) do parts[i] = format("%s %s (%d)", v.value, x(v.rt), v.n) end
+        out[#out + 1] = format("median throughput ratio by %s (cases): %s", ax.key, concat(parts, ", "))
     end
     out[#out + 1] = format("median of per-case throughput ratios: %s over %d case%s (p99: %s, CPU: %s)",
         x(m.rt), m.n, m.n == 1 and "" or "s", x(m.p99), x(m.cpu))
