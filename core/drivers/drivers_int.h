@@ -240,12 +240,18 @@ void ab__co_job_done(ab__sconn_t *s);
 /* udp.c */
 int ab__udp_server_open(ab__loop_t *l);
 void ab__udp_client_open(ab__dclient_t *c, const struct sockaddr *addr);
+/* Opens client c's socket connected to addr with the case's buffer sizes
+ * (udp = {...}), its connect time recorded, reading every datagram into
+ * the loop's udp_rx and handing it to on_recv (the echo's, or a scripted
+ * driver's); on success c is alive and counted ready.  0, or the error,
+ * counted (ab__loop_error) and the handle closed. */
+int ab__udp_socket_open(ab__dclient_t *c, const struct sockaddr *addr, uv_udp_recv_cb on_recv);
 void ab__udp_pump(ab__dclient_t *c);
 void ab__udp_free(ab__loop_t *l);
 
 
 /* registry.c: the driver rows */
 extern const ab_driver_t ab__driver_tcp_callback, ab__driver_stream_callback,
-    ab__driver_udp_callback, ab__driver_coroutine;
+    ab__driver_udp_callback, ab__driver_coroutine, ab__driver_udp_scripted;
 
 #endif

@@ -5,6 +5,9 @@
  *   callback stream  stream.c: tls, ws, wss, http, https
  *   callback udp     udp.c
  *   coroutine        coro_echo.c, every stream protocol
+ *   scripted udp     callback udp's loop (its server, receive buffer) with
+ *                    the loop's scheduler: what the Lua driver builds on
+ *                    over datagrams (ab_driver_scripted_base)
  * The stream rows share one listener (tcp_server.c) whose accept calls the
  * row's `accept`; a pool job coming back calls the row's `work_done`.
  */
@@ -164,6 +167,26 @@ static void udp_stop(ab__loop_t *l) {
   if (l->d->listening) uv_close((uv_handle_t *)&l->d->userver, close_noop);
 }
 
+/* ---- scripted udp: callback udp's loop with a scheduler ----------------- */
+
+static int udp_sched_loop_open(ab__loop_t *l, char *err, size_t errlen) {
+  int r = udp_loop_open(l, err, errlen);
+  if (r < 0) return r;
+  return ab_sched_new(&l->d->sched, &l->loop) < 0 ? AB_ENOMEM : 0;
+}
+
+static void udp_sched_loop_close(ab__loop_t *l) {
+  if (l->d && l->d->sched && ab_sched_free(l->d->sched) != 0)
+    fprintf(stderr, "arkbench: loop %u: scripted tasks still alive at the end\n", l->index);
+  if (l->d) l->d->sched = NULL;
+  udp_loop_close(l);
+}
+
+static void udp_sched_stop(ab__loop_t *l) {
+  if (l->d && l->d->sched) ab_sched_cancel_all(l->d->sched);
+  udp_stop(l);
+}
+
 /* ---- the rows ----------------------------------------------------------- */
 
 /* The engine passes its client header; these are the drivers' clients
@@ -246,6 +269,28 @@ const ab_driver_t ab__driver_coroutine = {
     .work_done = ab__co_job_done,
     .stop = co_stop,
 };
+
+/* The base of a scripted driver over datagrams: client_start and wake are
+ * the echo's until the scripted driver replaces them (it does). */
+const ab_driver_t ab__driver_udp_scripted = {
+    .name = "scripted udp",
+    .client_size = sizeof(ab__dclient_t),
+    .loss_is_measured = 1,
+    .case_open = ab__transport_open,
+    .case_close = ab__transport_close,
+    .loop_open = udp_sched_loop_open,
+    .loop_close = udp_sched_loop_close,
+    .client_start = udp_start,
+    .wake = udp_wake,
+    .client_fail = client_fail,
+    .stop = udp_sched_stop,
+};
+
+const ab_driver_t *ab_driver_scripted_base(int protocol) {
+  const ab_proto_cap_t *cap = ab_caps_protocol(protocol);
+  if (cap == NULL) return NULL;
+  return cap->transport == AB_TRANSPORT_DATAGRAM ? &ab__driver_udp_scripted : &ab__driver_coroutine;
+}
 
 const ab_driver_t *ab_driver_for(int protocol, int execution) {
   /* by the protocol's row, not its name: a new protocol needs no line here */

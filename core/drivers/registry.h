@@ -3,7 +3,7 @@
  * The layer above the engine (core/lua/lua_engine.c) picks the driver when
  * it builds the case and puts it in ab_case_cfg_t.driver; the engine never
  * chooses.  The Lua driver is not a row here: core/lua/lua_exec.c builds it
- * on the coroutine row.
+ * on the row ab_driver_scripted_base() gives.
  */
 #ifndef AB_REGISTRY_H
 #define AB_REGISTRY_H
@@ -15,5 +15,12 @@
  * (ab_case_check then refuses the case).  The rows are static and
  * read-only. */
 const ab_driver_t *ab_driver_for(int protocol, int execution);
+
+/* The row a driver built outside the registry (execution = "lua") builds
+ * on for protocol: its loop halves (scheduler, server side, buffers) and
+ * per-case setup; the coroutine row for a stream, the scripted udp row
+ * (callback udp's loop with a scheduler) for a datagram protocol.  NULL
+ * for an unknown protocol. */
+const ab_driver_t *ab_driver_scripted_base(int protocol);
 
 #endif

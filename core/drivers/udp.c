@@ -213,14 +213,12 @@ void ab__udp_pump(ab__dclient_t *c) {
   }
 }
 
-void ab__udp_client_open(ab__dclient_t *c, const struct sockaddr *addr) {
+int ab__udp_socket_open(ab__dclient_t *c, const struct sockaddr *addr, uv_udp_recv_cb on_recv) {
   ab__loop_t *l = c->h.loop;
   const ab_case_cfg_t *cfg = l->eng->cfg;
   uint64_t t0 = ab_now_ns();
   char msg[160];
-  c->dgram = malloc(cfg->payload);
-  int r = c->dgram ? 0 : AB_ENOMEM;
-  if (r == 0) r = uv_udp_init(&l->loop, &c->udp);
+  int r = uv_udp_init(&l->loop, &c->udp);
   if (r == 0) {
     c->udp.data = c;
     r = uv_udp_connect(&c->udp, addr);
@@ -228,7 +226,7 @@ void ab__udp_client_open(ab__dclient_t *c, const struct sockaddr *addr) {
       ab_udp_buffers_t rec;
       set_buffers(&c->udp, cfg->transport.udp_send_buffer, cfg->transport.udp_recv_buffer, &rec);
       if (c->h.id == 0) l->eng->dc->session.udp_client_buffers = rec;
-      r = uv_udp_recv_start(&c->udp, on_calloc, on_crecv);
+      r = uv_udp_recv_start(&c->udp, on_calloc, on_recv);
     }
   }
   ab_hist_record(&l->connect, ab_now_ns() - t0);
@@ -237,8 +235,22 @@ void ab__udp_client_open(ab__dclient_t *c, const struct sockaddr *addr) {
              ab_strerror(r), ab_err_name(r));
     ab__loop_error(l, r, msg);
     if (c->udp.data) ab__client_close(c);
-  } else {
-    c->h.alive = 1;
-    c->h.loop->ready_clients++;
+    return r;
   }
+  c->h.alive = 1;
+  c->h.loop->ready_clients++;
+  return 0;
+}
+
+void ab__udp_client_open(ab__dclient_t *c, const struct sockaddr *addr) {
+  ab__loop_t *l = c->h.loop;
+  c->dgram = malloc(l->eng->cfg->payload);
+  if (c->dgram == NULL) {
+    char msg[160];
+    snprintf(msg, sizeof(msg), "connection %u: udp socket: %s (%s)", c->h.id,
+             ab_strerror(AB_ENOMEM), ab_err_name(AB_ENOMEM));
+    ab__loop_error(l, AB_ENOMEM, msg);
+    return;
+  }
+  ab__udp_socket_open(c, addr, on_crecv);
 }

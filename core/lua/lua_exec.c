@@ -36,8 +36,10 @@
 #include <lauxlib.h>
 
 #include "base/ab_error.h"
+#include "drivers/registry.h"
 #include "lua/lua_exec_int.h"
 #include "lua/lua_host.h"
+#include "proto/caps.h"
 
 static int panic(lua_State *L) {
   fprintf(stderr, "arkbench: unprotected Lua error in execution = lua: %s\n",
@@ -157,6 +159,8 @@ static int boot(lua_State *L) {
               path);
   }
 
+  if (lx->dgram) ab__lx_udp_boot_check(L, lx, path);
+
   /* the conn methods */
   ab__lx_conn_open(L, lx);
   lx->ref_mt = luaL_ref(L, LUA_REGISTRYINDEX);
@@ -192,6 +196,7 @@ static void *lx_loop_open(ab_lua_exec_t *x, ab__loop_t *l, char *err, size_t err
   }
   lx->x = x;
   lx->l = l;
+  lx->dgram = x->dgram;
   lx->ref_client = lx->ref_server = lx->ref_mt = lx->ref_message = lx->ref_expect = LUA_NOREF;
   lx->L = luaL_newstate();
   if (lx->L == NULL) {
@@ -243,7 +248,7 @@ static void lx_loop_close(ab_lua_exec_t *x, ab__lx_loop_t *lx) {
 /* The driver's loop halves: the coroutine row's (scheduler, listener),
  * then this loop's Lua state; closed in the opposite order. */
 static int drv_loop_open(ab__loop_t *l, char *err, size_t errlen) {
-  int r = ab__driver_coroutine.loop_open(l, err, errlen);
+  int r = ab_driver_scripted_base(l->eng->cfg->protocol)->loop_open(l, err, errlen);
   if (r < 0) return r;
   l->drv_state = lx_loop_open(l->eng->drv->arg, l, err, errlen);
   return l->drv_state ? 0 : AB_ECONFIG;
@@ -252,7 +257,7 @@ static int drv_loop_open(ab__loop_t *l, char *err, size_t errlen) {
 static void drv_loop_close(ab__loop_t *l) {
   if (l->drv_state) lx_loop_close(l->eng->drv->arg, l->drv_state);
   l->drv_state = NULL;
-  ab__driver_coroutine.loop_close(l);
+  ab_driver_scripted_base(l->eng->cfg->protocol)->loop_close(l);
 }
 
 /* ---- public ----------------------------------------------------------- */
@@ -309,9 +314,20 @@ int ab_lua_exec_new(lua_State *L, int idx, ab_lua_exec_t **out, char *err, size_
   lua_getglobal(L, "ARKBENCH_ROOT");
   if (lua_type(L, -1) == LUA_TSTRING) x->root = strdup(lua_tostring(L, -1));
   lua_pop(L, 1);
-  /* the coroutine row (its scheduler, listener, tick and pool returns),
-   * with the scenario's Lua driving each connection */
-  x->driver = ab__driver_coroutine;
+  /* the protocol's base row (streams: the coroutine row's scheduler,
+   * listener, tick and pool returns; datagrams: callback udp's loop with a
+   * scheduler), with the scenario's Lua driving each connection */
+  lua_getfield(L, idx, "protocol");
+  const ab_proto_cap_t *cap = lua_type(L, -1) == LUA_TSTRING ? ab_caps_protocol_named(lua_tostring(L, -1))
+                                                             : ab_caps_protocol(AB_PROTO_TCP);
+  lua_pop(L, 1);
+  if (cap == NULL) {
+    snprintf(err, errlen, "execution = \"lua\": unknown protocol");
+    ab_lua_exec_free(x);
+    return AB_ECONFIG;
+  }
+  x->dgram = cap->transport == AB_TRANSPORT_DATAGRAM;
+  x->driver = *ab_driver_scripted_base(cap->id);
   x->driver.name = "lua";
   /* a lost connection is not reopened: its task sees the error and ends
    * (docs/execution.md) */
@@ -323,6 +339,12 @@ int ab_lua_exec_new(lua_State *L, int idx, ab_lua_exec_t **out, char *err, size_
   x->driver.wake = ab__lx_client_wake;
   x->driver.connect_expired = ab__lx_client_connect_expired;
   x->driver.accept = ab__lx_server_accept;
+  if (x->dgram) { /* a socket per client, no connect, no listener of ours */
+    x->driver.client_start = ab__lx_udp_client_start;
+    x->driver.wake = ab__lx_udp_client_wake;
+    x->driver.connect_expired = NULL;
+    x->driver.accept = NULL;
+  }
   *out = x;
   return 0;
 nomem:

@@ -316,5 +316,6 @@ void ab__lx_conn_open(lua_State *L, ab__lx_loop_t *lx) {
   lua_pushcclosure(L, f_phase, 1);
   lua_setfield(L, -2, "phase");
   ab__lx_tags_prims(L, lx);
+  if (lx->dgram) ab__lx_udp_prims(L);
   lua_call(L, 1, 1);
 }

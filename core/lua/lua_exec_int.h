@@ -15,6 +15,9 @@
  *   lua_exec_tcp.c    client and server connections: connect, accept,
  *                     and the connection object's callbacks (any stream
  *                     protocol: tcp or tls, io/conn.h)
+ *   lua_exec_udp.c    udp clients: their sockets, datagram queue, the
+ *                     datagram conn primitives and the light form over
+ *                     datagrams (lua/arkbench/exec/dgram.lua: the methods)
  *
  * Threads: a loop's ab__lx_loop_t, lua_State and connections are touched
  * only by that loop's thread while the loop runs (and by the coordinator
@@ -93,6 +96,19 @@ typedef struct ab__lx_conn_s {
   uint64_t msg_i;
   size_t hint;
   struct ab__lx_conn_s *next;   /* server conns of the loop */
+  /* udp (lua_exec_udp.c): rbuf holds the datagrams not read yet, each as
+   * a record (length, receive time, bytes) */
+  uint64_t seq_base;            /* light form: the sequence of message 1 */
+  uint64_t meas_seq0;           /* the first measure-phase sequence
+                                   (UINT64_MAX until one is sent): the
+                                   phase of any sequence of the client */
+  uint64_t dg_t;                /* the datagram read last: receive time */
+  size_t dg_len;                /* and length */
+  int call_timedout;            /* the call in flight timed out: the
+                                   waiting conn:call returns ETIMEDOUT */
+  uint64_t lost[16];            /* timed-out calls with no reply yet (a
+                                   ring, oldest first at lost_head) */
+  uint32_t nlost, lost_head;
 } ab__lx_conn_t;
 
 struct ab_lua_exec_s {
@@ -110,6 +126,7 @@ struct ab_lua_exec_s {
   ab__lx_loop_t **loops;            /* complete before the loop threads start */
   uint32_t nloops;
   uint64_t reply_bytes;             /* summed in loop_close */
+  int dgram;                        /* the protocol is a datagram one (udp) */
 };
 
 struct ab__lx_loop_s {
@@ -134,6 +151,7 @@ struct ab__lx_loop_s {
   uint8_t tag_id[AB_TAGS_MAX];
   uint32_t ntag_cache;
   uv_async_t abort_async;
+  int dgram;                    /* as ab_lua_exec_t's */
   int stopping;                 /* a script error: drive nothing more */
   int stopped;
   uint64_t reply_bytes;
@@ -193,6 +211,22 @@ void ab__lx_tags_prims(lua_State *L, ab__lx_loop_t *lx);
 
 void ab__lx_light_pump(ab__lx_conn_t *k);
 void ab__lx_light_parse(ab__lx_conn_t *k);
+/* message(i, id) on the loop's state; leaves the string on the stack and
+ * points *p, *n at it.  0, or -1 after a script error (stack clean). */
+int ab__lx_light_message(ab__lx_loop_t *lx, ab__lx_conn_t *k, uint64_t i, const char **p, size_t *n);
+/* "file:line" where the function at idx of L was defined (pushed on L). */
+const char *ab__lx_fn_where(lua_State *L, int idx);
+
+/* ---- lua_exec_udp.c: udp clients -------------------------------------- */
+
+void ab__lx_udp_client_start(ab__client_t *hc);
+void ab__lx_udp_client_wake(ab__client_t *hc);
+/* boot(): what the datagram forms refuse (a server function, expect =
+ * "line"); raises a Lua error naming path. */
+void ab__lx_udp_boot_check(lua_State *L, ab__lx_loop_t *lx, const char *path);
+/* Adds the datagram primitives to the table on top of L (conn.lua hands
+ * them to dgram.lua). */
+void ab__lx_udp_prims(lua_State *L);
 
 /* ---- lua_exec_tcp.c: the engine hooks for connections ----------------- */
 
@@ -202,5 +236,7 @@ void ab__lx_client_wake(ab__client_t *hc);
  * fails with AB_ETIMEDOUT, counted like a failed connect. */
 void ab__lx_client_connect_expired(ab__client_t *hc);
 void ab__lx_server_accept(ab__sconn_t *s);
+/* Starts k's client function as its task (the connection is up). */
+void ab__lx_start_client(ab__lx_conn_t *k);
 
 #endif

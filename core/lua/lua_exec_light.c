@@ -198,3 +198,10 @@ void ab__lx_light_parse(ab__lx_conn_t *k) {
     ab__loop_check_progress(l);
   }
 }
+
+/* For the light form over datagrams (lua_exec_udp.c). */
+int ab__lx_light_message(ab__lx_loop_t *lx, ab__lx_conn_t *k, uint64_t i, const char **p, size_t *n) {
+  return light_message(lx, k, i, p, n);
+}
+
+const char *ab__lx_fn_where(lua_State *L, int idx) { return fn_where(L, idx); }

@@ -82,7 +82,7 @@ static void client_task_exit(ab_task_t *t, void *arg) {
   ab__client_close(k->c); /* the client function returned: done with it */
 }
 
-static void start_client(ab__lx_conn_t *k) {
+void ab__lx_start_client(ab__lx_conn_t *k) {
   ab__lx_loop_t *lx = k->lx;
   int r = ab__lx_task_new(lx, k, lx->ref_client);
   if (r < 0) {
@@ -98,7 +98,7 @@ static void client_on_ready(ab_conn_t *conn) {
   ab__lx_conn_t *k = conn->data;
   ab__client_ready(k->c);
   if (k->lx->stopping) return;
-  if (k->lx->mode == AB__LX_MODE_FULL) start_client(k);
+  if (k->lx->mode == AB__LX_MODE_FULL) ab__lx_start_client(k);
   else ab__lx_light_pump(k);
 }
 

@@ -10,16 +10,17 @@
 #define SHARED_EXECS AB_EXEC_BIT(AB_EXEC_CALLBACK)
 
 /* Scenario order (docs/scenarios.md).  execution = "lua" drives tcp and
- * tls (its connections are io/conn.h's, TLS below the bytes Lua sees); a
- * row gains AB_EXEC_BIT(AB_EXEC_HOOKS) when the Lua driver runs over it.
+ * tls (its connections are io/conn.h's, TLS below the bytes Lua sees) and
+ * udp (one datagram per send, core/lua/lua_exec_udp.c); a row gains
+ * AB_EXEC_BIT(AB_EXEC_HOOKS) when the Lua driver runs over it.
  * The coroutine echo is stream-only.  The last column: what shared:N with
  * N > 1 runs (docs/topologies.md): callback over the stream protocols; the
  * rest is refused. */
 static const ab_proto_cap_t protocols[] = {
     {"tcp", AB_PROTO_TCP, STREAM, 0, "framing", ALL_EXECS | AB_EXEC_BIT(AB_EXEC_HOOKS),
      AB_MSG_MAX_PAYLOAD, SHARED_EXECS},
-    {"udp", AB_PROTO_UDP, AB_TRANSPORT_DATAGRAM, 0, NULL, AB_EXEC_BIT(AB_EXEC_CALLBACK),
-     AB_UDP_MAX_PAYLOAD, 0},
+    {"udp", AB_PROTO_UDP, AB_TRANSPORT_DATAGRAM, 0, NULL,
+     AB_EXEC_BIT(AB_EXEC_CALLBACK) | AB_EXEC_BIT(AB_EXEC_HOOKS), AB_UDP_MAX_PAYLOAD, 0},
     {"ws", AB_PROTO_WS, STREAM, 0, "ws", ALL_EXECS, AB_MSG_MAX_PAYLOAD, SHARED_EXECS},
     {"tls", AB_PROTO_TLS, STREAM, 1, "framing", ALL_EXECS | AB_EXEC_BIT(AB_EXEC_HOOKS),
      AB_MSG_MAX_PAYLOAD, SHARED_EXECS},

@@ -31,7 +31,7 @@ describe("core.capabilities()", function()
 
     it("says what each protocol is: transport, TLS, codec, payload limit", function()
         assert.same({ name = "udp", transport = "datagram", tls = false,
-                      executions = { "callback" }, shared_executions = {}, payload_max = 65507 },
+                      executions = { "callback", "lua" }, shared_executions = {}, payload_max = 65507 },
                     row("udp"))
         assert.same({ name = "tcp", transport = "stream", tls = false, codec = "framing",
                       executions = { "callback", "coroutine", "lua" },

@@ -485,12 +485,12 @@ describe("scenario.load", function()
             assert.is_false(row("udp").executions[2] == "coroutine")
             assert.equals("--set execution=coroutine: key 'execution': execution = \"coroutine\" "
                 .. "runs over protocols tcp, ws, tls, wss, http, https, not udp; expected "
-                .. "execution callback for protocol udp",
+                .. "execution callback or lua for protocol udp",
                 load_err("minimal.lua", { "protocol=udp", "execution=coroutine" }))
             -- a matrix is refused when any case pairs them
             assert.equals("--set execution=callback,coroutine: key 'execution': execution = "
                 .. "\"coroutine\" runs over protocols tcp, ws, tls, wss, http, https, not udp; "
-                .. "expected execution callback for protocol udp",
+                .. "expected execution callback or lua for protocol udp",
                 load_err("minimal.lua", { "protocol=tcp,udp", "execution=callback,coroutine" }))
         end)
 

@@ -10,7 +10,8 @@
 local _M = {}
 
 -- C: the primitives (own, send, recv, peek, consume, fail, wait,
--- call_begin, call_end, sleep, phase, tag) -> the conn metatable
+-- call_begin, call_end, sleep, phase, tag; over udp also dg_*) -> the conn
+-- metatable
 function _M.metatable(C)
     local type, error, tostring, rawget, unpack = type, error, tostring, rawget, unpack
     local floor = math.floor
@@ -148,6 +149,8 @@ function _M.metatable(C)
         sleep(k, s)
         return true
     end
+    -- over a datagram protocol: send, receive and call of datagrams
+    if C.dg_recv then require("arkbench.exec.dgram").methods(methods, C, conn_of) end
     return mt
 end
 
