@@ -1,7 +1,8 @@
 /* lua_exec.c -- execution = "lua": the scenario's Lua code drives each
  * connection (user reference: docs/lua-api.md; the modes: docs/execution.md).  This file: the
- * Lua driver (an ab_driver_t built on the coroutine row of
- * core/drivers/registry.c), its per-loop state (a lua_State per loop, the
+ * Lua driver (an ab_driver_t built on the row ab_driver_scripted_base()
+ * gives: core/drivers/registry.c's coroutine row for a stream, its
+ * scripted udp row over udp, lua_exec_udp.c), its per-loop state (a lua_State per loop, the
  * scenario loaded into it by boot()), stopping a loop after a script error,
  * and the public API (lua_exec.h).  The other parts are listed in lua_exec_int.h.
  *

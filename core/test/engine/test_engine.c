@@ -224,6 +224,13 @@ int main(void) {
   /* no driver for the pair: refused before anything runs */
   CHECK(ab_driver_for(AB_PROTO_UDP, AB_EXEC_COROUTINE) == NULL);
   CHECK(ab_driver_for(AB_PROTO_TCP, AB_EXEC_HOOKS) == NULL);
+  /* a scripted driver's base row follows the protocol's transport: loss
+   * is measured over datagrams, a stream may reopen */
+  CHECK(ab_driver_scripted_base(AB_PROTO_UDP) != NULL && ab_driver_scripted_base(AB_PROTO_UDP)->loss_is_measured);
+  CHECK(ab_driver_scripted_base(AB_PROTO_UDP)->accept == NULL);
+  CHECK(ab_driver_scripted_base(AB_PROTO_TLS) != NULL && ab_driver_scripted_base(AB_PROTO_TLS)->accept != NULL);
+  CHECK(!ab_driver_scripted_base(AB_PROTO_TLS)->loss_is_measured);
+  CHECK(ab_driver_scripted_base(0) == NULL);
   c = base();
   c.driver = NULL;
   CHECK(ab_case_check(&c, err, sizeof(err)) == AB_ECONFIG);

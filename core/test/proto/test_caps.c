@@ -33,7 +33,7 @@ int main(void) {
   CHECK(udp != NULL && udp->transport == AB_TRANSPORT_DATAGRAM);
   CHECK(udp != NULL && udp->payload_max == AB_UDP_MAX_PAYLOAD);
   CHECK(!ab_caps_runs(udp, AB_EXEC_COROUTINE));
-  CHECK(!ab_caps_runs(udp, AB_EXEC_HOOKS));
+  CHECK(ab_caps_runs(udp, AB_EXEC_HOOKS)); /* execution = "lua" over datagrams */
   const ab_proto_cap_t *tcp = ab_caps_protocol(AB_PROTO_TCP);
   CHECK(ab_caps_runs(tcp, AB_EXEC_HOOKS));
   CHECK(!ab_caps_runs(tcp, 0));
