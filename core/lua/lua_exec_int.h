@@ -106,7 +106,7 @@ typedef struct ab__lx_conn_s {
   size_t dg_len;                /* and length */
   int call_timedout;            /* the call in flight timed out: the
                                    waiting conn:call returns ETIMEDOUT */
-  uint64_t lost[16];            /* timed-out calls with no reply yet (a
+  uint64_t lost[8];             /* timed-out calls with no reply yet (a
                                    ring, oldest first at lost_head) */
   uint32_t nlost, lost_head;
 } ab__lx_conn_t;
