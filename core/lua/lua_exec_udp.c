@@ -266,7 +266,9 @@ static void on_recv(uv_udp_t *u, ssize_t n, const uv_buf_t *buf, const struct so
   ab__lx_conn_t *k = ab__lx_conn_of(lx, c);
   if (n < 0) {
     /* ECONNREFUSED from an ICMP port unreachable: counted, the socket goes on */
-    ab__loop_error(l, (int)n, "udp client: receive");
+    ab__loop_error(l, (int)n, n == UV_ECONNREFUSED ? "udp client: receive: the target's port is "
+                                                     "closed (an ICMP port unreachable came back)"
+                                                   : "udp client: receive");
     return;
   }
   if (from == NULL || !c->h.alive || lx->stopping) return;
