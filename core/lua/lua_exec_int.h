@@ -211,9 +211,11 @@ void ab__lx_tags_prims(lua_State *L, ab__lx_loop_t *lx);
 
 void ab__lx_light_pump(ab__lx_conn_t *k);
 void ab__lx_light_parse(ab__lx_conn_t *k);
-/* message(i, id) on the loop's state; leaves the string on the stack and
- * points *p, *n at it.  0, or -1 after a script error (stack clean). */
-int ab__lx_light_message(ab__lx_loop_t *lx, ab__lx_conn_t *k, uint64_t i, const char **p, size_t *n);
+/* message(i, id) on the loop's state -> bytes[, tag]; leaves the string
+ * on the stack, points *p, *n at it and puts its tag's id in *tag.  0, or
+ * -1 after a script error (stack clean). */
+int ab__lx_light_message(ab__lx_loop_t *lx, ab__lx_conn_t *k, uint64_t i, const char **p, size_t *n,
+                         uint8_t *tag);
 /* "file:line" where the function at idx of L was defined (pushed on L). */
 const char *ab__lx_fn_where(lua_State *L, int idx);
 

@@ -200,8 +200,9 @@ void ab__lx_light_parse(ab__lx_conn_t *k) {
 }
 
 /* For the light form over datagrams (lua_exec_udp.c). */
-int ab__lx_light_message(ab__lx_loop_t *lx, ab__lx_conn_t *k, uint64_t i, const char **p, size_t *n) {
-  return light_message(lx, k, i, p, n);
+int ab__lx_light_message(ab__lx_loop_t *lx, ab__lx_conn_t *k, uint64_t i, const char **p, size_t *n,
+                         uint8_t *tag) {
+  return light_message(lx, k, i, p, n, tag);
 }
 
 const char *ab__lx_fn_where(lua_State *L, int idx) { return fn_where(L, idx); }

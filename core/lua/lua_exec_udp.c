@@ -160,7 +160,9 @@ static void light_pump(ab__lx_conn_t *k) {
   while (g.n > 0) {
     const char *p = lx->msg;
     size_t len = lx->msg_len;
-    if (lx->msg_fn && ab__lx_light_message(lx, k, k->msg_i + 1, &p, &len) < 0) return;
+    uint8_t tag = 0;
+    if (lx->msg_fn && ab__lx_light_message(lx, k, k->msg_i + 1, &p, &len, &tag) < 0) return;
+    g.tag = tag; /* message's second value (engine/tags.h) */
     if (k->msg_i == 0) k->seq_base = g.seq;
     uint64_t seq, t;
     int stamped = stamp_one(k, &g, &seq, &t);
@@ -404,8 +406,9 @@ static int f_dg_recv(lua_State *L) {
   return not_yet(L, k, AB__LX_W_ANY);
 }
 
-/* dg_call_begin(k, request) -> true (sent and timed) | false (not sending
- * now: wait for the next phase) | nil, err, code */
+/* dg_call_begin(k, request, tag) -> true (sent and timed) | false (not
+ * sending now: wait for the next phase) | nil, err, code; tag: the case's
+ * tag id (lua_exec_tags.c), 0 for none */
 static int f_dg_call_begin(lua_State *L) {
   ab__lx_conn_t *k = arg_conn(L);
   size_t n;
@@ -418,8 +421,9 @@ static int f_dg_call_begin(lua_State *L) {
   k->call_timedout = 0;
   ab__win_grant_t g;
   uint64_t seq, t;
-  if (ab__win_grant(&k->c->h, ab_now_ns(), &g) == 0 || !stamp_one(k, &g, &seq, &t))
-    return not_yet(L, k, AB__LX_W_PHASE);
+  if (ab__win_grant(&k->c->h, ab_now_ns(), &g) == 0) return not_yet(L, k, AB__LX_W_PHASE);
+  g.tag = (uint8_t)lua_tointeger(L, 3);
+  if (!stamp_one(k, &g, &seq, &t)) return not_yet(L, k, AB__LX_W_PHASE);
   k->call_seq = seq;
   k->call_t0 = t;
   k->call_active = 1;

@@ -6,6 +6,8 @@
 --     checked; payload MiB/s is the measured replies' bytes;
 --   * the light form with a string message (the reply is as long) and
 --     with message(i) / expect(d, id, last) returning i;
+--   * tags: conn:call's third argument and message's second value, counted
+--     per tag;
 --   * the light form against spec/fixtures/misbehaving/udp_faulty_echo.py
 --     dropping every 10th datagram and duplicating every 7th: matched by
 --     i, the losses are `udp.lost` and the copies `udp.duplicated`, and
@@ -92,6 +94,39 @@ return {
             assert_ok(r)
             assert.are.equal(0, r.udp.lost, brief(r))
             assert.are.equal(0, r.udp.duplicated + r.udp.reordered + r.udp.late, brief(r))
+        end
+    end)
+end)
+
+describe("execution = lua over udp with tags", function()
+    it("counts conn:call's tag and message's second value per tag", function()
+        local res = ark.run_scenario([[
+local MSG = string.rep("x", 32)
+local common = { name = "udptags", protocol = "udp", execution = "lua", clients = 2,
+                 warmup = 0.1, duration = 0.3, timeout = 2, repetitions = 1 }
+local function part(t) for k, v in pairs(common) do t[k] = v end return t end
+return {
+  part { label = "call", client = function(conn)
+      local n = 0
+      local function ok(d) return d == MSG end
+      while true do n = n + 1; conn:call(MSG, ok, n % 3 == 0 and "set" or "get") end
+    end },
+  part { label = "light", window = 4,
+    message = function(i) return "n" .. i, i % 3 == 0 and "set" or "get" end,
+    expect = function(d) return tonumber(d:match("^n(%d+)$")) end },
+}
+]], { name = "udptags" })
+        assert.are.equal(0, res.rc, res.stderr)
+        assert.are.equal(2, #res.runs)
+        for _, r in ipairs(res.runs) do
+            assert_ok(r)
+            local get, set = r.tags.get, r.tags.set
+            assert.is_truthy(get and set, brief(r))
+            assert.are.equal(r.sent, get.sent + set.sent, brief(r))
+            assert.are.equal(r.completed, get.completed + set.completed, brief(r))
+            -- one set in three, per client (2 clients, a few in flight)
+            assert.is_true(math.abs(get.sent - 2 * set.sent) <= 16,
+                r.case_id .. ": get " .. get.sent .. ", set " .. set.sent)
         end
     end)
 end)

@@ -106,6 +106,21 @@ function _M.metatable(C)
         check_expect(how, 'receive', 1)
         return read(k, how)
     end
+    -- conn:call's tag -> the case's tag id (0: none) | nil, why
+    local function tag_of(tag)
+        if tag == nil then return 0 end
+        local id = tag_ids[tag]
+        if id then return id end
+        if type(tag) ~= 'string' then
+            return nil, 'bad argument #3 to \'call\' (a tag name, a string, expected; got '
+                .. type(tag) .. ')'
+        end
+        local why
+        id, why = tag_id(tag)
+        if not id then return nil, 'conn:call: ' .. why end
+        tag_ids[tag] = id
+        return id
+    end
     function methods.call(self, request, expect, tag)
         local k = conn_of(self, 'call', true)
         if not rawget(self, '_client') then
@@ -115,20 +130,8 @@ function _M.metatable(C)
             error('bad argument #1 to \'call\' (string expected, got ' .. type(request) .. ')', 2)
         end
         check_expect(expect, 'call', 2)
-        local id = 0
-        if tag ~= nil then
-            id = tag_ids[tag]
-            if not id then
-                if type(tag) ~= 'string' then
-                    error('bad argument #3 to \'call\' (a tag name, a string, expected; got '
-                        .. type(tag) .. ')', 2)
-                end
-                local why
-                id, why = tag_id(tag)
-                if not id then error('conn:call: ' .. why, 2) end
-                tag_ids[tag] = id
-            end
-        end
+        local id, why = tag_of(tag)
+        if not id then error(why, 2) end
         while true do
             local ok, e, c = call_begin(k, request, id)
             if ok then break end
@@ -150,7 +153,7 @@ function _M.metatable(C)
         return true
     end
     -- over a datagram protocol: send, receive and call of datagrams
-    if C.dg_recv then require("arkbench.exec.dgram").methods(methods, C, conn_of) end
+    if C.dg_recv then require("arkbench.exec.dgram").methods(methods, C, conn_of, tag_of) end
     return mt
 end
 

@@ -12,8 +12,9 @@ local _M = {}
 
 -- methods: the conn methods table to change; C: the primitives (dg_send,
 -- dg_recv, dg_call_begin, dg_call_end, dg_stray, wait); conn_of: conn.lua's
--- check of self (its errors name the caller's line)
-function _M.methods(methods, C, conn_of)
+-- check of self (its errors name the caller's line); tag_of: conn.lua's
+-- tag name -> id | nil, why
+function _M.methods(methods, C, conn_of, tag_of)
     local type, error, rawget = type, error, rawget
     local send, recv, call_begin, call_end, stray, wait =
         C.dg_send, C.dg_recv, C.dg_call_begin, C.dg_call_end, C.dg_stray, C.wait
@@ -39,7 +40,7 @@ function _M.methods(methods, C, conn_of)
         end
     end
 
-    function methods.call(self, request, expect)
+    function methods.call(self, request, expect, tag)
         local k = conn_of(self, 'call', true)
         if not rawget(self, '_client') then
             error('conn:call is for client connections (a server answers with conn:send)', 2)
@@ -51,8 +52,10 @@ function _M.methods(methods, C, conn_of)
             error('bad argument #2 to \'call\' (over udp: nil, the next datagram is the reply, or'
                 .. ' function(d) returning true for the reply; got ' .. type(expect) .. ')', 2)
         end
+        local id, why = tag_of(tag)
+        if not id then error(why, 2) end
         while true do
-            local ok, e, c = call_begin(k, request)
+            local ok, e, c = call_begin(k, request, id)
             if ok then break end
             if ok == nil then return nil, e, c end
             wait(k)
