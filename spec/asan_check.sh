@@ -24,5 +24,11 @@ ARKBENCH_ROOT="$ROOT" "$OUT/arkbench" run "$ROOT/scenarios/custom/line_echo.lua"
   --out "$RES/lua" >"$RES/out2" 2>"$RES/err2" || {
   echo "sanitized Lua run failed:"; cat "$RES/out2" "$RES/err2"; exit 1; }
 if grep -q '"ok":false' "$RES/lua/runs.jsonl"; then echo "a sanitized Lua run failed:"; cat "$RES/lua/runs.jsonl"; exit 1; fi
+# ... and over udp (the datagram queue, calls matched by expect, the light
+# form matched by message number)
+ARKBENCH_ROOT="$ROOT" "$OUT/arkbench" run "$ROOT/spec/fixtures/lua_exec/udp_echo.lua" --quick \
+  --out "$RES/lua_udp" >"$RES/out3" 2>"$RES/err3" || {
+  echo "sanitized Lua udp run failed:"; cat "$RES/out3" "$RES/err3"; exit 1; }
+if grep -q '"ok":false' "$RES/lua_udp/runs.jsonl"; then echo "a sanitized Lua udp run failed:"; cat "$RES/lua_udp/runs.jsonl"; exit 1; fi
 echo "asan: C tests and $lines sanitized runs ok, Lua runs ok"
 rm -rf "$RES"
