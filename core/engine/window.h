@@ -248,9 +248,18 @@ static inline uint32_t ab__win_stamp(ab__client_t *c, ab__win_grant_t *g, uint32
 
 /* ---- completion -------------------------------------------------------- */
 
+/* The completion of a message is the per-message path: always inlined
+ * into the driver's reply loop (GCC stops inlining it once the callers
+ * grow, and a call there costs about 20 instructions per round trip). */
+#if defined(__GNUC__)
+#define AB__WIN_HOT static inline __attribute__((always_inline))
+#else
+#define AB__WIN_HOT static inline
+#endif
+
 /* Frees slot (in flight, stamped t0 = w->ns[slot]) completed at now and
  * counts it in its phase. */
-static inline int ab__win_account(ab__loop_t *l, ab__win_t *w, uint32_t slot, uint64_t now,
+AB__WIN_HOT int ab__win_account(ab__loop_t *l, ab__win_t *w, uint32_t slot, uint64_t now,
                                   uint64_t t0) {
   uint64_t rtt = now > t0 ? now - t0 : 0; /* bytes there before the send */
   w->ns[slot] = 0;
@@ -297,7 +306,7 @@ static inline int ab__win_account(ab__loop_t *l, ab__win_t *w, uint32_t slot, ui
  * timeout: then it is counted `late` (a measure message) and stays in
  * flight, and the caller fails the connection (ab__win_release counts it
  * as timed out; the engine reopens it), as the sweep would have. */
-static inline int ab__win_complete(ab__client_t *c, uint8_t ph, uint32_t cid, uint64_t seq,
+AB__WIN_HOT int ab__win_complete(ab__client_t *c, uint8_t ph, uint32_t cid, uint64_t seq,
                                    uint64_t now) {
   ab__loop_t *l = c->loop;
   ab__win_t *w = &c->win;
