@@ -251,6 +251,8 @@ static void client_main(void *arg) {
       ab__client_fail(c, r, "write");
       return;
     }
+    /* churn: its round trips done, it is replaced by a new task */
+    if (ab__win_spent(&c->h) && ab__client_recycle(c)) return;
     ab_outbuf_t *pl = ab_conn_out(&c->conn);
     if (pl->len > 0 && (r = ab_conn_flush(&c->conn)) < 0) { /* pongs */
       ab__client_fail(c, r, "write");

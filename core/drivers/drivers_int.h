@@ -179,6 +179,11 @@ void ab__client_connect(ab__dclient_t *c, const struct sockaddr *addr);
 void ab__client_pump(ab__dclient_t *c);
 void ab__client_fail(ab__dclient_t *c, int code, const char *what);
 void ab__client_close(ab__dclient_t *c);
+/* Churn: c's connection has done its requests_per_connection round trips
+ * (ab__win_spent): closed cleanly (TLS close_notify first) to be replaced
+ * (ab__client_retire).  Returns 1 when it was closed, 0 when it stays
+ * (the loop is past sending).  Every execution mode's client calls it. */
+int ab__client_recycle(ab__dclient_t *c);
 void ab__client_on_closed(uv_handle_t *h);
 /* c is started again (a reopen, engine sweep.c): its driver part back to
  * zero, as allocated (every handle of it has closed by then). */

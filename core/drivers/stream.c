@@ -74,7 +74,13 @@ static void record_tls(ab__loop_t *l, ab_conn_t *conn, int want_params, int want
  * case measures. */
 static void client_tls_done(ab_conn_t *conn, void *arg) {
   ab__loop_t *l = arg;
-  if (l->eng->cfg->role != AB_ROLE_SERVER) record_tls(l, conn, 1, 0);
+  if (l->eng->cfg->role == AB_ROLE_SERVER) return;
+  record_tls(l, conn, 1, 0);
+  /* counted on the loop of the thread running it (shared:N: any) */
+  ab__loop_t *run = conn->io.watch.running ? conn->io.watch.running : l;
+  ab_tls_info_t info;
+  run->tls_handshakes++;
+  if (ab_conn_tls_info(conn, &info) == 0 && info.resumed) run->tls_resumed++;
 }
 
 static void server_tls_done(ab_conn_t *conn, void *arg) {
@@ -225,7 +231,11 @@ size_t ab__client_build(ab__dclient_t *c, uint8_t *dst, uint32_t n, uint8_t ph, 
 static void client_pump(ab__dclient_t *c, uint64_t now) {
   ab__loop_t *l = c->h.loop;
   ab__win_grant_t g;
-  if (!c->h.alive || c->ly.state != AB__LY_READY || ab__win_grant(&c->h, now, &g) == 0) return;
+  if (!c->h.alive || c->ly.state != AB__LY_READY) return;
+  if (ab__win_grant(&c->h, now, &g) == 0) {
+    if (ab__win_spent(&c->h)) ab__client_recycle(c); /* churn */
+    return;
+  }
   uint32_t n = g.n;
   ab_outbuf_t *out = ab_conn_out(&c->conn);
   uint8_t *dst = ab_outbuf_reserve(out, (size_t)n * ab__msg_room(l));

@@ -66,6 +66,13 @@ void ab__client_close(ab__dclient_t *c) {
   uv_close((uv_handle_t *)&c->tcp, ab__client_on_closed);
 }
 
+int ab__client_recycle(ab__dclient_t *c) {
+  if (!c->h.alive || !ab__client_retire(&c->h)) return 0;
+  ab_conn_shutdown(&c->conn); /* a failed close_notify still ends it */
+  ab__client_close(c);
+  return 1;
+}
+
 void ab__client_fail(ab__dclient_t *c, int code, const char *what) {
   ab__loop_t *l = c->h.loop;
   if (!c->h.alive) return;
@@ -102,7 +109,11 @@ static void on_io_error(ab_sockio_t *io, int err) {
 static void pump(ab__dclient_t *c, uint64_t now) {
   ab__loop_t *l = c->h.loop;
   ab__win_grant_t g;
-  if (!c->h.alive || ab__win_grant(&c->h, now, &g) == 0) return;
+  if (!c->h.alive) return;
+  if (ab__win_grant(&c->h, now, &g) == 0) {
+    if (ab__win_spent(&c->h)) ab__client_recycle(c); /* churn */
+    return;
+  }
   uint32_t n = g.n;
   uint8_t phase = g.phase;
   size_t pfx = l->pfx, fsz = l->fsz;

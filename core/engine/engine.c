@@ -337,14 +337,36 @@ static void measure_end(ab__loop_t *l) {
  * which would then sit inside the first measured RTTs. */
 #define CONNECTS_IN_FLIGHT 256
 
+/* connect_rate: client k of l may start at connect_t0 + id / rate, so the
+ * case's connects are spaced evenly across its loops (client i is on loop
+ * i mod N).  0: at once. */
+static uint64_t connect_due_at(const ab__loop_t *l, uint32_t k) {
+  if (!(l->connect_gap_ns > 0)) return 0;
+  return l->connect_t0 + (uint64_t)((double)ab__loop_client(l, k)->id * l->connect_gap_ns);
+}
+
+static void connect_pace_cb(uv_timer_t *t) {
+  ab__loop_t *l = t->data;
+  if (l->phase != AB__PH_STOPPING) ab__loop_connect_more(l);
+}
+
 void ab__loop_connect_more(ab__loop_t *l) {
   /* a driver that finishes a connect inside client_start calls back into
    * ab__loop_connect_done: the loop below goes on, no recursion */
   if (l->in_connect_more) return;
   l->in_connect_more = 1;
+  uint64_t now = l->connect_gap_ns > 0 ? ab_now_ns() : 0;
   while (l->connects_started < l->nclients &&
-         l->connects_started - (l->nclients - l->connects_pending) < CONNECTS_IN_FLIGHT)
+         l->connects_started - (l->nclients - l->connects_pending) < CONNECTS_IN_FLIGHT) {
+    uint64_t due = connect_due_at(l, l->connects_started);
+    if (due > now) {
+      /* paced: the next one when its time comes (a millisecond timer:
+       * starts are spaced to within a millisecond, never early) */
+      uv_timer_start(&l->connect_pace, connect_pace_cb, ms_until(due), 0);
+      break;
+    }
     l->eng->drv->client_start(ab__loop_client(l, l->connects_started++));
+  }
   l->in_connect_more = 0;
 }
 
@@ -454,6 +476,8 @@ static void ctl_cb(uv_async_t *a) {
     else uv_ip4_addr("127.0.0.1", srv->port, (struct sockaddr_in *)&addr);
     l->connects_pending = l->nclients;
     l->connect_addr = addr;
+    l->connect_t0 = t0;
+    l->connect_gap_ns = eng->cfg->connect_rate > 0 ? 1e9 / eng->cfg->connect_rate : 0;
     if (l->nclients == 0) ab__loop_reached(l, AB__ST_CONNECTED);
     else arm_connect_timer(l);
     ab__loop_connect_more(l);
@@ -478,6 +502,7 @@ static void ctl_cb(uv_async_t *a) {
     l->phase = AB__PH_STOPPING;
     eng->drv->stop(l);
     uv_close((uv_handle_t *)&l->phase_timer, close_cb_noop);
+    uv_close((uv_handle_t *)&l->connect_pace, close_cb_noop);
     ab__sweep_close(l);
     uv_close((uv_handle_t *)&l->ctl, close_cb_noop);
     if (l->rate_fd >= 0) uv_close((uv_handle_t *)&l->rate_poll, close_cb_noop);
@@ -580,6 +605,12 @@ int ab_case_check(const ab_case_cfg_t *cfg, char *err, size_t errlen) {
   if (cfg->work > lim->work_max) BAD("work %llu over %llu", (unsigned long long)cfg->work, (unsigned long long)lim->work_max);
   if (!(cfg->warmup_s >= 0) || !(cfg->duration_s > 0) || !(cfg->timeout_s > 0)) BAD("warmup >= 0, duration > 0 and timeout > 0 are required");
   if (!(cfg->rate >= 0) || cfg->rate > 1e9) BAD("rate must be >= 0 (0: closed loop) and at most 1e9 messages/s");
+  if (!(cfg->connect_rate >= 0)) BAD("connect_rate must be >= 0 (0: unpaced)");
+  if (!(cfg->connect_rate <= lim->connect_rate_max)) BAD("connect_rate over %g connections/s", lim->connect_rate_max);
+  if (cfg->requests_per_connection > lim->requests_per_connection_max) BAD("requests_per_connection over %u", lim->requests_per_connection_max);
+  if (cfg->requests_per_connection && !ab_caps_runs_churn(p, cfg->execution)) BAD("requests_per_connection does not run execution %s over protocol %s", exec, p->name);
+  if (cfg->requests_per_connection && cfg->driver && !cfg->driver->can_reopen) BAD("requests_per_connection needs connections that can be reopened; driver '%s' cannot", cfg->driver->name ? cfg->driver->name : "?");
+  if (cfg->requests_per_connection && !lim->churn_shared && cfg->model == AB_MODEL_SHARED && cfg->threads > 1) BAD("requests_per_connection does not run on shared:%u (it does not reopen connections)", cfg->threads);
   if (cfg->interval_s != 0 && !((cfg->interval_s >= 0.01 || cfg->interval_s == cfg->duration_s) && cfg->interval_s <= cfg->duration_s)) BAD("interval must be from 0.01 s to the duration");
   if (interval_count(cfg) > AB_MAX_INTERVALS) BAD("duration / interval is over %d intervals", AB_MAX_INTERVALS);
   if ((double)cfg->clients * cfg->window * cfg->payload > (double)lim->inflight_max) BAD("clients x window x payload exceeds %llu bytes", (unsigned long long)lim->inflight_max);
@@ -717,6 +748,8 @@ static int open_loops(ab__engine_t *eng, uint32_t workers, uint32_t *started, ab
     l->ctl.data = l;
     uv_timer_init(&l->loop, &l->phase_timer);
     l->phase_timer.data = l;
+    uv_timer_init(&l->loop, &l->connect_pace);
+    l->connect_pace.data = l;
     if ((r = ab__sweep_open(l)) < 0) return setup_error(out, r);
     if ((r = ab__shared_loop_open(l)) < 0) return setup_error(out, r);
     if (workers) {
@@ -779,8 +812,14 @@ static void topology_notes(const ab__engine_t *eng, uint32_t workers, ab_result_
 }
 
 static void connect_clients(ab__engine_t *eng, ab_result_t *out) {
-  send_cmd(eng, AB__CMD_CONNECT, 0, 0);
-  if (!wait_stage(eng, AB__ST_CONNECTED, eng->cfg->timeout_s + 10, 1)) {
+  const ab_case_cfg_t *cfg = eng->cfg;
+  uint64_t t0 = ab_now_ns();
+  /* paced connects take clients / connect_rate on top */
+  double pace_s = cfg->connect_rate > 0 ? (double)cfg->clients / cfg->connect_rate : 0;
+  send_cmd(eng, AB__CMD_CONNECT, t0, 0);
+  int all = wait_stage(eng, AB__ST_CONNECTED, cfg->timeout_s + 10 + pace_s, 1);
+  out->connect_phase_s = (double)(ab_now_ns() - t0) / 1e9;
+  if (!all) {
     if (!eng->aborted && !eng->interrupted)
       snprintf(out->error, sizeof(out->error), "connecting did not finish in time");
     return;

@@ -47,6 +47,15 @@ typedef struct {
   double rate;       /* open loop: messages/s for the whole case, spread
                         evenly over the clients; 0 = closed loop */
   double interval_s; /* time series interval, 0.01 .. duration (0: 1 s) */
+  /* churn: after this many round trips a connection closes cleanly and a
+   * new one opens in its place (same id, same share of the load); 0 =
+   * connections stay open.  Needs a driver that can reopen (can_reopen),
+   * not shared:N with N > 1 (docs/execution.md, "Connection churn"). */
+  uint32_t requests_per_connection;
+  /* connections opened per second for the whole case (each loop paces its
+   * share), spaced evenly; 0 = as fast as the listen backlog allows (at
+   * most CONNECTS_IN_FLIGHT per loop at once, engine.c) */
+  double connect_rate;
   /* role: AB_ROLE_BOTH runs both ends here over loopback; AB_ROLE_CLIENT
    * connects to `addr` (scenario key target); AB_ROLE_SERVER listens on
    * `addr` (port 0 = any; several loops share it with SO_REUSEPORT), calls
@@ -143,6 +152,8 @@ struct ab_result_s {
   uint32_t ntags;
   char tag_names[AB_TAGS_MAX][AB_TAG_NAME_MAX + 1];
   ab_tag_stats_t *tags;
+  double connect_phase_s; /* from the connect command until every client's
+                             first connect (and handshakes) finished */
 };
 
 /* Checks cfg; returns 0 or AB_ECONFIG with a sentence in err[0..errlen). */

@@ -104,6 +104,8 @@ typedef struct ab__client_s {
                                    still closing, 2: closed) at reopen_at
                                    (0: at once) */
   uint8_t reopening;            /* its reopen's connect is under way */
+  uint8_t planned;              /* churn: the reopen replaces a connection
+                                   closed on purpose (not a reconnect) */
   uint32_t fails;               /* losses in a row with no reply between */
   uint64_t reopen_at;           /* ns */
   uint64_t mark_seq;            /* win.oldest_seq when it last came up */
@@ -152,6 +154,10 @@ struct ab__loop_s {
   uint32_t connects_pending;    /* connects not finished yet */
   uint32_t ready_clients;       /* connected (and handshaken) clients */
   uint32_t connects_started;    /* clients[0..started) have been started */
+  /* connect_rate: this loop's share, spaced from connect_t0 (engine.c) */
+  double connect_gap_ns;        /* ns between two starts; 0: no pacing */
+  uint64_t connect_t0;
+  uv_timer_t connect_pace;      /* wakes the loop for its next start */
   struct sockaddr_storage connect_addr; /* v4 or v6 */
 
   /* atomic (plain moves on x86-64 when read): shared:N's coordinator
@@ -297,6 +303,13 @@ void ab__client_closed(ab__client_t *c);
  * reopen that came up is counted in `reconnects` and woken; one that
  * failed is retried with backoff (sweep.c). */
 void ab__client_connect_done(ab__client_t *c);
+/* Churn: c's connection sent its requests_per_connection round trips and
+ * every reply is in (ab__win_spent, window.h).  Returns 1 when the driver
+ * is to close it cleanly now: it is marked to be replaced (a new
+ * connection in its place once its handle has closed, as a reopen, but
+ * counted in connections_retired and never in reconnects); 0 when the
+ * loop is past sending (the connection stays as it is). */
+int ab__client_retire(ab__client_t *c);
 /* A bound socket for a loop's server (the scenario's listen address in
  * server role, else 127.0.0.1:0; SO_REUSEPORT when shared by several
  * loops).  Returns an fd or a negative errno. */

@@ -27,6 +27,12 @@
  * (re)opened, and a reopen whose connect failed, count as failures in a
  * row: the next try waits REOPEN_BACKOFF_NS << (failures - 1), and after
  * REOPEN_TRIES in a row the connection is given up (reconnects_given_up).
+ *
+ * Churn (requests_per_connection = K).  Each connection that comes up gets
+ * a quota of K messages in its window (win.conn_end); once they are sent
+ * and answered the driver closes it cleanly (ab__client_retire) and it is
+ * replaced by the same reopening: connections_retired, and, for the new
+ * connection, connections_opened (measure phase) instead of reconnects.
  */
 #include <errno.h>
 #include <string.h>
@@ -222,8 +228,29 @@ void ab__client_closed(ab__client_t *c) {
   sweep_arm_by(l, c->reopen_at > now ? c->reopen_at : now);
 }
 
+int ab__client_retire(ab__client_t *c) {
+  ab__loop_t *l = c->loop;
+  if (l->eng->shared || !reopen_phase(l)) return 0;
+  c->planned = 1;
+  c->fails = 0;
+  c->reopen = 1;
+  c->reopen_at = 0;
+  l->connections_retired++;
+  return 1;
+}
+
+/* c's connection is up: its churn quota starts, and it counts as opened
+ * while the measure phase sends. */
+static void came_up(ab__client_t *c) {
+  ab__loop_t *l = c->loop;
+  uint32_t k = l->eng->cfg->requests_per_connection;
+  if (k) c->win.conn_end = c->win.next_seq + k;
+  if (l->phase == AB__PH_MEASURE && ab_now_ns() < l->deadline_ns) l->connections_opened++;
+}
+
 void ab__client_connect_done(ab__client_t *c) {
   ab__loop_t *l = c->loop;
+  if (c->alive && l->phase != AB__PH_STOPPING) came_up(c);
   if (!c->reopening) {
     ab__loop_connect_done(l);
     return;
@@ -231,7 +258,8 @@ void ab__client_connect_done(ab__client_t *c) {
   c->reopening = 0;
   if (l->phase == AB__PH_STOPPING) return;
   if (c->alive) {
-    l->reconnects++;
+    if (c->planned) c->planned = 0; /* a replacement, not a reconnect */
+    else l->reconnects++;
     c->mark_seq = c->win.oldest_seq;
     l->eng->drv->wake(c); /* fill its window (if a phase sends) */
     return;

@@ -11,6 +11,7 @@
 int ab__win_init(ab__win_t *w, uint32_t window, int kind, int open_loop, uint32_t history) {
   memset(w, 0, sizeof(*w));
   w->kind = (uint8_t)kind;
+  w->conn_end = UINT64_MAX;
   w->seq = calloc(window, sizeof(uint64_t));
   w->ns = calloc(window, sizeof(uint64_t));
   w->phase = calloc(window, 1);

@@ -162,6 +162,8 @@ static inline uint32_t ab__win_grant(ab__client_t *c, uint64_t now, ab__win_gran
   if (ph == 0 || w->inflight >= l->window) return 0;
   /* the issuing policy, closed loop: every free slot at once */
   uint32_t n = l->window - w->inflight;
+  /* churn: at most what the connection has left of its quota */
+  if (w->conn_end - w->next_seq < n) n = (uint32_t)(w->conn_end - w->next_seq);
   if (w->origin != NULL) {
     /* open loop: only the messages whose intended time has come (a fresh
      * clock: the caller's may be the last read's) */
@@ -187,6 +189,14 @@ static inline void ab__win_tag(ab__loop_t *l, ab__win_t *w, const ab__win_grant_
   if (tg == 0) return;
   if (g->phase == AB_PHASE_MEASURE) l->tags[tg - 1].sent++;
   else l->tags[tg - 1].warmup_sent++;
+}
+
+/* Churn (requests_per_connection): c's connection has sent its quota and
+ * every reply is in: the driver closes it cleanly and the engine opens a
+ * new one in its place (ab__client_retire, engine_int.h).  Always 0 without
+ * a quota.  Per pump, not per message. */
+static inline int ab__win_spent(const ab__client_t *c) {
+  return c->win.inflight == 0 && c->win.next_seq >= c->win.conn_end;
 }
 
 /* The first n (<= g->n) messages of g, built, are handed to the socket at

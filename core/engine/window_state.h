@@ -37,6 +37,9 @@ typedef struct ab__win_s {
   uint8_t any_reply;            /* datagram: highest_seq is set */
   uint64_t next_seq;            /* the next message's sequence */
   uint64_t oldest_seq;          /* ordered: the reply expected next */
+  uint64_t conn_end;            /* churn: no message at or past this
+                                   sequence goes on the current
+                                   connection (UINT64_MAX: no limit) */
   /* slot table, `window` entries: an ordered window's message seq lives in
    * slot seq mod window, a datagram one's in any free slot
    * (window_dgram.h) */

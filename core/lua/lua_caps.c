@@ -6,6 +6,7 @@
  *                     tls = boolean, codec = "framing" | "ws" | "http" | nil,
  *                     executions = { "callback", ... },
  *                     shared_executions = { ... },  -- on shared:N, N > 1
+ *                     churn_executions = { ... },   -- requests_per_connection
  *                     payload_max = bytes },
  *                   ... },                 -- in the order users see them
  *     executions = { "callback", "coroutine", "lua" },
@@ -13,7 +14,9 @@
  *     models = { "sharded", "shared", "pool" },   -- topology = "MODEL:N"
  *     limits = { payload_min, payload_max, clients_min, clients_max,
  *                window_min, window_max, threads_min, threads_max, work_max,
- *                inflight_max, open_loop = boolean },
+ *                inflight_max, open_loop = boolean,
+ *                requests_per_connection_max, connect_rate_max,
+ *                churn_shared = boolean },
  *   }
  * A fresh table on every call: the caller may keep or change it.
  */
@@ -61,6 +64,14 @@ static void push_protocol(lua_State *L, const ab_proto_cap_t *p, const ab_cap_na
     lua_rawseti(L, -2, ++k);
   }
   lua_setfield(L, -2, "shared_executions");
+  lua_newtable(L);
+  k = 0;
+  for (size_t i = 0; i < nexec; i++) {
+    if (!ab_caps_runs_churn(p, execs[i].id)) continue;
+    lua_pushstring(L, execs[i].name);
+    lua_rawseti(L, -2, ++k);
+  }
+  lua_setfield(L, -2, "churn_executions");
   SETNUM("payload_max", p->payload_max);
 }
 
@@ -97,6 +108,10 @@ static int l_capabilities(lua_State *L) {
   SETNUM("inflight_max", lim->inflight_max);
   lua_pushboolean(L, lim->open_loop);
   lua_setfield(L, -2, "open_loop");
+  SETNUM("requests_per_connection_max", lim->requests_per_connection_max);
+  SETNUM("connect_rate_max", lim->connect_rate_max);
+  lua_pushboolean(L, lim->churn_shared);
+  lua_setfield(L, -2, "churn_shared");
   lua_setfield(L, -2, "limits");
   return 1;
 }

@@ -190,6 +190,8 @@ static const char *read_shape(lua_State *L, ab_case_cfg_t *cfg) {
   cfg->model = ab_caps_id(models, nmodel, model);
   cfg->threads = n;
   cfg->rate = opt_number(L, "rate", 0);
+  cfg->requests_per_connection = (uint32_t)opt_number(L, "requests_per_connection", 0);
+  cfg->connect_rate = opt_number(L, "connect_rate", 0);
   cfg->payload = (uint32_t)opt_number(L, "payload", 1024);
   cfg->clients = (uint32_t)opt_number(L, "clients", 1);
   cfg->window = (uint32_t)opt_number(L, "window", 1);
@@ -552,6 +554,8 @@ static void push_result(lua_State *L, const ab_case_cfg_t *cfg, const ab_result_
   double per_s = r->measured_s > 0 ? 1.0 / r->measured_s : 0;
   SETNUM("round_trips_per_s", (double)r->completed * per_s);
   SETNUM("payload_mib_per_s", (double)r->completed * cfg->payload * per_s / 1048576.0);
+  SETNUM("connections_per_s", (double)r->connections_opened * per_s);
+  SETNUM("connect_phase_s", r->connect_phase_s);
   if (r->interrupted) {
     lua_pushboolean(L, 1);
     lua_setfield(L, -2, "interrupted");

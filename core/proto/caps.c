@@ -15,18 +15,20 @@
  * AB_EXEC_BIT(AB_EXEC_HOOKS) when the Lua driver runs over it.
  * The coroutine echo is stream-only.  The last column: what shared:N with
  * N > 1 runs (docs/topologies.md): callback over the stream protocols; the
- * rest is refused. */
+ * rest is refused.  After it, what runs requests_per_connection (churn:
+ * the stream protocols in callback and coroutine execution; udp has no
+ * connection to replace, and a Lua client owns its connection). */
 static const ab_proto_cap_t protocols[] = {
     {"tcp", AB_PROTO_TCP, STREAM, 0, "framing", ALL_EXECS | AB_EXEC_BIT(AB_EXEC_HOOKS),
-     AB_MSG_MAX_PAYLOAD, SHARED_EXECS},
+     AB_MSG_MAX_PAYLOAD, SHARED_EXECS, ALL_EXECS},
     {"udp", AB_PROTO_UDP, AB_TRANSPORT_DATAGRAM, 0, NULL,
-     AB_EXEC_BIT(AB_EXEC_CALLBACK) | AB_EXEC_BIT(AB_EXEC_HOOKS), AB_UDP_MAX_PAYLOAD, 0},
-    {"ws", AB_PROTO_WS, STREAM, 0, "ws", ALL_EXECS, AB_MSG_MAX_PAYLOAD, SHARED_EXECS},
+     AB_EXEC_BIT(AB_EXEC_CALLBACK) | AB_EXEC_BIT(AB_EXEC_HOOKS), AB_UDP_MAX_PAYLOAD, 0, 0},
+    {"ws", AB_PROTO_WS, STREAM, 0, "ws", ALL_EXECS, AB_MSG_MAX_PAYLOAD, SHARED_EXECS, ALL_EXECS},
     {"tls", AB_PROTO_TLS, STREAM, 1, "framing", ALL_EXECS | AB_EXEC_BIT(AB_EXEC_HOOKS),
-     AB_MSG_MAX_PAYLOAD, SHARED_EXECS},
-    {"wss", AB_PROTO_WSS, STREAM, 1, "ws", ALL_EXECS, AB_MSG_MAX_PAYLOAD, SHARED_EXECS},
-    {"http", AB_PROTO_HTTP, STREAM, 0, "http", ALL_EXECS, AB_MSG_MAX_PAYLOAD, SHARED_EXECS},
-    {"https", AB_PROTO_HTTPS, STREAM, 1, "http", ALL_EXECS, AB_MSG_MAX_PAYLOAD, SHARED_EXECS},
+     AB_MSG_MAX_PAYLOAD, SHARED_EXECS, ALL_EXECS},
+    {"wss", AB_PROTO_WSS, STREAM, 1, "ws", ALL_EXECS, AB_MSG_MAX_PAYLOAD, SHARED_EXECS, ALL_EXECS},
+    {"http", AB_PROTO_HTTP, STREAM, 0, "http", ALL_EXECS, AB_MSG_MAX_PAYLOAD, SHARED_EXECS, ALL_EXECS},
+    {"https", AB_PROTO_HTTPS, STREAM, 1, "http", ALL_EXECS, AB_MSG_MAX_PAYLOAD, SHARED_EXECS, ALL_EXECS},
 };
 
 static const ab_cap_name_t executions[] = {
@@ -58,6 +60,9 @@ static const ab_caps_limits_t limits = {
     .work_max = 10000000,
     .inflight_max = 1073741824, /* 1 GiB */
     .open_loop = 1,
+    .requests_per_connection_max = 1000000000,
+    .connect_rate_max = 1e7,
+    .churn_shared = 0,
 };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))

@@ -50,6 +50,10 @@ typedef struct {
   unsigned shared_executions; /* AB_EXEC_BIT() of each mode that runs it on
                                  shared:N with N > 1 (one reactor, N
                                  threads; docs/topologies.md) */
+  unsigned churn_executions; /* AB_EXEC_BIT() of each mode that runs
+                                requests_per_connection (connection churn:
+                                a new connection after K round trips);
+                                never on shared:N with N > 1 (limits) */
 } ab_proto_cap_t;
 
 /* A named value of a scenario key: execution, framing, topology model. */
@@ -67,6 +71,11 @@ typedef struct {
   uint64_t inflight_max;             /* bytes: clients x window x payload */
   int open_loop;                     /* 1 when rate (open-loop load) is
                                         built (it is); 0 refuses a rate */
+  uint32_t requests_per_connection_max; /* churn quota, round trips */
+  double connect_rate_max;           /* connections opened per second */
+  int churn_shared;                  /* 1 when shared:N (N > 1) runs
+                                        requests_per_connection (0: it
+                                        does not reopen connections) */
 } ab_caps_limits_t;
 
 /* The rows, in the order users see them listed; *n gets the count. */
@@ -88,6 +97,11 @@ const char *ab_caps_name(const ab_cap_name_t *tab, size_t n, int id);
 /* Whether shared:N (N > 1) runs protocol row p in execution exec. */
 static inline int ab_caps_runs_shared(const ab_proto_cap_t *p, int exec) {
   return p != NULL && exec > 0 && exec < 32 && (p->shared_executions & AB_EXEC_BIT(exec)) != 0;
+}
+
+/* Whether execution exec runs requests_per_connection over protocol p. */
+static inline int ab_caps_runs_churn(const ab_proto_cap_t *p, int exec) {
+  return p != NULL && exec > 0 && exec < 32 && (p->churn_executions & AB_EXEC_BIT(exec)) != 0;
 }
 
 /* 1 when execution mode `exec` (AB_EXEC_*) runs protocol p, else 0. */

@@ -33,7 +33,8 @@ local _M = {}
 _M.KEYS = {
     "name", "label", "description", "protocol", "framing", "payload", "clients",
     "window", "load", "topology", "execution", "work", "warmup", "duration",
-    "repetitions", "rate", "interval", "timeout", "placement", "target", "tls", "udp",
+    "repetitions", "rate", "requests_per_connection", "connect_rate", "interval", "timeout",
+    "placement", "target", "tls", "udp",
     "request", "client", "server", "message", "expect",
     "thresholds", "max_error_rate",
 }
@@ -154,6 +155,13 @@ local RULES = {
         test = function(v) return is_finite(v) and v > 0 end,
         expected = "a number > 0 (messages per second, all connections together)",
     },
+    requests_per_connection = int_range(1, LIMITS.requests_per_connection_max,
+        " (round trips per connection before it is closed and replaced)"),
+    connect_rate = {
+        test = function(v) return is_finite(v) and v > 0 and v <= LIMITS.connect_rate_max end,
+        expected = str_format("a number > 0 and at most %g (connections opened per second, all"
+                              .. " clients together)", LIMITS.connect_rate_max),
+    },
     timeout = seconds(false),
     max_error_rate = {
         test = function(v) return is_finite(v) and v >= 0 and v <= 1 end,
@@ -194,8 +202,8 @@ end
 -- the payload limit depends on it)
 local AXIS_KEYS = {
     "protocol", "framing", "payload", "clients", "window", "topology",
-    "execution", "work", "warmup", "duration", "rate", "timeout", "placement",
-    "target",
+    "execution", "work", "warmup", "duration", "rate", "requests_per_connection",
+    "connect_rate", "timeout", "placement", "target",
 }
 
 local function check_value(ctx, key, label, v, rule)
@@ -693,6 +701,41 @@ local function check_shared(ctx, t, cases)
     end
 end
 
+-- requests_per_connection (churn) runs over the protocol and execution
+-- pairs whose row names them (churn_executions), and not on shared:N with
+-- N > 1 (it does not reopen connections): refused once per pair.
+local function check_churn(ctx, t, cases)
+    local seen = {}
+    for _, c in ipairs(cases) do
+        local k = c.requests_per_connection
+        local ex, pr = c.execution, c.protocol
+        local model, n = matrix.topology(c.topology)
+        local row = PROTOCOLS[pr]
+        local id = ex .. "/" .. pr
+        if k ~= nil and not seen[id] and not contains(row.churn_executions, ex) then
+            seen[id] = true
+            local runs = {}
+            for _, p in ipairs(CAPS.protocols) do
+                if contains(p.churn_executions, ex) then runs[#runs + 1] = p.name end
+            end
+            local why = row.transport == "datagram"
+                and "a datagram protocol has no connection to replace"
+                or (ex == "lua" and "a Lua client owns its connection" or "not built")
+            fail(ctx, "requests_per_connection", str_format("key 'requests_per_connection': "
+                 .. 'execution = "%s" over protocol %s does not churn connections (%s); expected'
+                 .. " it only with %s", ex, pr, why,
+                 #runs > 0 and ("execution " .. ex .. " over " .. or_list(runs))
+                     or "another execution"))
+        elseif k ~= nil and model == "shared" and n > 1 and not LIMITS.churn_shared
+               and not seen[c.topology] then
+            seen[c.topology] = true
+            fail(ctx, "requests_per_connection", str_format("key 'requests_per_connection': "
+                 .. 'topology = "%s" does not reopen connections; expected sharded:%d or pool:%d'
+                 .. " for churn (docs/execution.md)", c.topology, n, n))
+        end
+    end
+end
+
 -- execution = "lua" needs a driver: client = function(conn), or a message
 -- (a function message needs an expect to know where a reply ends).
 -- docs/lua-api.md is the reference.
@@ -797,6 +840,7 @@ local function cross_check(ctx, t, spec)
 
     check_executions(ctx, t, cases)
     check_shared(ctx, t, cases)
+    if keys.requests_per_connection ~= nil then check_churn(ctx, t, cases) end
 
     local window_key = keys.load and "load" or "window"
     local wide = false

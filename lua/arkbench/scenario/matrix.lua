@@ -32,15 +32,15 @@ local _M = {}
 -- case), so it comes last.
 _M.AXES = {
     "protocol", "framing", "payload", "load", "clients", "window", "topology",
-    "execution", "work", "rate", "warmup", "duration", "timeout", "placement",
-    "target",
+    "execution", "work", "rate", "requests_per_connection", "connect_rate", "warmup",
+    "duration", "timeout", "placement", "target",
 }
 
 -- Keys of a resolved case that --filter may name.
 local FILTER_KEYS = {
     "name", "label", "protocol", "framing", "payload", "clients", "window", "topology",
     "execution", "work", "warmup", "duration", "repetitions", "rate",
-    "timeout", "placement", "target",
+    "requests_per_connection", "connect_rate", "timeout", "placement", "target",
 }
 local IS_FILTER_KEY = {}
 for _, k in ipairs(FILTER_KEYS) do IS_FILTER_KEY[k] = true end
@@ -110,7 +110,8 @@ end
 -- those that vary between the parts' cases go into the id. The tables
 -- (tls, udp) count by their text (`tls.version=1.2`).
 _M.ID_KEYS = { "label", "protocol", "framing", "payload", "clients", "window", "topology",
-               "execution", "work", "rate", "warmup", "duration", "placement", "target" }
+               "execution", "work", "rate", "requests_per_connection", "connect_rate", "warmup",
+               "duration", "placement", "target" }
 -- and, only when parts would otherwise share an id, these
 _M.MORE_ID_KEYS = { "timeout", "interval", "tls", "udp" }
 
