@@ -180,7 +180,7 @@ void ab__client_pump(ab__dclient_t *c);
 void ab__client_fail(ab__dclient_t *c, int code, const char *what);
 void ab__client_close(ab__dclient_t *c);
 /* Churn: c's connection has done its requests_per_connection round trips
- * (ab__win_spent): closed cleanly (TLS close_notify first) to be replaced
+ * (ab__win_spent): closed (a FIN: nothing is unread) to be replaced
  * (ab__client_retire).  Returns 1 when it was closed, 0 when it stays
  * (the loop is past sending).  Every execution mode's client calls it. */
 int ab__client_recycle(ab__dclient_t *c);

@@ -68,7 +68,10 @@ void ab__client_close(ab__dclient_t *c) {
 
 int ab__client_recycle(ab__dclient_t *c) {
   if (!c->h.alive || !ab__client_retire(&c->h)) return 0;
-  ab_conn_shutdown(&c->conn); /* a failed close_notify still ends it */
+  /* every reply is in: the close is a FIN, never a reset.  No TLS
+   * close_notify (as most HTTPS clients): the server would answer it with
+   * its own after this socket is gone, and this host's kernel would answer
+   * that with a reset.  The session stays resumable (tls.h). */
   ab__client_close(c);
   return 1;
 }

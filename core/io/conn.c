@@ -214,12 +214,6 @@ int ab_conn_tls_info(ab_conn_t *c, ab_tls_info_t *info) {
   return ab_tls_info(c->tls, info);
 }
 
-int ab_conn_shutdown(ab_conn_t *c) {
-  if (c->tls == NULL || !c->ready) return 0;
-  int r = ab_tls_close(c->tls);
-  return r < 0 ? r : ab_conn_flush(c);
-}
-
 void ab_conn_close(ab_conn_t *c) { ab_sockio_close(&c->io); }
 
 void ab_conn_free(ab_conn_t *c) {

@@ -143,12 +143,6 @@ const char *ab_conn_reason(const ab_conn_t *c, int err, char *buf, size_t cap);
 /* Negotiated TLS parameters; AB_EINVAL without TLS or before it is ready. */
 int ab_conn_tls_info(ab_conn_t *c, ab_tls_info_t *info);
 
-/* A clean end of the session before ab_conn_close: with TLS, our
- * close_notify is queued and handed to the socket (what the kernel does
- * not take at once is dropped with the socket); without TLS nothing (the
- * close's FIN is the end).  0 or an error. */
-int ab_conn_shutdown(ab_conn_t *c);
-
 /* Stops IO (before the handle that owns the descriptor is closed). */
 void ab_conn_close(ab_conn_t *c);
 /* Frees the TLS connection, the codec and the buffers (after close; on a

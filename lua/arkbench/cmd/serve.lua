@@ -5,6 +5,7 @@
 --                  [--listen HOST:PORT] [--topology T] [--work N]
 --                  [--framing length|raw] [--payload B]
 --                  [--cert-out FILE] [--tls-version 1.2|1.3] [--alpn LIST]
+--                  [--tls-resume true|false]
 --
 -- TLS protocols generate an EC P-256 certificate in memory at start-up
 -- (SAN localhost, 127.0.0.1, ::1); --cert-out FILE writes it as PEM (a
@@ -12,7 +13,10 @@
 -- client can verify it (`openssl s_client -CAfile FILE`, or a scenario's
 -- tls = { ca = FILE } with target =). --alpn is the server's protocol
 -- list, comma-separated; a client offering none of them fails the
--- handshake (no_application_protocol).
+-- handshake (no_application_protocol). --tls-resume true issues session
+-- tickets (one per TLS 1.3 handshake) and keeps a session cache, so that
+-- clients with tls.resume = true resume; off (the default) no tickets are
+-- sent.
 --
 -- Prints one line `listening on HOST:PORT` on stdout when every loop
 -- listens, serves until SIGINT or SIGTERM, then prints its counters as one
@@ -43,7 +47,7 @@ end
 
 local OPTS = { protocol = true, listen = true, topology = true, work = true,
                framing = true, payload = true, ["cert-out"] = true, ["tls-version"] = true,
-               alpn = true }
+               alpn = true, ["tls-resume"] = true }
 
 function _M.main(args)
     local o = { protocol = "tcp", listen = "127.0.0.1:0", topology = "sharded:1",
@@ -115,6 +119,11 @@ function _M.main(args)
             lim.threads_max, "\n")
         return 2
     end
+    local resume = o["tls-resume"]
+    if resume ~= nil and resume ~= "true" and resume ~= "false" then
+        io_stderr:write("arkbench serve: --tls-resume ", resume, ": expected true or false\n")
+        return 2
+    end
     local port = tonumber(o.listen:match(":(%d+)$") or "")
     if not port or port > 65535 then
         io_stderr:write("arkbench serve: --listen ", o.listen, ": expected HOST:PORT with a port"
@@ -128,7 +137,8 @@ function _M.main(args)
         role = "server", protocol = o.protocol, listen = o.listen, topology = o.topology,
         work = tonumber(o.work), framing = o.framing, payload = units.bytes(o.payload),
         duration = 1, warmup = 0, timeout = 2,
-        tls = { cert = o["cert-out"], version = o["tls-version"], alpn = o.alpn },
+        tls = { cert = o["cert-out"], version = o["tls-version"], alpn = o.alpn,
+                resume = resume == "true" },
     })
     if not r then
         io_stderr:write("arkbench serve: ", tostring(err), "\n")

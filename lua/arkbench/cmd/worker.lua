@@ -79,6 +79,8 @@ local function start_server(case)
             argv[#argv + 1] = "--alpn"
             argv[#argv + 1] = shq(a)
         end
+        -- the server issues the tickets a resuming client offers back
+        if tls.resume then argv[#argv + 1] = "--tls-resume"; argv[#argv + 1] = "true" end
     end
     local f = io.popen("echo $$; ARKBENCH_PARENT_PID=" .. core.getpid() .. " exec "
         .. table.concat(argv, " ") .. " 2>&1")

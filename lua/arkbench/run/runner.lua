@@ -247,10 +247,12 @@ end
 local function run_one(plan, ctx, case, case_json, rep)
     local case_id = case.case_id
     -- the engine itself may wait up to three reply timeouts (connect,
-    -- warm-up drain, measure drain) on top of warm-up and duration
+    -- warm-up drain, measure drain) on top of warm-up and duration, and
+    -- paced connects (connect_rate) take clients / connect_rate
+    local pace_s = case.connect_rate and (tonumber(case.clients) or 1) / case.connect_rate or 0
     local limit_s = plan.timeout_s
         or (tonumber(case.warmup) or 0) + (tonumber(case.duration) or 0)
-           + 3 * (tonumber(case.timeout) or 2) + _M.GRACE_S
+           + 3 * (tonumber(case.timeout) or 2) + pace_s + _M.GRACE_S
     local argv = worker_argv(plan, ctx.exe, case_json, rep)
     local t0 = core.now_ns()
     local res, spawn_err = core.spawn_wait(argv, { timeout_s = limit_s, env = ctx.env,
