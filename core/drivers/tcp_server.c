@@ -30,13 +30,21 @@
 
 static void on_sclosed(uv_handle_t *h) {
   ab__sconn_t *s = h->data;
+  ab__loop_t *l = s->home;
   ab__layers_free(&s->ly);
   ab_conn_free(&s->conn);
   free(s->rbuf);
   free(s->held);
   s->rbuf = s->held = NULL;
-  /* the struct stays on the loop's list until the engine frees it: pool
-   * jobs may still point at it */
+  /* Freed now, so that connection churn (a new connection per request)
+   * keeps the server's memory flat -- unless something may still point at
+   * it: pool jobs (pool:N), another thread (shared:N), or a coroutine not
+   * yet ended.  Those stay on the loop's list until the loop is freed. */
+  if (l->eng->pool || l->eng->shared || s->task) return;
+  if (s->prev) s->prev->next = s->next;
+  else l->d->sconns = s->next;
+  if (s->next) s->next->prev = s->prev;
+  free(s);
 }
 
 /* As ab__client_close: off its home's thread (shared:N) only its IO stops
