@@ -156,6 +156,9 @@ struct ab__dcase_s {
   /* session's TLS parameters / SNI recorded (set once, under eng->mu;
    * read without it to skip the lock afterwards) */
   atomic_int tls_params_taken, tls_sni_taken;
+  /* client TLS handshakes completed and resumed, every connection (one
+   * atomic add per handshake; into session at case_close) */
+  atomic_uint_fast64_t tls_handshakes, tls_resumed;
 };
 
 /* transport.c: per-case setup shared by every stream and datagram row:

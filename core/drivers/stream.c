@@ -76,11 +76,11 @@ static void client_tls_done(ab_conn_t *conn, void *arg) {
   ab__loop_t *l = arg;
   if (l->eng->cfg->role == AB_ROLE_SERVER) return;
   record_tls(l, conn, 1, 0);
-  /* counted on the loop of the thread running it (shared:N: any) */
-  ab__loop_t *run = conn->io.watch.running ? conn->io.watch.running : l;
+  ab__dcase_t *dc = l->eng->dc;
   ab_tls_info_t info;
-  run->tls_handshakes++;
-  if (ab_conn_tls_info(conn, &info) == 0 && info.resumed) run->tls_resumed++;
+  atomic_fetch_add_explicit(&dc->tls_handshakes, 1, memory_order_relaxed);
+  if (ab_conn_tls_info(conn, &info) == 0 && info.resumed)
+    atomic_fetch_add_explicit(&dc->tls_resumed, 1, memory_order_relaxed);
 }
 
 static void server_tls_done(ab_conn_t *conn, void *arg) {

@@ -180,6 +180,8 @@ int ab__transport_open(ab__engine_t *eng, char *err, size_t errlen) {
 void ab__transport_close(ab__engine_t *eng, ab_result_t *out) {
   if (eng->dc == NULL) return;
   out->session = eng->dc->session;
+  out->session.tls_handshakes = atomic_load(&eng->dc->tls_handshakes);
+  out->session.tls_resumed_count = atomic_load(&eng->dc->tls_resumed);
   ab_tls_ctx_free(eng->dc->tls_server);
   ab_tls_ctx_free(eng->dc->tls_client);
   if (eng->dc->requests_free) eng->dc->requests_free(eng->dc->requests);

@@ -61,11 +61,6 @@ enum { AB_GROUP_RUN = 1, AB_GROUP_DATAGRAM = 2 };
   X(connections_retired, AB_MERGE_SUM, AB_GROUP_RUN,                                        \
     "connections closed cleanly after their `requests_per_connection` round trips, to be "   \
     "replaced (any phase; not errors, not `reconnects`)")                                   \
-  X(tls_handshakes, AB_MERGE_SUM, AB_GROUP_RUN,                                             \
-    "client TLS handshakes completed (any phase; 0 without TLS)")                           \
-  X(tls_resumed, AB_MERGE_SUM, AB_GROUP_RUN,                                                \
-    "of `tls_handshakes`, those that resumed an earlier session (`tls.resume = true`: a "    \
-    "session ticket)")                                                                      \
   X(warmup_completed, AB_MERGE_SUM, AB_GROUP_RUN,                                           \
     "warm-up replies received (their samples are dropped)")                                 \
   X(server_connections, AB_MERGE_SUM, AB_GROUP_RUN, "connections the server side accepted") \

@@ -556,6 +556,8 @@ static void push_result(lua_State *L, const ab_case_cfg_t *cfg, const ab_result_
   SETNUM("payload_mib_per_s", (double)r->completed * cfg->payload * per_s / 1048576.0);
   SETNUM("connections_per_s", (double)r->connections_opened * per_s);
   SETNUM("connect_phase_s", r->connect_phase_s);
+  SETNUM("tls_handshakes", r->session.tls_handshakes);
+  SETNUM("tls_resumed", r->session.tls_resumed_count);
   if (r->interrupted) {
     lua_pushboolean(L, 1);
     lua_setfield(L, -2, "interrupted");

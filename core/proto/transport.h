@@ -56,6 +56,9 @@ typedef struct {
    * server role); "" when the case has none */
   char tls_version[16], tls_cipher[64], tls_alpn[64], tls_sni[128];
   int tls_resumed;
+  /* client side, every connection: TLS handshakes completed, and those
+   * that resumed a session */
+  uint64_t tls_handshakes, tls_resumed_count;
   /* udp: the buffers of the first client socket and the server socket */
   ab_udp_buffers_t udp_client_buffers, udp_server_buffers;
 } ab_session_info_t;

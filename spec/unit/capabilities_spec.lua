@@ -31,12 +31,19 @@ describe("core.capabilities()", function()
 
     it("says what each protocol is: transport, TLS, codec, payload limit", function()
         assert.same({ name = "udp", transport = "datagram", tls = false,
-                      executions = { "callback", "lua" }, shared_executions = {}, payload_max = 65507 },
+                      executions = { "callback", "lua" }, shared_executions = {},
+                      churn_executions = {}, payload_max = 65507 },
                     row("udp"))
         assert.same({ name = "tcp", transport = "stream", tls = false, codec = "framing",
                       executions = { "callback", "coroutine", "lua" },
-                      shared_executions = { "callback" }, payload_max = 16777216 },
+                      shared_executions = { "callback" }, churn_executions = { "callback", "coroutine" },
+                      payload_max = 16777216 },
                     row("tcp"))
+        -- requests_per_connection: every stream protocol in the C executions
+        for _, p in ipairs(caps.protocols) do
+            assert.same(p.transport == "stream" and { "callback", "coroutine" } or {},
+                        p.churn_executions, p.name)
+        end
         local tls, codec = {}, {}
         for _, p in ipairs(caps.protocols) do
             if p.tls then tls[#tls + 1] = p.name end
@@ -68,6 +75,7 @@ describe("core.capabilities()", function()
             payload_min = 1, payload_max = 16777216, clients_min = 1, clients_max = 100000,
             window_min = 1, window_max = 4096, threads_min = 1, threads_max = 256,
             work_max = 10000000, inflight_max = 1073741824, open_loop = true,
+            requests_per_connection_max = 1000000000, connect_rate_max = 1e7, churn_shared = false,
         }, caps.limits)
     end)
 

@@ -97,8 +97,9 @@ describe("scenario.load", function()
         it("lists the known keys when nothing is near", function()
             assert.equals(F .. "unknown_far.lua:2: unknown key 'frobnicate'; known keys: name, "
                 .. "label, description, protocol, framing, payload, clients, window, load, topology, "
-                .. "execution, work, warmup, duration, repetitions, rate, interval, timeout, placement, "
-                .. "target, tls, udp, request, client, server, message, expect"
+                .. "execution, work, warmup, duration, repetitions, rate, requests_per_connection, "
+                .. "connect_rate, interval, timeout, placement, target, tls, udp, request, client, "
+                .. "server, message, expect"
                 .. ", thresholds, max_error_rate",
                 load_err("unknown_far.lua"))
         end)

@@ -518,6 +518,49 @@ static void test_release(void) {
   loop_free(l);
 }
 
+/* requests_per_connection: a connection's quota (win.conn_end) bounds what
+ * the window grants, and the connection is spent once all of it is
+ * answered; a new connection (the quota moved on) issues again from the
+ * next sequence. */
+static void test_quota(void) {
+  ab__loop_t *l = loop_new(1, 4, AB__WIN_ORDERED);
+  ab__client_t *c = ab__loop_client(l, 0);
+  ab__win_grant_t g;
+  /* no quota: never spent, the whole window */
+  CHECK_EQ_U64(c->win.conn_end, UINT64_MAX);
+  CHECK(!ab__win_spent(c));
+  CHECK_EQ_U64(issue(c, 10), 4);
+  for (uint64_t s = 0; s < 4; s++)
+    CHECK(ab__win_complete(c, AB_PHASE_MEASURE, 0, s, 20) == AB__WIN_MEASURED);
+  CHECK(!ab__win_spent(c));
+  /* a connection up with K = 3 left: 3 of the window of 4 */
+  c->win.conn_end = c->win.next_seq + 3;
+  CHECK_EQ_U64(ab__win_grant(c, 30, &g), 3);
+  CHECK_EQ_U64(ab__win_stamp(c, &g, 2, 30), 2);
+  CHECK_EQ_U64(ab__win_grant(c, 30, &g), 1);
+  CHECK_EQ_U64(ab__win_stamp(c, &g, 1, 30), 1);
+  CHECK_EQ_U64(ab__win_grant(c, 30, &g), 0); /* quota used, slot free */
+  CHECK(!ab__win_spent(c)); /* replies still due */
+  CHECK(ab__win_complete(c, AB_PHASE_MEASURE, 0, 4, 40) == AB__WIN_MEASURED);
+  CHECK(ab__win_complete(c, AB_PHASE_MEASURE, 0, 5, 40) == AB__WIN_MEASURED);
+  CHECK(!ab__win_spent(c));
+  CHECK(ab__win_complete(c, AB_PHASE_MEASURE, 0, 6, 40) == AB__WIN_MEASURED);
+  CHECK(ab__win_spent(c));
+  CHECK_EQ_U64(ab__win_grant(c, 50, &g), 0);
+  /* its replacement: K = 1, one message, from the next sequence */
+  c->win.conn_end = c->win.next_seq + 1;
+  CHECK(!ab__win_spent(c));
+  CHECK_EQ_U64(ab__win_grant(c, 60, &g), 1);
+  CHECK_EQ_U64(g.seq, 7);
+  CHECK_EQ_U64(ab__win_stamp(c, &g, 1, 60), 1);
+  CHECK(ab__win_complete(c, AB_PHASE_MEASURE, 0, 7, 70) == AB__WIN_MEASURED);
+  CHECK(ab__win_spent(c));
+  CHECK_EQ_U64(l->sent, 8);
+  CHECK_EQ_U64(l->completed, 8);
+  check_identity(l);
+  loop_free(l);
+}
+
 static void test_sweep_ordered(void) {
   ab__loop_t *l = loop_new(1, 4, AB__WIN_ORDERED);
   ab__client_t *c = ab__loop_client(l, 0);
@@ -931,6 +974,7 @@ int main(void) {
   test_datagram_model();
   test_datagram_map_runs();
   test_release();
+  test_quota();
   test_sweep_ordered();
   test_finish();
   test_finish_shared();
