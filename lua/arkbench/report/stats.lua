@@ -115,6 +115,15 @@ end
 for _, f in ipairs({ "p50", "p99", "max" }) do
     add_sub("send_lag_" .. f .. "_us", "send_lag_us", f)
 end
+-- connection churn and setup (docs/execution.md, "Connection churn"):
+-- connections opened per second of the measure phase, TLS resumption, the
+-- session setup percentiles (absent without a handshake: n = 0)
+for _, name in ipairs({ "connections_per_s", "connections_opened", "tls_handshakes",
+                        "tls_resumed" }) do
+    add_field(name)
+end
+add_sub("handshake_p50_us", "handshake_us", "p50")
+add_sub("handshake_p99_us", "handshake_us", "p99")
 -- (message_errors + timed_out) / sent of one run; nil when nothing was sent
 METRICS[#METRICS + 1] = "error_rate"
 getters.error_rate = status.error_rate

@@ -25,7 +25,8 @@ _M.NAMES = {
     "rtt_p95_us", "rtt_p99_us", "rtt_p999_us", "rtt_max_us", "rtt_mean_us", "rtt_stdev_us",
     "rtt_count", "connect_p50_us", "connect_p99_us", "rate_asked", "rate_achieved", "unsent",
     "rtt_raw_p50_us", "rtt_raw_p99_us", "rtt_raw_p999_us", "rtt_raw_max_us", "send_lag_p50_us",
-    "send_lag_p99_us", "send_lag_max_us", "error_rate",
+    "send_lag_p99_us", "send_lag_max_us", "connections_per_s", "connections_opened",
+    "tls_handshakes", "tls_resumed", "handshake_p50_us", "handshake_p99_us", "error_rate",
 }
 
 -- Short names for the RTT percentiles: the corrected view in open loop.
