@@ -477,7 +477,7 @@ static void server_main(void *arg) {
         s->jobs_out++;
         s->jobs_held++;
         held++;
-        ab__pool_submit(eng->pool, &s->job);
+        ab__sconn_submit(s);
       } else {
         if (eng->cfg->work) l->work_sink ^= ab_work(eng->cfg->work, l->work_sink + 1);
         if (vt->server_reply(s->conn.codec, msg.data, msg.len) < 0) {

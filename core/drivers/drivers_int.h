@@ -107,6 +107,11 @@ struct ab__sconn_s {
   ab__layers_t ly;              /* layered protocols only */
   ab_task_t *task;              /* execution = coroutine */
   int co_waiting, co_err;
+  uint64_t in_pool;             /* pool jobs submitted and not back on
+                                   the loop (ab__sconn_submit): the struct
+                                   is freed only when none is */
+  int reap;                     /* closed while jobs were in the pool:
+                                   freed when the last comes back */
   uint64_t jobs_out;            /* jobs submitted, not yet returned */
   uint64_t jobs_back;           /* returned jobs not yet released */
   uint64_t jobs_held;           /* jobs submitted, their replies not yet
@@ -137,6 +142,8 @@ struct ab__dloop_s {
   ab_sched_t *sched;            /* coroutine and scripted rows */
   struct ab__udp_job_s *udp_free; /* udp + pool: recycled datagram jobs */
   ab__sconn_t *sconns;          /* list of server connections */
+  ab__sconn_t *reaped;          /* closed ones, freed at the next accept
+                                   (ab__server_reap) or the loop's end */
 };
 
 /* The drivers' part of a case (ab__engine_t.dc): what transport.c sets up
@@ -199,6 +206,10 @@ void ab__sconn_read_failed(ab__sconn_t *s, ssize_t nread);
 /* Server side: the first completed TLS handshake's parameters. */
 
 /* tcp_server.c */
+/* Hands one job of s's to the work pool (pool:N), counted in s->in_pool. */
+void ab__sconn_submit(ab__sconn_t *s);
+/* Frees the server connections closed in earlier passes of l's loop. */
+void ab__server_reap(ab__loop_t *l);
 int ab__server_listen(ab__loop_t *l);
 void ab__sconn_close(ab__sconn_t *s);
 void ab__sconn_error(ab__sconn_t *s, int code, const char *what);

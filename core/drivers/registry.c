@@ -40,6 +40,7 @@ static int dloop_new(ab__loop_t *l) {
 /* After the loop ended: its server connections are closed, free them. */
 static void dloop_free(ab__loop_t *l) {
   if (l->d == NULL) return;
+  ab__server_reap(l);
   ab__sconn_t *s = l->d->sconns;
   while (s) {
     ab__sconn_t *n = s->next;

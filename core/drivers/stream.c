@@ -536,7 +536,7 @@ static int server_take_requests(ab__sconn_t *s) {
       }
       s->jobs_out++;
       s->jobs_held++;
-      ab__pool_submit(eng->pool, &s->job);
+      ab__sconn_submit(s);
     } else {
       if (eng->cfg->work) l->work_sink ^= ab_work(eng->cfg->work, l->work_sink + 1);
       if (server_reply(s, msg.data, msg.len) < 0) {

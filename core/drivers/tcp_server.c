@@ -28,6 +28,28 @@
 
 #define READ_CHUNK 65536
 
+/* Off the loop's list, to be freed (its handle closed, nothing points at
+ * it).  Not at once: the handles inside it (its conn's reactor watch) may
+ * still have close callbacks due in this pass of the loop; the next accept
+ * frees it (ab__server_reap), or the loop's end. */
+static void sconn_free(ab__loop_t *l, ab__sconn_t *s) {
+  if (s->prev) s->prev->next = s->next;
+  else l->d->sconns = s->next;
+  if (s->next) s->next->prev = s->prev;
+  s->next = l->d->reaped;
+  l->d->reaped = s;
+}
+
+void ab__server_reap(ab__loop_t *l) {
+  ab__sconn_t *s = l->d->reaped;
+  l->d->reaped = NULL;
+  while (s) {
+    ab__sconn_t *n = s->next;
+    free(s);
+    s = n;
+  }
+}
+
 static void on_sclosed(uv_handle_t *h) {
   ab__sconn_t *s = h->data;
   ab__loop_t *l = s->home;
@@ -37,14 +59,16 @@ static void on_sclosed(uv_handle_t *h) {
   free(s->held);
   s->rbuf = s->held = NULL;
   /* Freed now, so that connection churn (a new connection per request)
-   * keeps the server's memory flat -- unless something may still point at
-   * it: pool jobs (pool:N), another thread (shared:N), or a coroutine not
-   * yet ended.  Those stay on the loop's list until the loop is freed. */
-  if (l->eng->pool || l->eng->shared || s->task) return;
-  if (s->prev) s->prev->next = s->next;
-  else l->d->sconns = s->next;
-  if (s->next) s->next->prev = s->prev;
-  free(s);
+   * keeps the server's memory flat; with pool jobs out (pool:N), when the
+   * last one comes back (job_done).  Another thread (shared:N) or a
+   * coroutine not yet ended may still point at it: those stay on the
+   * loop's list until the loop is freed. */
+  if (l->eng->shared || s->task) return;
+  if (s->in_pool > 0) {
+    s->reap = 1;
+    return;
+  }
+  sconn_free(l, s);
 }
 
 /* As ab__client_close: off its home's thread (shared:N) only its IO stops
@@ -166,7 +190,7 @@ static ssize_t serve_frames(ab__sconn_t *s, const uint8_t *p, size_t len) {
     s->hlen += off;
     s->jobs_out += frames;
     s->jobs_held += frames;
-    for (uint64_t i = 0; i < frames; i++) ab__pool_submit(eng->pool, &s->job);
+    for (uint64_t i = 0; i < frames; i++) ab__sconn_submit(s);
     ab__sconn_owe_held(s, s->hlen - s->hoff);
   } else {
     uint64_t work = eng->cfg->work;
@@ -263,7 +287,17 @@ void ab__server_work_returned(ab__sconn_t *s, uint64_t n) {
 
 static void job_done(ab__job_t *job) {
   ab__sconn_t *s = (ab__sconn_t *)((char *)job - offsetof(ab__sconn_t, job));
+  s->in_pool--;
+  if (s->reap) { /* closed: nothing to answer; the last one frees it */
+    if (s->in_pool == 0) sconn_free(s->home, s);
+    return;
+  }
   s->loop->eng->drv->work_done(s);
+}
+
+void ab__sconn_submit(ab__sconn_t *s) {
+  s->in_pool++;
+  ab__pool_submit(s->loop->eng->pool, &s->job);
 }
 
 static void on_connection(uv_stream_t *server, int status) {
@@ -272,6 +306,7 @@ static void on_connection(uv_stream_t *server, int status) {
     ab__loop_error(l, status, "server: accept");
     return;
   }
+  ab__server_reap(l); /* connections closed in earlier passes */
   ab__sconn_t *s = calloc(1, sizeof(*s));
   if (s == NULL) {
     ab__loop_error(l, AB_ENOMEM, "server: accept");
