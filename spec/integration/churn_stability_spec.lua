@@ -97,6 +97,9 @@ return { name = "churn_stability", protocol = "tls", target = "127.0.0.1:%d",
 
     it("churned thousands of connections without errors", function()
         local b = ark.brief(run) .. " opened=" .. tostring(run.connections_opened)
+            .. " per_s=" .. tostring(run.connections_per_s) .. " resumed="
+            .. tostring(run.tls_resumed) .. "/" .. tostring(run.tls_handshakes)
+        io.stderr:write("churn_stability: ", b, "\n")
         assert.are.equal("ok", run.status, b)
         assert.are.equal(0, run.reconnects, b)
         assert.is_true(run.connections_opened >= 20 * DURATION, b)
