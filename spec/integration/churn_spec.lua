@@ -99,6 +99,10 @@ return { name = "churn5", protocol = { "tcp", "http" }, execution = { "callback"
         assert.are.equal(0, res.rc, res.stderr)
         assert.are.equal(4, #res.runs)
         for _, r in ipairs(res.runs) do assert_churned(r, 5, 2) end
+        -- the terminal table has the churn columns
+        local out = res.stdout .. res.stderr
+        assert.matches("conn/s", out, 1, true)
+        assert.matches("handshake p50 µs", out, 1, true)
     end)
 end)
 

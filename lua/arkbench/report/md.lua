@@ -76,6 +76,14 @@ local OPEN_COLS = {
 }
 _M.OPEN_COLS = OPEN_COLS
 
+-- Churn columns (a case with requests_per_connection): before runs ok.
+local CHURN_COLS = {
+    { "connections/s", "connections_per_s", fmt_count },
+    { "connect p50 µs", "connect_p50_us", fmt_us },
+    { "handshake p50 µs", "handshake_p50_us", fmt_us },
+}
+_M.CHURN_COLS = CHURN_COLS
+
 function _M.case_rows(model, cases)
     local header = {}
     for _, k in ipairs(model.row_axes) do header[#header + 1] = { k, false } end
@@ -91,6 +99,14 @@ function _M.case_rows(model, cases)
     if open then
         for _, oc in ipairs(OPEN_COLS) do header[#header + 1] = { oc[1], true } end
         header[#header + 1] = { "rate met", false }
+    end
+    -- churn (requests_per_connection): connection setup rate and times
+    local churn = false
+    for _, c in ipairs(cases) do
+        churn = churn or report.case_value(c, "requests_per_connection") ~= nil
+    end
+    if churn then
+        for _, cc in ipairs(CHURN_COLS) do header[#header + 1] = { cc[1], true } end
     end
     header[#header + 1] = { "runs ok", true }
     local last = #header
@@ -138,6 +154,15 @@ function _M.case_rows(model, cases)
                     or n == 0 and "-"
                     or missed > 0 and format("NO (missed in %d of %d)", missed, n)
                     or "yes"
+            end
+            if churn then
+                local j = last - #CHURN_COLS - 1
+                for _, cc in ipairs(CHURN_COLS) do
+                    j = j + 1
+                    local v = stat(c, cc[2])
+                    r[j] = cc[3](v)
+                    sortv[j] = v
+                end
             end
             local notes = {}
             if runs_ok < runs then notes[#notes + 1] = (runs - runs_ok) .. " failed" end

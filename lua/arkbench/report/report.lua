@@ -286,11 +286,19 @@ function _M.terminal_table(summary, axes)
     -- open loop: the asked and achieved rate, "!" where some run missed it
     local open = false
     for _, c in ipairs(cases) do open = open or c.load_model == "open" end
+    -- churn (requests_per_connection): connections opened per second and
+    -- the session setup's p50 (handshakes: TLS, WebSocket upgrade)
+    local churn = false
+    for _, c in ipairs(cases) do churn = churn or case_value(c, "requests_per_connection") ~= nil end
     local titles = { "round trips/s", "MiB/s", "p50 µs", "p99 µs", "CPU %", "RSS MiB" }
     if open then
         titles[3], titles[4] = "p50 µs*", "p99 µs*"
         titles[#titles + 1] = "rate asked/s"
         titles[#titles + 1] = "achieved/s"
+    end
+    if churn then
+        titles[#titles + 1] = "conn/s"
+        titles[#titles + 1] = "handshake p50 µs"
     end
     for _, t in ipairs(titles) do
         cols[#cols + 1] = { title = t, right = true }
@@ -336,6 +344,10 @@ function _M.terminal_table(summary, axes)
                 row[#row + 1] = _M.format_count((median_of(c, "rate_asked")))
                 row[#row + 1] = _M.format_count((median_of(c, "rate_achieved")))
                     .. ((num(c.rate_missed) or 0) > 0 and "!" or "")
+            end
+            if churn then
+                row[#row + 1] = _M.format_count((median_of(c, "connections_per_s")))
+                row[#row + 1] = _M.format_us((median_of(c, "handshake_p50_us")))
             end
         end
         row[#row + 1] = format("%d/%d", runs_ok, runs)
