@@ -112,6 +112,9 @@ struct ab__sconn_s {
                                    is freed only when none is */
   int reap;                     /* closed while jobs were in the pool:
                                    freed when the last comes back */
+  int keep;                     /* held from outside the drivers (the Lua
+                                   driver's conn object): freed only with
+                                   the loop */
   uint64_t jobs_out;            /* jobs submitted, not yet returned */
   uint64_t jobs_back;           /* returned jobs not yet released */
   uint64_t jobs_held;           /* jobs submitted, their replies not yet

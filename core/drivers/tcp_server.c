@@ -60,10 +60,11 @@ static void on_sclosed(uv_handle_t *h) {
   s->rbuf = s->held = NULL;
   /* Freed now, so that connection churn (a new connection per request)
    * keeps the server's memory flat; with pool jobs out (pool:N), when the
-   * last one comes back (job_done).  Another thread (shared:N) or a
-   * coroutine not yet ended may still point at it: those stay on the
-   * loop's list until the loop is freed. */
-  if (l->eng->shared || s->task) return;
+   * last one comes back (job_done).  Another thread (shared:N), a
+   * coroutine not yet ended, or the Lua driver's conn object (keep) may
+   * still point at it: those stay on the loop's list until the loop is
+   * freed. */
+  if (l->eng->shared || s->task || s->keep) return;
   if (s->in_pool > 0) {
     s->reap = 1;
     return;

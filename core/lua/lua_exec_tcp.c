@@ -271,6 +271,7 @@ void ab__lx_server_accept(ab__sconn_t *s) {
   k->lx = lx;
   k->id = lx->next_sid++ * l->eng->nloops + l->index;
   k->s = s;
+  s->keep = 1; /* k (and the script's conn) point at it until the loop ends */
   k->conn = &s->conn;
   k->rbuf = &s->rbuf;
   k->rcap = &s->rcap;
