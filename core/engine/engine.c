@@ -493,6 +493,7 @@ static void ctl_cb(uv_async_t *a) {
     if (!eng->shared) phase_set(l, cmd, t0, t1);
     arm_phase_timer(l, t1);
     ab__sweep_start(l);
+    ab__live_start(l);
     phase_begin(l, t0);
     break;
   case AB__CMD_END:
@@ -503,6 +504,7 @@ static void ctl_cb(uv_async_t *a) {
     eng->drv->stop(l);
     uv_close((uv_handle_t *)&l->phase_timer, close_cb_noop);
     uv_close((uv_handle_t *)&l->connect_pace, close_cb_noop);
+    ab__live_close(l);
     ab__sweep_close(l);
     uv_close((uv_handle_t *)&l->ctl, close_cb_noop);
     if (l->rate_fd >= 0) uv_close((uv_handle_t *)&l->rate_poll, close_cb_noop);
@@ -571,8 +573,19 @@ static int sleep_or_abort(ab__engine_t *eng, uint64_t t_ns) {
   return cut;
 }
 
+/* The measure phase until its deadline (1: cut short, as sleep_or_abort),
+ * giving the live time series each finished interval on the way (live.c). */
+static int measure_wait(ab__engine_t *eng, uint64_t deadline) {
+  for (;;) {
+    uint64_t until = ab__live_next_ns(eng, deadline);
+    if (sleep_or_abort(eng, until)) return 1;
+    if (until >= deadline) return 0;
+    ab__live_collect(eng);
+  }
+}
+
 /* The number of intervals of the time series: the last may be shorter. */
-static uint32_t interval_count(const ab_case_cfg_t *cfg) {
+uint32_t ab__interval_count(const ab_case_cfg_t *cfg) {
   double iv = cfg->interval_s > 0 ? cfg->interval_s : 1.0;
   double n = cfg->duration_s / iv;
   uint32_t k = (uint32_t)n;
@@ -612,7 +625,7 @@ int ab_case_check(const ab_case_cfg_t *cfg, char *err, size_t errlen) {
   if (cfg->requests_per_connection && cfg->driver && !cfg->driver->can_reopen) BAD("requests_per_connection needs connections that can be reopened; driver '%s' cannot", cfg->driver->name ? cfg->driver->name : "?");
   if (cfg->requests_per_connection && !lim->churn_shared && cfg->model == AB_MODEL_SHARED && cfg->threads > 1) BAD("requests_per_connection does not run on shared:%u (it does not reopen connections)", cfg->threads);
   if (cfg->interval_s != 0 && !((cfg->interval_s >= 0.01 || cfg->interval_s == cfg->duration_s) && cfg->interval_s <= cfg->duration_s)) BAD("interval must be from 0.01 s to the duration");
-  if (interval_count(cfg) > AB_MAX_INTERVALS) BAD("duration / interval is over %d intervals", AB_MAX_INTERVALS);
+  if (ab__interval_count(cfg) > AB_MAX_INTERVALS) BAD("duration / interval is over %d intervals", AB_MAX_INTERVALS);
   if ((double)cfg->clients * cfg->window * cfg->payload > (double)lim->inflight_max) BAD("clients x window x payload exceeds %llu bytes", (unsigned long long)lim->inflight_max);
   if (cfg->ntag_names > AB_TAGS_MAX) BAD("%u tags; a case has at most %d", cfg->ntag_names, AB_TAGS_MAX);
   for (uint32_t i = 0; i < cfg->ntag_names; i++)
@@ -655,7 +668,7 @@ static void free_clients(ab__loop_t *l) {
 /* The loop's time series and open-loop histograms, preallocated. */
 static int alloc_series(ab__loop_t *l, const ab_case_cfg_t *cfg) {
   l->iv_ns = (uint64_t)((cfg->interval_s > 0 ? cfg->interval_s : 1.0) * 1e9);
-  l->iv_n = interval_count(cfg);
+  l->iv_n = ab__interval_count(cfg);
   l->iv_end_ns = UINT64_MAX;
   l->iv = calloc(l->iv_n, sizeof(ab__iv_t));
   if (l->iv == NULL) return AB_ENOMEM;
@@ -750,6 +763,7 @@ static int open_loops(ab__engine_t *eng, uint32_t workers, uint32_t *started, ab
     l->phase_timer.data = l;
     uv_timer_init(&l->loop, &l->connect_pace);
     l->connect_pace.data = l;
+    ab__live_open(l);
     if ((r = ab__sweep_open(l)) < 0) return setup_error(out, r);
     if ((r = ab__shared_loop_open(l)) < 0) return setup_error(out, r);
     if (workers) {
@@ -869,8 +883,9 @@ static void measure(ab__engine_t *eng, ab_result_t *out) {
   double drain_s = cfg->timeout_s;
   if (out->error[0] == '\0' && !eng->aborted && !eng->interrupted) {
     ran = 1;
+    eng->live_t0 = t_start;
     send_cmd(eng, AB__CMD_MEASURE, t_start, deadline);
-    if (sleep_or_abort(eng, deadline)) {
+    if (measure_wait(eng, deadline)) {
       uint64_t t_end = ab_now_ns();
       if (!eng->aborted) drain_s = end_now(eng, &t_end), ended = 1;
       dur_ns = t_end - t_start; /* the loops' new deadline */
@@ -944,7 +959,7 @@ static void merge_loop(ab_result_t *out, ab__loop_t *l) {
 /* The result's time series, empty, for the loops to be merged into. */
 static int alloc_result_series(const ab__engine_t *eng, ab_result_t *out) {
   const ab_case_cfg_t *cfg = eng->cfg;
-  uint32_t n = interval_count(cfg);
+  uint32_t n = ab__interval_count(cfg);
   if (eng->interrupted) {
     /* only the intervals begun before the interrupt (end_measure_early) */
     n = 0;
@@ -1105,6 +1120,7 @@ int ab__tag_id(ab__engine_t *eng, const char *name, size_t len) {
 }
 
 static void engine_destroy(ab__engine_t *eng) {
+  ab__live_free(eng);
   free(eng->loops);
   eng->loops = NULL;
   pthread_mutex_destroy(&eng->mu);

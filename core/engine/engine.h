@@ -29,6 +29,17 @@
 #include "engine/window_state.h"
 #include "proto/transport.h"
 
+/* One finished interval of the measure phase while the run goes on
+ * (cfg->on_interval; live.c): the loops' counts and RTTs of interval
+ * `index` (of `count`), merged.  The last interval is not given: it closes
+ * with the run (its run object has every interval). */
+typedef struct {
+  uint32_t index, count;
+  double t_s, duration_s;       /* from the start of the measure phase */
+  uint64_t sent, completed, errors, timed_out;
+  double round_trips_per_s;     /* completed / duration_s */
+  double p50_us, p99_us, max_us; /* RTT (open loop: corrected); 0 if none */
+} ab_live_interval_t;
 
 typedef struct {
   int protocol;      /* AB_PROTO_* */
@@ -85,6 +96,11 @@ typedef struct {
   uint32_t ntag_names;
   const uint8_t *tag_rot;
   uint32_t ntag_rot;
+  /* client roles: called on the coordinator thread with each finished
+   * interval but the last, shortly after it ends (live.c); NULL: none.
+   * Must not block (a write to a non-blocking pipe). */
+  void (*on_interval)(const ab_live_interval_t *iv, void *arg);
+  void *on_interval_arg;
   /* who drives the connections: a row of the driver registry
    * (ab_driver_for) or one the host layer builds; required */
   const ab_driver_t *driver;

@@ -184,6 +184,11 @@ struct ab__loop_s {
   ab_hist_t *iv_lag;            /* open loop: per interval send lag, ns */
   uint32_t iv_n, iv_i;
   uint64_t iv_ns, iv_end_ns;
+  /* with cfg->on_interval (live.c): a timer at each interval's end moves
+   * iv_i on, and iv_done (release) says intervals [0, iv_done) are closed:
+   * nothing writes them again, so the coordinator may read them */
+  uv_timer_t live_timer;
+  atomic_uint iv_done;
 
   /* per-loop results, merged by the coordinator; rtt is filled from the
    * intervals' histograms when the loop stops */
@@ -226,6 +231,12 @@ struct ab__engine_s {
   const ab_driver_t *drv;       /* cfg->driver */
   ab_tag_names_t tags;          /* the case's tag names (engine/tags.h) */
   ab__dcase_t *dc;              /* the driver's part of this case */
+  /* the live time series (live.c; coordinator only): the measure phase's
+   * start, the intervals given to cfg->on_interval so far, a scratch
+   * histogram for merging one */
+  uint64_t live_t0;
+  uint32_t live_done;
+  ab_hist_t *live_rtt;
 };
 
 /* Client i of loop l (i < l->nclients). */
@@ -237,6 +248,21 @@ static inline ab__client_t *ab__loop_client(const ab__loop_t *l, uint32_t i) {
  * and gives it back.  No-ops in the other models. */
 static inline void ab__client_take(ab__loop_t *l, ab__client_t *c);
 static inline void ab__client_give(ab__loop_t *l, ab__client_t *c);
+
+/* live.c: the live time series (cfg->on_interval).  Loop side, on the
+ * loop's thread: open at setup, start at the measure command (after its
+ * phase fields are set), close at stop.  Coordinator side: collect gives
+ * cfg->on_interval every interval all loops closed since the last call;
+ * next_ns says when to call it again (deadline when there is nothing to
+ * give). */
+void ab__live_open(ab__loop_t *l);
+/* The number of intervals of a case's time series (engine.c). */
+uint32_t ab__interval_count(const ab_case_cfg_t *cfg);
+void ab__live_start(ab__loop_t *l);
+void ab__live_close(ab__loop_t *l);
+void ab__live_collect(ab__engine_t *eng);
+uint64_t ab__live_next_ns(const ab__engine_t *eng, uint64_t deadline);
+void ab__live_free(ab__engine_t *eng);
 
 /* shared.c: shared:N's reactor set and the loops' part in it */
 int ab__shared_open(ab__engine_t *eng);

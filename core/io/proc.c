@@ -172,20 +172,28 @@ static char **merged_env(const char *const *extra) {
 typedef struct run_s {
   uv_loop_t loop;
   uv_process_t proc;
-  uv_pipe_t pipe[3];    /* child's stdout, stderr, fd 3 (channel) */
+  uv_pipe_t pipe[4];    /* child's stdout, stderr, fd 3 (channel), fd 4
+                           (progress) */
   uv_timer_t deadline;  /* the hard timeout */
   uv_timer_t kill;      /* SIGTERM sent: SIGKILL when this fires */
   uv_timer_t eof;       /* child reaped: stop waiting for EOF */
   uv_poll_t intr;       /* readable when a SIGINT/SIGTERM was recorded */
   int have_intr;
-  int pipe_open[3];
-  int npipes;           /* 2, or 3 with the channel */
+  int pipe_open[4];
+  int npipes;           /* 2, 3 with the channel, 4 with progress */
   int alive;            /* spawned, exit callback not yet run */
   int terminating;      /* SIGTERM sent */
   uint64_t start_ns;
   ab_proc_result_t *res;
   char scratch[READ_CHUNK]; /* sink for output past AB_PROC_OUTPUT_MAX */
+  const ab_proc_opts_t *opts;
+  char pline[AB_PROC_PROGRESS_LINE]; /* the progress line being read */
+  size_t plen;
+  int pdrop;            /* the current progress line is too long */
+  char pread[4096];     /* the progress pipe's read buffer */
 } run_t;
+
+#define ANY_OPEN(r) ((r)->pipe_open[0] || (r)->pipe_open[1] || (r)->pipe_open[2] || (r)->pipe_open[3])
 
 static ab_proc_buf_t *buf_of(run_t *r, uv_handle_t *h) {
   if (h == (uv_handle_t *)&r->pipe[0]) return &r->res->out;
@@ -194,8 +202,12 @@ static ab_proc_buf_t *buf_of(run_t *r, uv_handle_t *h) {
 
 static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
   run_t *r = h->data;
-  ab_proc_buf_t *b = buf_of(r, h);
   (void)suggested;
+  if (h == (uv_handle_t *)&r->pipe[3]) {
+    *buf = uv_buf_init(r->pread, sizeof(r->pread));
+    return;
+  }
+  ab_proc_buf_t *b = buf_of(r, h);
   if (b->len >= AB_PROC_OUTPUT_MAX) {
     *buf = uv_buf_init(r->scratch, sizeof(r->scratch));
     return;
@@ -221,9 +233,31 @@ static void close_pipe(run_t *r, int i) {
   uv_close((uv_handle_t *)&r->pipe[i], NULL);
 }
 
+/* Bytes from the progress pipe: whole lines go to opts->on_progress. */
+static void progress_bytes(run_t *r, const char *p, size_t n) {
+  for (size_t k = 0; k < n; k++) {
+    if (p[k] == '\n') {
+      if (!r->pdrop && r->plen > 0)
+        r->opts->on_progress(r->opts->on_progress_arg, r->pline, r->plen);
+      r->plen = 0;
+      r->pdrop = 0;
+    } else if (r->plen + 1 < sizeof(r->pline)) {
+      r->pline[r->plen++] = p[k];
+    } else {
+      r->pdrop = 1;
+    }
+  }
+}
+
 static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
   run_t *r = s->data;
-  int i = s == (uv_stream_t *)&r->pipe[0] ? 0 : s == (uv_stream_t *)&r->pipe[1] ? 1 : 2;
+  int i = 0;
+  while (i < 3 && s != (uv_stream_t *)&r->pipe[i]) i++;
+  if (i == 3) {
+    if (nread > 0) progress_bytes(r, buf->base, (size_t)nread);
+    else if (nread < 0) close_pipe(r, 3);
+    return;
+  }
   ab_proc_buf_t *b = buf_of(r, (uv_handle_t *)s);
   if (nread > 0) {
     if (buf->base == r->scratch) {
@@ -287,6 +321,7 @@ static void eof_cb(uv_timer_t *t) {
   close_pipe(r, 0);
   close_pipe(r, 1);
   close_pipe(r, 2);
+  close_pipe(r, 3);
 }
 
 static void exit_cb(uv_process_t *p, int64_t status, int term_signal) {
@@ -302,7 +337,7 @@ static void exit_cb(uv_process_t *p, int64_t status, int term_signal) {
   uv_timer_stop(&r->deadline);
   uv_timer_stop(&r->kill);
   uv_close((uv_handle_t *)p, NULL);
-  if (r->pipe_open[0] || r->pipe_open[1] || r->pipe_open[2])
+  if (ANY_OPEN(r))
     uv_timer_start(&r->eof, eof_cb, AB_PROC_EOF_GRACE_MS, 0);
 }
 
@@ -336,7 +371,8 @@ int ab_proc_spawn_wait(const char *const *argv, const ab_proc_opts_t *opts,
     return err;
   }
   r->res = res;
-  r->npipes = opts != NULL && opts->channel ? 3 : 2;
+  r->opts = opts;
+  r->npipes = opts != NULL && opts->on_progress ? 4 : opts != NULL && opts->channel ? 3 : 2;
   for (int i = 0; i < r->npipes; i++) {
     uv_pipe_init(&r->loop, &r->pipe[i], 0);
     r->pipe[i].data = r;
@@ -346,7 +382,7 @@ int ab_proc_spawn_wait(const char *const *argv, const ab_proc_opts_t *opts,
   uv_timer_init(&r->loop, &r->eof);
   r->deadline.data = r->kill.data = r->eof.data = r->proc.data = r;
 
-  uv_stdio_container_t stdio[4];
+  uv_stdio_container_t stdio[5];
   stdio[0].flags = UV_IGNORE; /* libuv opens /dev/null for fds 0..2 */
   for (int i = 0; i < r->npipes; i++) {
     stdio[i + 1].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
@@ -388,7 +424,7 @@ int ab_proc_spawn_wait(const char *const *argv, const ab_proc_opts_t *opts,
       res->interrupted = 1;
       start_termination(r, AB_PROC_INTR_GRACE_MS);
     }
-    while (r->alive || r->pipe_open[0] || r->pipe_open[1] || r->pipe_open[2]) {
+    while (r->alive || ANY_OPEN(r)) {
       if (uv_run(&r->loop, UV_RUN_ONCE) == 0) break; /* cannot happen */
     }
     if (r->alive) { /* only if the loop broke down: never leave it running */
@@ -404,6 +440,7 @@ int ab_proc_spawn_wait(const char *const *argv, const ab_proc_opts_t *opts,
   close_if_open((uv_handle_t *)&r->pipe[0]);
   close_if_open((uv_handle_t *)&r->pipe[1]);
   if (r->npipes > 2) close_if_open((uv_handle_t *)&r->pipe[2]);
+  if (r->npipes > 3) close_if_open((uv_handle_t *)&r->pipe[3]);
   close_if_open((uv_handle_t *)&r->deadline);
   close_if_open((uv_handle_t *)&r->kill);
   close_if_open((uv_handle_t *)&r->eof);

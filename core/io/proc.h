@@ -66,10 +66,19 @@ typedef struct ab_proc_opts_s {
                                   of a pipe captured into res->chan, a result
                                   channel apart from the stdout a worker's
                                   user code shares (AB_PROC_CHANNEL_FD) */
+  /* non-NULL (implies channel): the child's fd 4 is the write end of a
+   * progress pipe; each line written on it is handed here, without its
+   * '\n', as soon as it is read (on the calling thread, from inside the
+   * call; lines longer than AB_PROC_PROGRESS_LINE bytes are dropped) */
+  void (*on_progress)(void *arg, const char *line, size_t len);
+  void *on_progress_arg;
 } ab_proc_opts_t;
 
 /* The child's descriptor of the result channel (opts.channel). */
 #define AB_PROC_CHANNEL_FD 3
+/* The child's descriptor of the progress pipe (opts.on_progress). */
+#define AB_PROC_PROGRESS_FD 4
+#define AB_PROC_PROGRESS_LINE 1024
 
 typedef struct ab_proc_buf_s {
   char *data; /* malloc'ed, NUL-terminated (data[len] == 0); NULL if empty */

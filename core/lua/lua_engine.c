@@ -22,8 +22,17 @@
  * 0) and an interval's percentiles without RTTs are null (cjson.null).
  * The call blocks for the length of the run; it makes no Lua call while
  * the run is going.
+ *
+ *   progress_fd = n (client roles): each finished interval but the last is
+ *     written on fd n while the run goes, one JSON line
+ *     {"interval":0,"intervals":10,"t_s":0,"duration_s":1,"sent":..,
+ *      "completed":..,"errors":..,"timed_out":..,"round_trips_per_s":..,
+ *      "p50_us":..,"p99_us":..,"max_us":..} (the live line's; the fd is
+ *     made non-blocking: a line the reader does not take is dropped).
  */
+#include <fcntl.h>
 #include <netdb.h>
+#include <unistd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -155,7 +164,38 @@ struct case_strings_s {
   char listen_host[256];
   char target_host[256];
   int listen_port; /* a server's real port once it listens (0: not yet) */
+  int progress_fd; /* progress_fd, or -1 */
 };
+
+/* cfg->on_interval: one JSON line per finished interval on the progress
+ * fd (coordinator thread; never blocks). */
+static void write_interval(const ab_live_interval_t *v, void *arg) {
+  const case_strings_t *keep = arg;
+  char line[512];
+  int n = snprintf(line, sizeof(line),
+                   "{\"interval\":%u,\"intervals\":%u,\"t_s\":%.6g,\"duration_s\":%.6g,"
+                   "\"sent\":%llu,\"completed\":%llu,\"errors\":%llu,\"timed_out\":%llu,"
+                   "\"round_trips_per_s\":%.6g,\"p50_us\":%.6g,\"p99_us\":%.6g,"
+                   "\"max_us\":%.6g}\n",
+                   v->index, v->count, v->t_s, v->duration_s, (unsigned long long)v->sent,
+                   (unsigned long long)v->completed, (unsigned long long)v->errors,
+                   (unsigned long long)v->timed_out, v->round_trips_per_s, v->p50_us, v->p99_us,
+                   v->max_us);
+  if (n > 0 && (size_t)n < sizeof(line)) {
+    ssize_t w = write(keep->progress_fd, line, (size_t)n);
+    (void)w; /* a full pipe or a gone reader: the line is dropped */
+  }
+}
+
+/* progress_fd = n: the live intervals go there (client roles). */
+static void read_progress(lua_State *L, ab_case_cfg_t *cfg, case_strings_t *keep) {
+  keep->progress_fd = (int)opt_number(L, "progress_fd", -1);
+  if (keep->progress_fd < 0 || cfg->role == AB_ROLE_SERVER) return;
+  int fl = fcntl(keep->progress_fd, F_GETFL);
+  if (fl < 0 || fcntl(keep->progress_fd, F_SETFL, fl | O_NONBLOCK) < 0) return;
+  cfg->on_interval = write_interval;
+  cfg->on_interval_arg = keep;
+}
 
 /* The port a server listens on is known only now (`listen` may ask for
  * port 0): printed, and kept for the result (listen_port). */
@@ -607,6 +647,7 @@ static int l_run_case(lua_State *L) {
   read_tls(L, &cfg, &keep);
   read_udp(L, &cfg);
   if ((bad = read_role(L, &cfg, &keep, err, sizeof(err))) != NULL) return config_error(L, bad);
+  read_progress(L, &cfg, &keep);
   ab_lua_requests_t reqs;
   if (ab_lua_read_request(L, &cfg, &reqs, err, sizeof(err)) != 0) {
     ab_lua_requests_free(&reqs);

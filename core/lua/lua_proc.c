@@ -6,7 +6,11 @@
  *       opts  optional { timeout_s = number (hard limit; absent or <= 0:
  *             none), env = optional list of "K=V" added to the environment,
  *             channel = true: the child's fd 3 is a pipe captured into
- *             res.channel (the worker's run object, apart from stdout) }
+ *             res.channel (the worker's run object, apart from stdout),
+ *             on_progress = function(line): the child's fd 4 is a pipe
+ *             too, each line written on it is passed to the function as it
+ *             comes (implies channel; an error the function raises is
+ *             written on stderr once and further lines are dropped) }
  *       res   { stdout = string, stderr = string, exit_code = integer | nil,
  *               term_signal = "SIGKILL" | nil, timed_out = bool,
  *               interrupted = bool, elapsed_s = number, pid = integer
@@ -34,6 +38,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <sys/resource.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <lauxlib.h>
@@ -64,9 +69,30 @@ static const char **string_list(lua_State *L, int idx, int arg, const char *what
   return v;
 }
 
+/* opts.on_progress: the Lua function at stack index fn, called per line. */
+typedef struct {
+  lua_State *L;
+  int fn;
+  int failed;
+} progress_t;
+
+static void on_progress(void *arg, const char *line, size_t len) {
+  progress_t *p = arg;
+  if (p->failed) return;
+  lua_pushvalue(p->L, p->fn);
+  lua_pushlstring(p->L, line, len);
+  if (lua_pcall(p->L, 1, 0, 0) != 0) {
+    p->failed = 1;
+    fprintf(stderr, "arkbench: warning: the progress callback failed: %s\n",
+            lua_tostring(p->L, -1));
+    lua_pop(p->L, 1);
+  }
+}
+
 static int l_spawn_wait(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
   ab_proc_opts_t opts;
+  progress_t prog = {L, 0, 0};
   memset(&opts, 0, sizeof(opts));
   if (!lua_isnoneornil(L, 2)) {
     luaL_checktype(L, 2, LUA_TTABLE);
@@ -80,6 +106,14 @@ static int l_spawn_wait(lua_State *L) {
     lua_getfield(L, 2, "channel");
     opts.channel = lua_toboolean(L, -1);
     lua_pop(L, 1);
+    lua_getfield(L, 2, "on_progress"); /* stays on the stack while the child runs */
+    if (!lua_isnil(L, -1)) {
+      if (!lua_isfunction(L, -1)) luaL_argerror(L, 2, "opts.on_progress must be a function");
+      prog.fn = lua_gettop(L);
+      opts.channel = 1;
+      opts.on_progress = on_progress;
+      opts.on_progress_arg = &prog;
+    }
     lua_getfield(L, 2, "env"); /* stays on the stack: owns the strings */
     if (!lua_isnil(L, -1)) {
       if (!lua_istable(L, -1)) luaL_argerror(L, 2, "opts.env must be a list");

@@ -3,6 +3,8 @@
  *   core.now_ns() -> integer ns, CLOCK_MONOTONIC (a Lua number: exact < 2^53)
  *   core.wall_s() -> seconds since the epoch (CLOCK_REALTIME), fractional
  *   core.isatty(fd) -> boolean
+ *   core.term_columns(fd) -> integer | nil   the terminal's width (ioctl
+ *       TIOCGWINSZ on fd); nil when fd is not a terminal or says 0
  *   core.getpid() -> integer
  *   core.sha256_file(path) -> lowercase hex | nil, err, code
  *   core.sha256(string) -> lowercase hex
@@ -18,6 +20,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/utsname.h>
 #include <time.h>
@@ -55,6 +58,17 @@ static int l_wall_s(lua_State *L) {
 
 static int l_isatty(lua_State *L) {
   lua_pushboolean(L, isatty((int)luaL_checkinteger(L, 1)));
+  return 1;
+}
+
+static int l_term_columns(lua_State *L) {
+  struct winsize ws;
+  memset(&ws, 0, sizeof(ws));
+  if (ioctl((int)luaL_checkinteger(L, 1), TIOCGWINSZ, &ws) != 0 || ws.ws_col == 0) {
+    lua_pushnil(L);
+    return 1;
+  }
+  lua_pushinteger(L, ws.ws_col);
   return 1;
 }
 
@@ -195,6 +209,7 @@ void ab_lua_register_sys(lua_State *L) {
   static const luaL_Reg fns[] = {
       {"now_ns", l_now_ns},           {"wall_s", l_wall_s},
       {"isatty", l_isatty},           {"getpid", l_getpid},
+      {"term_columns", l_term_columns},
       {"sha256", l_sha256},           {"sha256_file", l_sha256_file},
       {"uname", l_uname},             {"build_info", l_build_info},
       {"nofile_limit", l_nofile_limit}, {"pin_cpu", l_pin_cpu},

@@ -219,4 +219,49 @@ return { name = "slow", protocol = "tcp", framing = "raw", payload = 256,
         assert_identity(r)
         assert_intervals(r)
     end)
+
+    -- acceptance 2: a server that can do about half the asked rate
+    -- (tcp_late_echo 4 ms per frame, one connection, window 1: < 250/s;
+    -- asked 500/s)
+    local HALF = [[
+return { name = "half", protocol = "tcp", framing = "raw", payload = 256,
+         target = "127.0.0.1:%d", clients = 1, window = 1, rate = 500, warmup = 0,
+         duration = 1, timeout = 2, repetitions = 1, %s }
+]]
+    local function half_run(extra)
+        local srv = proc.spawn({ peers.PY, FIX .. "/tcp_late_echo.py", "0.004" },
+                               { name = "tcp_late_echo.py" })
+        local port = peers.wait_listening(srv)
+        local res = run_text(HALF:format(port, extra))
+        proc.stop(srv)
+        assert.are.equal(1, #res.runs, "runs; stderr:\n" .. res.stderr)
+        return res, res.runs[1]
+    end
+
+    it("at half the asked rate: rate_met false, the warning names the cause, exit 1", function()
+        local res, r = half_run("")
+        assert.are.equal("ok", r.status, brief(r))
+        assert.is_false(r.rate_met, brief(r))
+        assert.is_true(r.unsent > 0 or r.rate_achieved < 0.99 * 500, brief(r))
+        assert.is_true(r.rate_achieved < 300, "achieved " .. r.rate_achieved)
+        assert_identity(r)
+        assert_intervals(r)
+        -- never silent: the run's line is marked and the cause named
+        assert.is_truthy(res.stderr:find("RATE NOT MET", 1, true), res.stderr)
+        local cause = r.unsent > 0 and "window full" or "generator behind"
+        local warning = res.stderr:match("warning: default rep 1: rate not met: [^\n]*")
+        assert.is_truthy(warning, res.stderr)
+        assert.is_truthy(warning:find("asked 500/s", 1, true), warning)
+        assert.is_truthy(warning:find(cause, 1, true), warning)
+        assert.are.equal(1, res.rc, "exit code; stderr:\n" .. res.stderr)
+    end)
+
+    it("with rate_strict = false: the same warning, exit 0", function()
+        local res, r = half_run("rate_strict = false")
+        assert.is_false(r.rate_met, brief(r))
+        assert.are.equal(false, r.case.rate_strict)
+        assert.is_truthy(res.stderr:find("warning: default rep 1: rate not met", 1, true), res.stderr)
+        assert.are.equal(0, res.rc, "exit code; stderr:\n" .. res.stderr)
+        assert_identity(r)
+    end)
 end)

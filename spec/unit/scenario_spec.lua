@@ -100,7 +100,7 @@ describe("scenario.load", function()
                 .. "execution, work, warmup, duration, repetitions, rate, requests_per_connection, "
                 .. "connect_rate, interval, timeout, placement, target, tls, udp, request, client, "
                 .. "server, message, expect"
-                .. ", thresholds, max_error_rate",
+                .. ", thresholds, max_error_rate, rate_strict",
                 load_err("unknown_far.lua"))
         end)
 
@@ -558,6 +558,22 @@ describe("scenario.load", function()
                 load_err("minimal.lua", { "interval=0.01", "duration=100" }))
             assert.matches("interval is not a matrix axis",
                 load_err("minimal.lua", { "interval=0.1,0.2" }))
+        end)
+
+        it("takes rate_strict, a boolean, into every case; none by default", function()
+            local spec = assert(scenario.load(F .. "minimal.lua", { "rate_strict=false" }))
+            assert.equals(false, spec.keys.rate_strict)
+            for _, c in ipairs(matrix.expand(spec)) do assert.equals(false, c.rate_strict) end
+            local plain = assert(scenario.load(F .. "minimal.lua"))
+            for _, c in ipairs(matrix.expand(plain)) do assert.is_nil(c.rate_strict) end
+            local path = os.tmpname()
+            finally(function() os.remove(path) end)
+            local f = io.open(path, "w")
+            f:write('return {\n    protocol = "tcp",\n    rate_strict = "no",\n}\n')
+            f:close()
+            local _, err = scenario.load(path)
+            assert.equals(path .. ":3: key 'rate_strict': got string \"no\"; expected a boolean"
+                .. " (false: a run that misses its rate only warns; rate_strict is not a matrix axis)", err)
         end)
 
         it("takes max_error_rate from 0 to 1, one value, into every case; none by default", function()

@@ -92,6 +92,16 @@ describe("status.exit_code", function()
         assert.are.equal(130, status.exit_code({ run("degraded"), run("interrupted") }))
         assert.are.equal(0, status.exit_code({}))
     end)
+
+    it("is 1 when an ok run missed its rate, unless its case says rate_strict = false", function()
+        local missed = { ok = true, status = "ok", rate_met = false, case = {} }
+        local met = { ok = true, status = "ok", rate_met = true, case = {} }
+        assert.are.equal(1, status.exit_code({ met, missed }))
+        assert.are.equal(0, status.exit_code({ met }))
+        assert.are.equal(0, status.exit_code({ { ok = true, status = "ok", rate_met = false,
+                                                 case = { rate_strict = false } } }))
+        assert.are.equal(130, status.exit_code({ missed, run("interrupted") }))
+    end)
 end)
 
 describe("statuses of an older arkbench", function()

@@ -14,7 +14,7 @@ static ab_proc_result_t res;
 
 static int run_sh(const char *script, double timeout_s, const char *const *env) {
   const char *argv[] = {"/bin/sh", "-c", script, NULL};
-  ab_proc_opts_t opts = {timeout_s, env, 0};
+  ab_proc_opts_t opts = {.timeout_s = timeout_s, .env = env};
   return ab_proc_spawn_wait(argv, &opts, &res);
 }
 
@@ -45,7 +45,7 @@ static void test_stdin_is_dev_null(void) {
 
 static void test_timeout_sigterm(void) {
   const char *argv[] = {"sleep", "5", NULL}; /* PATH search */
-  ab_proc_opts_t opts = {0.3, NULL, 0};
+  ab_proc_opts_t opts = {.timeout_s = 0.3};
   uint64_t t0 = uv_hrtime();
   CHECK(ab_proc_spawn_wait(argv, &opts, &res) == 0);
   double took = (double)(uv_hrtime() - t0) / 1e9;
@@ -175,7 +175,7 @@ static void test_interrupt(void) {
  * that never writes to it leaves it empty */
 static void test_channel(void) {
   const char *argv[] = {"/bin/sh", "-c", "echo user; echo result >&3; echo more", NULL};
-  ab_proc_opts_t opts = {10, NULL, 1};
+  ab_proc_opts_t opts = {.timeout_s = 10, .channel = 1};
   CHECK(ab_proc_spawn_wait(argv, &opts, &res) == 0);
   CHECK(streq(res.out.data, "user\nmore\n"));
   CHECK(streq(res.chan.data, "result\n"));
@@ -190,6 +190,38 @@ static void test_channel(void) {
   const char *none[] = {"/bin/sh", "-c", "echo x >&3 2>/dev/null; echo done", NULL};
   CHECK(ab_proc_spawn_wait(none, &opts, &res) == 0);
   CHECK(res.chan.data == NULL && streq(res.out.data, "done\n"));
+  ab_proc_result_free(&res);
+}
+
+/* the progress pipe: each line on fd 4 is handed over as it comes, while
+ * the child still runs (the second line is written after a pause), apart
+ * from fd 3; a line past AB_PROC_PROGRESS_LINE bytes is dropped */
+static char got_lines[256];
+static int got_n;
+static void collect(void *arg, const char *line, size_t len) {
+  (void)arg;
+  size_t have = strlen(got_lines);
+  if (have + len + 2 < sizeof(got_lines)) {
+    memcpy(got_lines + have, line, len);
+    got_lines[have + len] = '|';
+    got_lines[have + len + 1] = '\0';
+  }
+  got_n++;
+}
+
+static void test_progress(void) {
+  const char *argv[] = {"/bin/sh", "-c",
+                        "echo a >&4; echo r >&3; printf 'b' >&4; sleep 0.05; echo c >&4;"
+                        " head -c 2000 /dev/zero | tr '\\0' x >&4; echo >&4; echo d >&4",
+                        NULL};
+  ab_proc_opts_t opts = {.timeout_s = 10, .on_progress = collect};
+  got_lines[0] = '\0';
+  got_n = 0;
+  CHECK(ab_proc_spawn_wait(argv, &opts, &res) == 0);
+  CHECK(streq(got_lines, "a|bc|d|"));
+  CHECK(got_n == 3);
+  CHECK(streq(res.chan.data, "r\n")); /* implies the channel */
+  CHECK(res.exit_code == 0);
   ab_proc_result_free(&res);
 }
 
@@ -213,6 +245,7 @@ int main(void) {
   test_spawn_failure();
   test_interrupt();
   test_channel();
+  test_progress();
   test_exe_path();
   TEST_DONE();
 }

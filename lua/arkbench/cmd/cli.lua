@@ -212,40 +212,9 @@ local function load_cases(o)
     return require("arkbench.cmd.loader").load_cases(o)
 end
 
+-- The per-run line and, on a terminal, the live line (arkbench.cmd.progress).
 local function progress_printer(total_runs)
-    local tty = core.isatty(2)
-    local failed, degraded = 0, 0
-    local t0 = core.now_ns()
-    local status = require("arkbench.run.status")
-    return function(obj, done, total)
-        total = total or total_runs
-        local st = status.of(obj)
-        if st == "degraded" then degraded = degraded + 1
-        elseif st ~= "ok" then failed = failed + 1 end
-        local elapsed = (core.now_ns() - t0) / 1e9
-        local eta = done > 0 and elapsed / done * (total - done) or 0
-        local line = str_format("[%d/%d] %s rep %s: %s%s  failed %d%s  ETA %ds",
-            done, total, tostring(obj.case_id), tostring(obj.repetition), st,
-            (obj.round_trips_per_s and str_format(" %.0f rt/s", obj.round_trips_per_s) or "")
-            .. ((obj.load_model == "open" and type(obj.rate_achieved) == "number"
-                 and type(obj.rate_asked) == "number")
-                and str_format(" (rate %.0f of %.0f/s)", obj.rate_achieved, obj.rate_asked) or ""),
-            failed, degraded > 0 and str_format("  degraded %d", degraded) or "",
-            math.floor(eta + 0.5))
-        -- a run that misses its rate says so, never silently (report/openloop.lua)
-        local warning = require("arkbench.report.openloop").rate_warning(obj)
-        if warning then line = line .. "  RATE NOT MET" end
-        if tty then
-            io_stderr:write("\r\27[K", line, (done == total or warning) and "\n" or "")
-        else
-            io_stderr:write(line, "\n")
-        end
-        if warning then
-            io_stderr:write(str_format("warning: %s rep %s: %s\n", tostring(obj.case_id),
-                                       tostring(obj.repetition), warning))
-        end
-        io_stderr:flush()
-    end
+    return require("arkbench.cmd.progress").printer(total_runs)
 end
 
 -- The threshold rules of a run: the scenario's (every part's) then the
@@ -457,9 +426,10 @@ function _M.run(args, ropts)
     io_stderr:write(str_format("arkbench: %s: %d cases, %d runs -> %s\n", spec.name, #cases, runs_total, dir))
 
     if core.signals_install then core.signals_install() end
+    local on_run, on_progress = progress_printer(runs_total)
     local code, runs, rerr = runner.run({
         spec = spec, cases = cases, sets = o.sets, quick = o.quick, out_dir = dir,
-        on_run = progress_printer(runs_total),
+        on_run = on_run, on_progress = on_progress,
         rep_base = prior and require("arkbench.report.runfile").last_repetitions(prior.runs),
     })
     local ended = core.wall_s()

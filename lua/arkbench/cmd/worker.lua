@@ -187,6 +187,9 @@ function _M.main(args)
         -- the loops load the scenario themselves (their own Lua states)
         run.scenario_path, run.scenario_sets, run.quick = o.path, o.sets, o.quick
     end
+    -- the live line: each finished interval on the orchestrator's
+    -- progress pipe (ARKBENCH_PROGRESS_FD, runner.lua), while the run goes
+    run.progress_fd = tonumber(os.getenv("ARKBENCH_PROGRESS_FD") or "")
     local res, rerr = core.run_case(run)
     local sobj, serr
     if server then

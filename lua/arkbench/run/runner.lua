@@ -13,6 +13,12 @@
 --   out_dir = folder for runs.jsonl (created),
 --   exe     = host binary (default core.exe_path()),
 --   on_run  = optional function(run, done, total), after each append,
+--   on_progress = optional function(iv, case, rep, done, total): each
+--             finished interval of the running worker's measure phase but
+--             the last, while it runs (iv: the worker's progress line,
+--             decoded: interval, intervals, t_s, duration_s, sent,
+--             completed, errors, timed_out, round_trips_per_s, p50_us,
+--             p99_us, max_us; done: runs finished before this one),
 --   timeout_s = optional override of the per-run hard limit (tests),
 --   rep_base = optional {case_id -> n}: repetitions are numbered from n + 1
 --             (an --append continues a folder's numbering),
@@ -50,6 +56,10 @@
 -- an object the runner writes one: ok = false, status "timeout", "crashed" or
 -- "interrupted", `signal`, `elapsed_s`, and an `error` sentence that names
 -- the signal or exit code and quotes the end of the worker's stderr.
+-- With plan.on_progress the worker's fd 4 is a progress pipe too
+-- (ARKBENCH_PROGRESS_FD=4, core.spawn_wait's on_progress): one JSON line
+-- per finished interval, read while it runs; a line that is not a JSON
+-- object is ignored.
 -- The worker's stdout and stderr go to `workers.log` in out_dir, each line
 -- prefixed with "[<case_id> rep <r>] " (stdout lines with "stdout: ").
 -- The worker's stderr is also forwarded to ours, each line prefixed with
@@ -244,7 +254,7 @@ local function mkdir_p(dir)
 end
 
 -- One worker run -> run object (ready to append) and its JSON line.
-local function run_one(plan, ctx, case, case_json, rep)
+local function run_one(plan, ctx, case, case_json, rep, done, total)
     local case_id = case.case_id
     -- the engine itself may wait up to three reply timeouts (connect,
     -- warm-up drain, measure drain) on top of warm-up and duration, and
@@ -255,8 +265,15 @@ local function run_one(plan, ctx, case, case_json, rep)
            + 3 * (tonumber(case.timeout) or 2) + pace_s + _M.GRACE_S
     local argv = worker_argv(plan, ctx.exe, case_json, rep)
     local t0 = core.now_ns()
-    local res, spawn_err = core.spawn_wait(argv, { timeout_s = limit_s, env = ctx.env,
-                                                   channel = true })
+    local opts = { timeout_s = limit_s, env = ctx.env, channel = true }
+    if plan.on_progress then
+        opts.env = ctx.env_progress
+        opts.on_progress = function(line)
+            local ok, iv = pcall(cjson.decode, line)
+            if ok and type(iv) == "table" then plan.on_progress(iv, case, rep, done, total) end
+        end
+    end
+    local res, spawn_err = core.spawn_wait(argv, opts)
     local prefix = format("[%s rep %d] ", tostring(case_id), rep)
     log_output(ctx, prefix, res)
 
@@ -358,6 +375,7 @@ function _M.run(plan)
         scenario = scenario,
         case_objs = {},
     }
+    ctx.env_progress = { ctx.env[1], ctx.env[2], "ARKBENCH_PROGRESS_FD=4" }
 
     local function reps_of(case)
         return tonumber(case.repetitions)
@@ -380,7 +398,7 @@ function _M.run(plan)
                 if core.interrupted() then interrupted = true; break end
                 -- an --append continues each case's repetition numbers
                 local base = plan.rep_base and plan.rep_base[case.case_id] or 0
-                local obj, line = run_one(plan, ctx, case, jsons[i], base + rep)
+                local obj, line = run_one(plan, ctx, case, jsons[i], base + rep, done, total)
                 local wok, werr = append_line(runs_path, line)
                 if not wok then
                     -- the runs before this one are complete lines in the file

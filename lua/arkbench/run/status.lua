@@ -16,7 +16,10 @@
 --                                   result res (core.run_case) of case
 --   status.exit_code(runs) -> 0 | 1 | 130
 --                                   0 every run ok, 1 some run failed or
---                                   degraded, 130 some run was interrupted
+--                                   degraded, or missed its rate (ok with
+--                                   rate_met = false, unless its case says
+--                                   rate_strict = false), 130 some run was
+--                                   interrupted
 --
 -- Nothing here reads a clock or the file system.
 
@@ -112,6 +115,10 @@ function _M.exit_code(runs)
         local s = _M.of(run)
         if s == "interrupted" then return 130 end
         if s ~= "ok" then code = 1 end
+        if s == "ok" and run.rate_met == false
+            and not (type(run.case) == "table" and run.case.rate_strict == false) then
+            code = 1
+        end
     end
     return code
 end

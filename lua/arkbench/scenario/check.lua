@@ -36,7 +36,7 @@ _M.KEYS = {
     "repetitions", "rate", "requests_per_connection", "connect_rate", "interval", "timeout",
     "placement", "target", "tls", "udp",
     "request", "client", "server", "message", "expect",
-    "thresholds", "max_error_rate",
+    "thresholds", "max_error_rate", "rate_strict",
 }
 local KNOWN = {}
 for _, k in ipairs(_M.KEYS) do KNOWN[k] = true end
@@ -614,6 +614,15 @@ local function validate(ctx, t)
     if t.request ~= nil then keys.request = request.check(ctx, t.request) end
     check_hooks(ctx, t, hooks)
     if t.thresholds ~= nil then keys.thresholds = check_thresholds(ctx, t.thresholds) end
+    if t.rate_strict ~= nil then
+        if type(t.rate_strict) ~= "boolean" then
+            fail(ctx, "rate_strict", "key 'rate_strict': got " .. describe(t.rate_strict)
+                 .. "; expected a boolean (false: a run that misses its rate only warns;"
+                 .. " rate_strict is not a matrix axis)")
+        else
+            keys.rate_strict = t.rate_strict
+        end
+    end
     if t.max_error_rate ~= nil then
         local v = t.max_error_rate
         if type(v) == "table" then

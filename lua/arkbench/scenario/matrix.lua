@@ -218,6 +218,7 @@ expand_one = function(spec)
             request = keys.request,
             interval = keys.interval,
             max_error_rate = keys.max_error_rate,
+            rate_strict = keys.rate_strict,
         }
         local id = {}
         for i, dim in ipairs(dims) do
