@@ -65,7 +65,9 @@ function _M.live_line(iv, case, rep, done, total, open)
         extra = format("  errors %.0f  timed out %.0f", tonumber(iv.errors) or 0,
                        tonumber(iv.timed_out) or 0)
     end
-    return format("[%d/%d] %s rep %s: %.1f/%g s  %.0f rt/s%s  p99%s %s%s",
+    -- tenths of a second, or hundredths for intervals that need them
+    local tfmt = (dur * 10) % 1 < 1e-6 and "%.1f" or "%.2f"
+    return format("[%d/%d] %s rep %s: " .. tfmt .. "/%g s  %.0f rt/s%s  p99%s %s%s",
         done + 1, total, tostring(case and case.case_id), tostring(rep), t_end,
         floor(all * 1000 + 0.5) / 1000,
         tonumber(iv.round_trips_per_s) or 0,

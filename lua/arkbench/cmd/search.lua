@@ -168,9 +168,13 @@ function _M.main(args)
 
     if core.signals_install then core.signals_install() end
     local all_runs, code = {}, 0
+    -- on a terminal, the live line of each probe (arkbench.cmd.progress),
+    -- cleared before the probe's own line
+    local _, on_progress = require("arkbench.cmd.progress").printer(1)
     local function run_cases(list)
         local c, runs, rerr = runner.run({ spec = spec, cases = list, sets = o.sets, quick = o.quick,
-                                           out_dir = dir })
+                                           out_dir = dir, on_progress = on_progress })
+        if on_progress then io_stderr:write("\r\27[K"); io_stderr:flush() end
         for _, r in ipairs(runs or {}) do all_runs[#all_runs + 1] = r end
         if rerr then io_stderr:write("arkbench: ", rerr, "\n") end
         return c, runs or {}
