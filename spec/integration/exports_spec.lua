@@ -29,7 +29,7 @@ return {
     { name = "ex", protocol = "tcp", payload = { 64, 512 }, clients = 2, window = 4,
       warmup = 0.05, duration = 0.3, repetitions = 2 },
     { name = "ex", protocol = "tcp", payload = 64, clients = 2, window = 4, rate = 2000,
-      warmup = 0.05, duration = 0.3, repetitions = 1 },
+      warmup = 0.05, duration = 0.3, repetitions = 1, rate_strict = false },
 }
 ]])
     local rc, _, err = run({ "run", path, "--out", d .. "/out" })
