@@ -47,6 +47,10 @@ enum { AB_GROUP_RUN = 1, AB_GROUP_DATAGRAM = 2 };
   X(unsent, AB_MERGE_SUM, AB_GROUP_RUN,                                                    \
     "open loop: measure-phase messages intended before the deadline and never sent (0 in "  \
     "closed loop)")                                                                         \
+  X(unsent_window_full, AB_MERGE_SUM, AB_GROUP_RUN,                                        \
+    "open loop: of `unsent`, those of connections whose window was full at the end (they "  \
+    "waited for a slot: the server or the window was the limit); the rest had a slot free " \
+    "and the sender did not send them in time (0 in closed loop)")                          \
   X(reconnects, AB_MERGE_SUM, AB_GROUP_RUN,                                                 \
     "stream connections lost once up (a reply overdue, a reset, closed by the peer) and "    \
     "reopened in their place, counted when the new one is up (docs/execution.md says in "   \

@@ -326,7 +326,12 @@ static void measure_end(ab__loop_t *l) {
   for (uint32_t i = 0; i < l->nclients; i++) {
     ab__client_t *c = ab__loop_client(l, i);
     ab__client_take(l, c);
-    l->unsent += ab__win_unsent(&c->win, l->deadline_ns);
+    uint64_t u = ab__win_unsent(&c->win, l->deadline_ns);
+    l->unsent += u;
+    /* why: the window was full (its slots in flight, and more waiting
+     * than the replies since the deadline can have freed), or a slot was
+     * free and the sender was late (docs/load-models.md) */
+    if (u > 0 && (uint64_t)c->win.inflight + u >= l->window) l->unsent_window_full += u;
     ab__client_give(l, c);
   }
 }

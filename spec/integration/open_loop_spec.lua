@@ -216,6 +216,8 @@ return { name = "slow", protocol = "tcp", framing = "raw", payload = 256,
         assert.is_true(r.unsent > 0 or r.rate_achieved < 990, brief(r))
         assert.is_true(r.rate_achieved < 400, "achieved " .. r.rate_achieved)
         assert.is_true(r.unsent > 500, "unsent " .. r.unsent)
+        -- each waited for the one slot, in flight to the slow peer
+        assert.is_true(r.unsent_window_full > 500 and r.unsent_window_full <= r.unsent, brief(r))
         assert_identity(r)
         assert_intervals(r)
     end)
@@ -248,7 +250,8 @@ return { name = "half", protocol = "tcp", framing = "raw", payload = 256,
         assert_intervals(r)
         -- never silent: the run's line is marked and the cause named
         assert.is_truthy(res.stderr:find("RATE NOT MET", 1, true), res.stderr)
-        local cause = r.unsent > 0 and "window full" or "generator behind"
+        assert.is_true(r.unsent_window_full > 0, brief(r))
+        local cause = "window full"
         local warning = res.stderr:match("warning: default rep 1: rate not met: [^\n]*")
         assert.is_truthy(warning, res.stderr)
         assert.is_truthy(warning:find("asked 500/s", 1, true), warning)

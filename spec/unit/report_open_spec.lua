@@ -94,6 +94,16 @@ describe("a run that misses its rate", function()
         assert.truthy(openloop.rate_warning(r):find("generator behind %(.*send lag p99 11%.0 µs%)"))
     end)
 
+    it("names the generator when sends were left unsent with a window slot free", function()
+        local r = run(C2, 1, 0.998, 4, 300)
+        r.unsent_window_full = 0
+        assert.equals("generator behind", openloop.missed_cause(r))
+        assert.truthy(openloop.rate_warning(r):find(", 4 unsent: generator behind %(sends left unsent"
+                                                   .. " with a window slot free"), openloop.rate_warning(r))
+        r.unsent_window_full = 3
+        assert.equals("window full", openloop.missed_cause(r))
+    end)
+
     it("gives no warning for a met rate or a closed-loop run", function()
         assert.is_nil(openloop.rate_warning(RUNS[1]))
         assert.is_nil(openloop.rate_warning({ ok = true, round_trips_per_s = 5 }))

@@ -10,10 +10,12 @@
 --   openloop.RTT_NOTE
 --
 -- The cause of a missed rate comes from the run object alone: intended sends
--- left unsent at the deadline mean the window stayed full (every slot waiting
--- for a reply: the server, or the window, is the limit); a rate missed with
--- nothing unsent means the sender itself fell behind its schedule (the
--- client's CPU: see send_lag_us).
+-- left unsent at the deadline by a full window (unsent_window_full) mean
+-- every slot was waiting for a reply (the server, or the window, is the
+-- limit); a rate missed otherwise -- nothing unsent, or sends left unsent
+-- with a slot free -- means the sender itself fell behind its schedule (the
+-- client's CPU: see send_lag_us). A run object without unsent_window_full
+-- (an older arkbench) counts every unsent send as the window's.
 
 local report = require("arkbench.report.report")
 
@@ -43,7 +45,9 @@ end
 
 function _M.missed_cause(run)
     if type(run) ~= "table" or run.rate_met ~= false then return nil end
-    if (num(run.unsent) or 0) > 0 then return "window full" end
+    local full = num(run.unsent_window_full)
+    if full == nil then full = num(run.unsent) end
+    if (full or 0) > 0 then return "window full" end
     return "generator behind"
 end
 
@@ -58,13 +62,18 @@ function _M.rate_warning(run)
     local asked, got = num(run.rate_asked), num(run.rate_achieved)
     local s = format("rate not met: asked %s/s, achieved %s/s", report.format_count(asked),
                      report.format_count(got))
+    local unsent = num(run.unsent) or 0
     if cause == "window full" then
         s = s .. format(", %s unsent: window full (every slot waited for a reply; the server or"
-            .. " the window is the limit)", report.format_count(run.unsent))
+            .. " the window is the limit)", report.format_count(unsent))
     else
         local lag = lag_p99(run)
-        s = s .. ": generator behind (nothing left unsent, but the sender fell behind its schedule"
-            .. (lag and (", send lag p99 " .. report.format_us(lag) .. " µs") or "") .. ")"
+        s = s .. (unsent > 0 and format(", %s unsent", report.format_count(unsent)) or "")
+            .. ": generator behind ("
+            .. (unsent > 0 and "sends left unsent with a window slot free: the sender fell behind"
+                           or "nothing left unsent, but the sender fell behind")
+            .. " its schedule" .. (lag and (", send lag p99 " .. report.format_us(lag) .. " µs") or "")
+            .. ")"
     end
     return s
 end
