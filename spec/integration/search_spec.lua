@@ -55,9 +55,9 @@ end
 
 -- One search against a fresh server: every assertion of acceptance 6.
 local function attempt(n)
-    -- about 100 µs of server work per echo: the server's one thread is the
-    -- limit, a few thousand echoes a second
-    local srv = proc.spawn({ ark.BIN, "serve", "--work", "100000", "--topology", "sharded:1" },
+    -- about 0.4 ms of server work per echo: the server's one thread is the
+    -- limit, several hundred to a few thousand echoes a second
+    local srv = proc.spawn({ ark.BIN, "serve", "--work", "400000", "--topology", "sharded:1" },
                            { name = "arkbench serve" })
     local port = peers.wait_listening(srv)
     local d = files.tmpdir()
