@@ -36,6 +36,21 @@
 #include <sanitizer/common_interface_defs.h>
 #endif
 
+/* ThreadSanitizer: each coroutine is a TSan fiber (its own shadow stack and
+ * clock), announced before every switch; the switch synchronises the two
+ * sides, as the hand-over of a coroutine between threads does (shared:N:
+ * under the connection's lock). */
+#if defined(__SANITIZE_THREAD__)
+#define AB_CORO_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define AB_CORO_TSAN 1
+#endif
+#endif
+#if defined(AB_CORO_TSAN)
+#include <sanitizer/tsan_interface.h>
+#endif
+
 enum { CORO_NEW, CORO_SUSPENDED, CORO_RUNNING, CORO_DONE };
 
 struct ab_coro_s {
@@ -58,6 +73,10 @@ struct ab_coro_s {
   void *fake_stack;        /* its ASan fake stack while suspended */
   const void *back_bottom; /* the resumer's stack, learnt at every switch-in */
   size_t back_size;
+#endif
+#if defined(AB_CORO_TSAN)
+  void *tsan_fiber; /* this coroutine's */
+  void *tsan_back;  /* its resumer's, learnt at every resume */
 #endif
 };
 
@@ -88,6 +107,9 @@ static void coro_main(ab_coro_t *co) {
 #if defined(AB_CORO_ASAN)
   /* NULL: this stack is left for good, ASan may drop its fake stack */
   __sanitizer_start_switch_fiber(NULL, co->back_bottom, co->back_size);
+#endif
+#if defined(AB_CORO_TSAN)
+  __tsan_switch_to_fiber(co->tsan_back, 0);
 #endif
   SWITCH_OUT(co);
   die("a finished coroutine was resumed");
@@ -176,6 +198,9 @@ int ab_coro_new(ab_coro_t **out, size_t stack_size, void (*fn)(void *), void *ar
     free(co);
     return rc;
   }
+#if defined(AB_CORO_TSAN)
+  co->tsan_fiber = __tsan_create_fiber(0);
+#endif
   *out = co;
   return 0;
 }
@@ -191,6 +216,10 @@ void ab_coro_resume(ab_coro_t *co) {
   void *fake = NULL; /* this context's fake stack, kept on its own stack */
   __sanitizer_start_switch_fiber(&fake, co->stack_lo, co->stack_size);
 #endif
+#if defined(AB_CORO_TSAN)
+  co->tsan_back = __tsan_get_current_fiber();
+  __tsan_switch_to_fiber(co->tsan_fiber, 0);
+#endif
   SWITCH_IN(co);
 #if defined(AB_CORO_ASAN)
   __sanitizer_finish_switch_fiber(fake, NULL, NULL);
@@ -204,6 +233,9 @@ void ab_coro_yield(void) {
   co->state = CORO_SUSPENDED;
 #if defined(AB_CORO_ASAN)
   __sanitizer_start_switch_fiber(&co->fake_stack, co->back_bottom, co->back_size);
+#endif
+#if defined(AB_CORO_TSAN)
+  __tsan_switch_to_fiber(co->tsan_back, 0);
 #endif
   SWITCH_OUT(co);
 #if defined(AB_CORO_ASAN)
@@ -226,6 +258,9 @@ void ab_coro_free(ab_coro_t *co) {
    * poisoned redzones in the shadow; a later mapping at this address must
    * not inherit them */
   __asan_unpoison_memory_region(co->stack_lo, co->stack_size);
+#endif
+#if defined(AB_CORO_TSAN)
+  __tsan_destroy_fiber(co->tsan_fiber);
 #endif
   munmap(co->map, co->map_size);
   free(co);

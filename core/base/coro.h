@@ -30,13 +30,27 @@
  * finished coroutine, yielding outside a coroutine, freeing a running one)
  * prints a message and aborts.
  *
- * Threads: a coroutine belongs to the thread that created it; resume, yield
- * and free it only there.  ab_coro_current() is thread-local, so every loop
- * thread runs its own coroutines independently.  Nothing here locks.
+ * Threads: ab_coro_current() is thread-local, so every thread runs its own
+ * coroutines independently.  A suspended coroutine may be resumed on
+ * another thread than the one it last ran on (it migrates: shared:N
+ * resumes a connection's coroutine on whichever thread takes its event);
+ * the caller makes sure one thread at a time resumes or frees it, with a
+ * happens-before between them (a lock handed over), and nothing here
+ * locks.  The switch keeps no thread-local state across a yield: `current`
+ * is read before the switch out and set by the resumer's own thread, and
+ * the thread pointer (%fs, tpidr_el0) is not part of a context, so after a
+ * yield the coroutine's thread-locals and errno are those of the thread it
+ * now runs on.  Code inside a coroutine must not keep the address of a
+ * thread-local (or errno's) across a yield of its own frame: read them
+ * after it, through a call (the compiler may reuse a thread-local's
+ * address within one function).
  *
  * Sanitizers: under AddressSanitizer every switch is announced with
  * __sanitizer_start_switch_fiber / __sanitizer_finish_switch_fiber, so ASan
- * follows the stack changes (and its stack-use-after-return fake stacks).
+ * follows the stack changes (and its stack-use-after-return fake stacks);
+ * under ThreadSanitizer each coroutine is a TSan fiber
+ * (__tsan_switch_to_fiber before every switch), so TSan keeps a shadow
+ * stack per coroutine and sees a migrated coroutine's accesses in order.
  */
 #ifndef AB_CORO_H
 #define AB_CORO_H

@@ -26,6 +26,19 @@
  * requests waiting for the pool -- is over the bound of io/sockio.h, as in
  * callback mode.  The TLS handshake is the connection's; the task waits
  * for it to be ready.
+ *
+ * shared:N (docs/topologies.md): a task belongs to its connection and is
+ * resumed only by whoever holds the connection's lock -- the reactor
+ * callback of whichever thread took the connection's event, or the home
+ * loop (its connect, phase wake-ups, sweep and stop) after
+ * ab__client_take -- so it runs on any loop thread, one at a time, its
+ * stack migrating with it (base/coro.h).  Every callback first points the
+ * connection at the running thread's loop, and the task reads its loop
+ * afresh after every wait (never a copy from before), so its counters,
+ * histograms and errors go to the thread that did the work.  The TCP
+ * connect is the driver's own (uv_tcp_connect on the home loop, whose
+ * callback takes the lock before it resumes the task), not the
+ * scheduler's ab_task_connect.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,6 +128,7 @@ static inline int co_parse(ab_codec_t *codec, int client, const uint8_t *in, siz
 
 static void client_on_readable(ab_conn_t *conn) {
   ab__dclient_t *c = conn->data;
+  c->h.loop = conn->io.watch.running; /* shared:N: this thread's loop */
   int got = 0;
   int r = co_recv(conn, &got);
   if (got) c->co_now = ab_now_ns();
@@ -124,11 +138,13 @@ static void client_on_readable(ab_conn_t *conn) {
 
 static void client_on_ready(ab_conn_t *conn) {
   ab__dclient_t *c = conn->data;
+  c->h.loop = conn->io.watch.running;
   wake(c->task, &c->co_waiting);
 }
 
 static void client_on_error(ab_conn_t *conn, int err) {
   ab__dclient_t *c = conn->data;
+  c->h.loop = conn->io.watch.running;
   c->co_err = ab_err_stream_end(err, AB_SIDE_CLIENT);
   wake(c->task, &c->co_waiting);
 }
@@ -164,20 +180,45 @@ static int client_send(ab__dclient_t *c) {
   return ab_conn_send(&c->conn, c->sbuf, total);
 }
 
+/* The TCP connect finished (home loop): the task resumes holding the
+ * connection's lock, as every resume does. */
+static void client_connected(uv_connect_t *req, int status) {
+  ab__dclient_t *c = req->data;
+  ab__client_take(c->h.home, &c->h);
+  c->co_connect = status < 0 ? status : 1;
+  wake(c->task, &c->co_waiting);
+  ab__client_give(c->h.home, &c->h);
+}
+
+/* Connects c's socket (on its home loop, where the task runs now).  0 or
+ * an error: the connect's, AB_ETIMEDOUT (the connect limit) or AB_EINTR. */
+static int client_connect(ab__dclient_t *c) {
+  c->co_connect = 0;
+  c->creq.data = c;
+  int r = uv_tcp_connect(&c->creq, &c->tcp, (const struct sockaddr *)&c->h.loop->connect_addr,
+                         client_connected);
+  while (r == 0 && c->co_connect == 0 && !c->co_err)
+    if (wait_event(&c->co_waiting) < 0) r = AB_EINTR;
+  if (r == 0 && c->co_connect == 0) r = c->co_err;
+  return r < 0 ? r : c->co_connect < 0 ? c->co_connect : 0;
+}
+
 /* Connect and handshakes: before warm-up, timed apart.  0, or -1 after
- * reporting the failure. */
+ * reporting the failure.  (c->h.loop is read afresh after each wait.) */
 static int client_open(ab__dclient_t *c) {
-  ab__loop_t *l = c->h.loop;
-  ab__engine_t *eng = l->eng;
-  int r = ab_task_connect(&c->tcp, (const struct sockaddr *)&l->connect_addr);
+  ab__engine_t *eng = c->h.loop->eng;
+  int r = client_connect(c);
   uint64_t now = ab_now_ns();
-  ab_hist_record(&l->connect, now - c->connect_start_ns);
+  ab_hist_record(&c->h.loop->connect, now - c->connect_start_ns);
   if (r < 0) {
-    client_setup_failed(c, r, "connect", NULL);
+    client_setup_failed(c, r, "connect", r == AB_ETIMEDOUT ? "did not finish within the timeout" : NULL);
     return -1;
   }
+  ab__loop_t *l = c->h.loop; /* the home: the task runs in its connect callback */
   r = ab__conn_setup(l, &c->conn, 1, 1);
   c->conn.data = c;
+  /* shared:N: other threads may run it as soon as it is watched */
+  c->conn.io.watch.lock = eng->shared ? &c->h.mu : NULL;
   if (r == 0) r = ab_conn_start(&c->conn, &l->d->reactor, &c->tcp,
                                 (ab_sockio_kept_t){&c->rbuf, &c->rcap, &c->rlen}, &client_cbs);
   if (r == 0) r = ab__client_allow(c, eng->dc->codec_vt->max_overhead + eng->cfg->payload);
@@ -240,11 +281,10 @@ static inline int co_reply_plain(ab__dclient_t *c, const ab_msgview_t *msg, uint
 
 static void client_main(void *arg) {
   ab__dclient_t *c = arg;
-  ab__loop_t *l = c->h.loop;
   int r;
   if (client_open(c) < 0) return;
   /* echo replies of a plain framing are checked here, inline */
-  int plain = c->conn.codec->vt->plain_frames && !l->eng->dc->requests;
+  int plain = c->conn.codec->vt->plain_frames && !c->h.loop->eng->dc->requests;
   for (;;) {
     if (!c->h.alive) return;
     if ((r = client_send(c)) < 0) {
@@ -283,7 +323,7 @@ static void client_main(void *arg) {
       return;
     }
     if (got) {
-      ab__loop_check_progress(l);
+      ab__loop_check_progress(c->h.loop);
       continue; /* refill the window first */
     }
     if (c->co_err) {
@@ -308,7 +348,7 @@ static void client_task_exit(ab_task_t *t, void *arg) {
 }
 
 void ab__co_client_start(ab__dclient_t *c) {
-  ab__loop_t *l = c->h.loop;
+  ab__loop_t *l = c->h.loop; /* its home: the engine starts it there */
   int r = uv_tcp_init(&l->loop, &c->tcp);
   if (r == 0) {
     c->tcp.data = c;
@@ -330,8 +370,7 @@ void ab__co_client_start(ab__dclient_t *c) {
 void ab__co_client_wake(ab__dclient_t *c) { wake(c->task, &c->co_waiting); }
 
 void ab__co_client_connect_expired(ab__dclient_t *c) {
-  /* only a task waiting for its handshakes can be told; one still in its
-   * TCP connect is left to the coordinator's limit */
+  /* a task waiting for its connect or its handshakes is told */
   if (c->ly.reported || c->task == NULL || !c->co_waiting) return;
   c->co_err = AB_ETIMEDOUT;
   wake(c->task, &c->co_waiting);
@@ -345,6 +384,7 @@ void ab__co_client_connect_expired(ab__dclient_t *c) {
  * works is pushed back instead of buffered. */
 static void server_on_readable(ab_conn_t *conn) {
   ab__sconn_t *s = conn->data;
+  s->loop = conn->io.watch.running; /* shared:N: this thread's loop */
   int got = 0;
   int r = co_recv(conn, &got);
   if (r < 0) s->co_err = r;
@@ -354,11 +394,13 @@ static void server_on_readable(ab_conn_t *conn) {
 
 static void server_on_ready(ab_conn_t *conn) {
   ab__sconn_t *s = conn->data;
+  s->loop = conn->io.watch.running;
   wake(s->task, &s->co_waiting);
 }
 
 static void server_on_error(ab_conn_t *conn, int err) {
   ab__sconn_t *s = conn->data;
+  s->loop = conn->io.watch.running;
   s->co_err = ab_err_stream_end(err, AB_SIDE_SERVER);
   wake(s->task, &s->co_waiting);
 }
@@ -399,11 +441,11 @@ static size_t echo_run(ab__sconn_t *s, int raw) {
 
 static void server_main(void *arg) {
   ab__sconn_t *s = arg;
-  ab__loop_t *l = s->loop;
-  ab__engine_t *eng = l->eng;
+  ab__loop_t *home = s->loop; /* started on the loop that accepted it */
+  ab__engine_t *eng = home->eng;
   const ab_codec_vt_t *vt = eng->dc->codec_vt;
   ab_outbuf_t *out = ab_conn_out(&s->conn);
-  int r = ab_conn_start(&s->conn, &l->d->reactor, &s->tcp,
+  int r = ab_conn_start(&s->conn, &home->d->reactor, &s->tcp,
                         (ab_sockio_kept_t){&s->rbuf, &s->rcap, &s->rlen}, &server_cbs);
   if (r < 0) goto done;
   while (!s->conn.ready) {
@@ -422,7 +464,7 @@ static void server_main(void *arg) {
         ab__consume(s->rbuf, &s->rlen, used);
         server_flush(s);
         if (h < 0) {
-          ab__loop_error(l, AB_EPROTO, "server: websocket upgrade refused");
+          ab__loop_error(s->loop, AB_EPROTO, "server: websocket upgrade refused");
           goto done;
         }
         break;
@@ -432,6 +474,7 @@ static void server_main(void *arg) {
     }
   }
   s->ly.state = AB__LY_READY;
+  /* (s->loop, the thread running it now, is read afresh after every wait) */
   /* plain tcp without a pool echoes whole frames straight from the read
    * buffer, as the callback server does, instead of copying each through
    * server_reply */
@@ -450,14 +493,14 @@ static void server_main(void *arg) {
       off += used;
       if (r == 0) break;
       if (r < 0) {
-        if (r != AB_ECLOSED) ab__loop_error(l, r, "server: request from a client");
+        if (r != AB_ECLOSED) ab__loop_error(s->loop, r, "server: request from a client");
         server_flush(s); /* a close frame, or the reply before Connection: close */
         goto done;
       }
-      l->server_messages++;
-      l->server_bytes += msg.len;
+      s->loop->server_messages++;
+      s->loop->server_bytes += msg.len;
       if (direct && msg.data >= s->rbuf + before && msg.data + msg.len <= s->rbuf + off) {
-        if (eng->cfg->work) l->work_sink ^= ab_work(eng->cfg->work, l->work_sink + 1);
+        if (eng->cfg->work) s->loop->work_sink ^= ab_work(eng->cfg->work, s->loop->work_sink + 1);
         if (run_hi != before) run_lo = before; /* (always contiguous in practice) */
         run_hi = off;
         continue;
@@ -479,7 +522,7 @@ static void server_main(void *arg) {
         held++;
         ab__sconn_submit(s);
       } else {
-        if (eng->cfg->work) l->work_sink ^= ab_work(eng->cfg->work, l->work_sink + 1);
+        if (eng->cfg->work) s->loop->work_sink ^= ab_work(eng->cfg->work, s->loop->work_sink + 1);
         if (vt->server_reply(s->conn.codec, msg.data, msg.len) < 0) {
           server_flush(s);
           goto done;
@@ -536,6 +579,7 @@ void ab__co_server_accept(ab__sconn_t *s) {
   ab__loop_t *l = s->loop;
   int r = ab__conn_setup(l, &s->conn, 0, 1);
   s->conn.data = s;
+  s->conn.io.watch.lock = l->eng->shared ? &s->mu : NULL; /* ab__conn_setup cleared it */
   if (r == 0) r = ab_task_c_new(l->d->sched, &s->task, STACK_SIZE, server_main, s);
   if (r < 0) {
     s->task = NULL;

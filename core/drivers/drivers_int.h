@@ -60,6 +60,8 @@ typedef struct ab__dclient_s {
   /* execution = coroutine (coro_echo.c) */
   ab_task_t *task;
   int co_waiting, co_err;
+  int co_connect;               /* its TCP connect: 0 pending, 1 done, < 0
+                                   the error */
   uint64_t co_now;              /* clock at the last read */
   uint8_t *sbuf;                /* request batch */
   size_t scap;

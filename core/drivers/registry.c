@@ -130,8 +130,28 @@ static void co_loop_close(ab__loop_t *l) {
   stream_loop_close(l);
 }
 
+/* Every task ends before its connection closes.  shared:N: another thread
+ * may be running a connection of l's, so each task is cancelled holding
+ * its connection's lock (clients first, as stream_stop closes them); what
+ * is left (nothing, there) goes with the scheduler's own walk. */
 static void co_stop(ab__loop_t *l) {
-  if (l->d && l->d->sched) ab_sched_cancel_all(l->d->sched);
+  if (l->d == NULL || l->d->sched == NULL) {
+    stream_stop(l);
+    return;
+  }
+  for (uint32_t i = 0; i < l->nclients; i++) {
+    ab__client_t *c = ab__loop_client(l, i);
+    ab__client_take(l, c);
+    if (AB__DC(c)->task) ab_sched_cancel(AB__DC(c)->task);
+    ab__client_give(l, c);
+  }
+  for (ab__sconn_t *s = l->d->sconns; s; s = s->next) {
+    if (l->eng->shared) pthread_mutex_lock(&s->mu);
+    s->loop = l;
+    if (s->task) ab_sched_cancel(s->task);
+    if (l->eng->shared) pthread_mutex_unlock(&s->mu);
+  }
+  ab_sched_cancel_all(l->d->sched);
   stream_stop(l);
 }
 

@@ -6,10 +6,17 @@
  * state (the timer, the request, the read target) lives in the task struct
  * itself, so a cancelled task's late libuv callback always finds valid
  * memory, and the per-message path allocates nothing.
+ *
+ * Threads: a task may end on another thread than its scheduler's loop
+ * (shared:N resumes a connection's task on whichever thread runs the
+ * connection), so the list of live tasks and the counts are guarded by the
+ * scheduler's mutex, taken when a task is made, ends or is freed -- never
+ * per resume.  Everything else of a task is its owner's to serialise.
  */
 #include "io/scheduler.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +32,7 @@ typedef struct link_s {
 
 struct ab_sched_s {
   uv_loop_t *loop;
+  pthread_mutex_t mu; /* guards the three below (see the top) */
   link_t live;  /* tasks not ended (circular, sentinel) */
   size_t nlive;
   size_t nmem;  /* task structs not yet freed */
@@ -96,6 +104,7 @@ int ab_sched_new(ab_sched_t **out, uv_loop_t *loop) {
   ab_sched_t *s = calloc(1, sizeof(*s));
   if (s == NULL) return AB_ENOMEM;
   s->loop = loop;
+  pthread_mutex_init(&s->mu, NULL);
   list_init(&s->live);
   *out = s;
   return 0;
@@ -103,19 +112,33 @@ int ab_sched_new(ab_sched_t **out, uv_loop_t *loop) {
 
 int ab_sched_free(ab_sched_t *s) {
   if (s == NULL) return 0;
-  if (s->nmem != 0) return UV_EBUSY;
+  pthread_mutex_lock(&s->mu);
+  size_t left = s->nmem;
+  pthread_mutex_unlock(&s->mu);
+  if (left != 0) return UV_EBUSY;
+  pthread_mutex_destroy(&s->mu);
   free(s);
   return 0;
 }
 
 uv_loop_t *ab_sched_loop(const ab_sched_t *s) { return s->loop; }
-size_t ab_sched_live(const ab_sched_t *s) { return s->nlive; }
+
+size_t ab_sched_live(const ab_sched_t *s) {
+  ab_sched_t *m = (ab_sched_t *)s; /* the lock only */
+  pthread_mutex_lock(&m->mu);
+  size_t n = s->nlive;
+  pthread_mutex_unlock(&m->mu);
+  return n;
+}
 
 /* ---- task life ---------------------------------------------------------- */
 
 static void drop(ab_task_t *t) {
   if (--t->holds > 0) return;
-  t->sched->nmem--;
+  ab_sched_t *s = t->sched;
+  pthread_mutex_lock(&s->mu);
+  s->nmem--;
+  pthread_mutex_unlock(&s->mu);
   free(t);
 }
 
@@ -124,8 +147,10 @@ static void timer_closed(uv_handle_t *h) { drop((ab_task_t *)h->data); }
 static void end(ab_task_t *t) {
   ab_sched_t *s = t->sched;
   t->state = T_ENDED;
+  pthread_mutex_lock(&s->mu);
   list_remove(&t->link);
   s->nlive--;
+  pthread_mutex_unlock(&s->mu);
   if (t->on_exit != NULL) t->on_exit(t, t->exit_arg);
   t->kind->release(t);
   t->ctx = NULL;
@@ -161,9 +186,11 @@ int ab_task_new(ab_sched_t *s, ab_task_t **out, const ab_task_kind_t *kind, void
   t->ctx = ctx;
   t->state = T_NEW;
   t->holds = 1;
+  pthread_mutex_lock(&s->mu);
   list_push(&s->live, &t->link);
   s->nlive++;
   s->nmem++;
+  pthread_mutex_unlock(&s->mu);
   *out = t;
   return 0;
 }
@@ -193,9 +220,11 @@ int ab_task_c_new(ab_sched_t *s, ab_task_t **out, size_t stack_size,
   ab_coro_t *co;
   rc = ab_coro_new(&co, stack_size, c_main, t);
   if (rc != 0) {
+    pthread_mutex_lock(&s->mu);
     list_remove(&t->link);
     s->nlive--;
     s->nmem--;
+    pthread_mutex_unlock(&s->mu);
     free(t);
     return rc;
   }
@@ -261,20 +290,28 @@ void ab_sched_cancel_all(ab_sched_t *s) {
   /* Move the current tasks aside and cancel them one by one from there:
    * cancelling runs task code, which may end any task (each unlinks itself
    * from whichever list holds it) or start new ones (they go to s->live and
-   * are left alone). */
-  if (list_empty(&s->live)) return;
+   * are left alone).  The lock is not held while task code runs. */
+  pthread_mutex_lock(&s->mu);
+  if (list_empty(&s->live)) {
+    pthread_mutex_unlock(&s->mu);
+    return;
+  }
   link_t todo;
   todo.next = s->live.next;
   todo.prev = s->live.prev;
   todo.next->prev = &todo;
   todo.prev->next = &todo;
   list_init(&s->live);
-  while (!list_empty(&todo)) {
+  for (;;) {
+    if (list_empty(&todo)) break;
     ab_task_t *t = (ab_task_t *)todo.next;
     list_remove(&t->link);
     list_push(&s->live, &t->link);
+    pthread_mutex_unlock(&s->mu);
     ab_sched_cancel(t);
+    pthread_mutex_lock(&s->mu);
   }
+  pthread_mutex_unlock(&s->mu);
 }
 
 /* ---- suspension (C kind) ------------------------------------------------ */

@@ -60,10 +60,20 @@
  * AB_EINTR after cancellation; AB_ECLOSED at end of stream; AB_EINVAL for a
  * bad argument or a blocking call made outside a C task.
  *
- * Threads: a scheduler, its tasks and the handles they use belong to the
- * thread running its loop; call everything from there.  No locks.  Misuse
- * that would corrupt a task (waking a task that is not suspended, freeing
- * a running coroutine) prints a message and aborts.
+ * Threads: a scheduler and the libuv handles its tasks use belong to the
+ * thread running its loop: make tasks there, and call the blocking-style
+ * primitives (sleep, read, write, connect: they start libuv operations)
+ * only while the task runs on that thread.  A suspended task may be woken
+ * or cancelled from another thread (it migrates: coro.h) -- shared:N
+ * resumes a connection's task on whichever thread runs the connection --
+ * provided its owner makes sure one thread at a time touches it, with a
+ * happens-before between them (shared:N: the connection's lock); the task
+ * may then end there too.  The scheduler's own list of live tasks is
+ * guarded by a mutex taken when a task is made, ends or is freed, never
+ * per resume.  ab_sched_cancel_all walks that list: call it only when no
+ * other thread can run the scheduler's tasks.  Misuse that would corrupt a
+ * task (waking a task that is not suspended, freeing a running coroutine)
+ * prints a message and aborts.
  *
  * (Named scheduler.h, not sched.h: core/ is on the include path and a
  * core/sched.h would shadow the system <sched.h> that <pthread.h> includes.)
@@ -115,7 +125,8 @@ size_t ab_sched_live(const ab_sched_t *s);
 void ab_sched_cancel(ab_task_t *t);
 
 /* Cancels every task that has not ended when it is called (tasks started
- * by their exit paths are not).  For the deadline or a fatal error. */
+ * by their exit paths are not).  For the deadline or a fatal error; only
+ * while no other thread can run s's tasks (see Threads). */
 void ab_sched_cancel_all(ab_sched_t *s);
 
 /* ---- tasks ------------------------------------------------------------ */

@@ -7,17 +7,18 @@
 
 #define ALL_EXECS (AB_EXEC_BIT(AB_EXEC_CALLBACK) | AB_EXEC_BIT(AB_EXEC_COROUTINE))
 #define STREAM AB_TRANSPORT_STREAM
-#define SHARED_EXECS AB_EXEC_BIT(AB_EXEC_CALLBACK)
+#define SHARED_EXECS ALL_EXECS
 
 /* Scenario order (docs/scenarios.md).  execution = "lua" drives tcp and
  * tls (its connections are io/conn.h's, TLS below the bytes Lua sees) and
  * udp (one datagram per send, core/lua/lua_exec_udp.c); a row gains
  * AB_EXEC_BIT(AB_EXEC_HOOKS) when the Lua driver runs over it.
  * The coroutine echo is stream-only.  The last column: what shared:N with
- * N > 1 runs (docs/topologies.md): callback over the stream protocols; the
- * rest is refused.  After it, what runs requests_per_connection (churn:
- * the stream protocols in callback and coroutine execution; udp has no
- * connection to replace, and a Lua client owns its connection). */
+ * N > 1 runs (docs/topologies.md): callback and coroutine over the stream
+ * protocols; the rest (udp, execution = "lua") is refused.  After it, what
+ * runs requests_per_connection (churn: the stream protocols in callback and
+ * coroutine execution; udp has no connection to replace, and a Lua client
+ * owns its connection). */
 static const ab_proto_cap_t protocols[] = {
     {"tcp", AB_PROTO_TCP, STREAM, 0, "framing", ALL_EXECS | AB_EXEC_BIT(AB_EXEC_HOOKS),
      AB_MSG_MAX_PAYLOAD, SHARED_EXECS, ALL_EXECS},

@@ -1,5 +1,7 @@
 /* test_coro.c -- coro.h: switching, nesting, many coroutines, the guard
- * page, callee-saved and floating-point state across switches, threads. */
+ * page, callee-saved and floating-point state across switches, threads,
+ * and a coroutine that migrates between threads (shared:N). */
+#include <errno.h>
 #include <fenv.h>
 #include <pthread.h>
 #include <signal.h>
@@ -446,6 +448,69 @@ static void test_threads(void) {
   }
 }
 
+/* ---- migration: resumed on another thread than it yielded on ------------ */
+
+typedef struct {
+  ab_coro_t *co;
+  pthread_t seen[3];   /* the thread each step ran on */
+  int errno_seen[3];   /* errno on that thread at the step's start */
+  int current_ok;      /* ab_coro_current() was the coroutine at every step */
+  int after_ok;        /* on the resuming thread after the resume */
+} mig_t;
+
+/* errno and pthread_self() are "const" functions of the thread to the
+ * compiler: read directly in a loop that yields, their first value would
+ * be reused after a migration (coro.h, Threads).  Through a volatile
+ * function pointer each step reads the thread it runs on now. */
+static int *errno_here(void) { return &errno; }
+static pthread_t self_here(void) { return pthread_self(); }
+static int *(*volatile errno_loc)(void) = errno_here;
+static pthread_t (*volatile self_now)(void) = self_here;
+
+static void mig_fn(void *p) {
+  mig_t *m = p;
+  for (int i = 0; i < 3; i++) {
+    m->seen[i] = self_now();
+    m->errno_seen[i] = *errno_loc(); /* the running thread's, not the last one's */
+    if (ab_coro_current() != m->co) m->current_ok = 0;
+    *errno_loc() = 100 + i;
+    ab_coro_yield();
+  }
+}
+
+static void *mig_thread(void *p) {
+  mig_t *m = p;
+  errno = 7;
+  ab_coro_resume(m->co);
+  /* the coroutine's errno write was this thread's; it left no current */
+  if (errno != 100 + (m->seen[1] == pthread_self() ? 1 : 0) || ab_coro_current() != NULL)
+    m->after_ok = 0;
+  return NULL;
+}
+
+static void test_migrate(void) {
+  mig_t m;
+  memset(&m, 0, sizeof(m));
+  m.current_ok = m.after_ok = 1;
+  CHECK(ab_coro_new(&m.co, 0, mig_fn, &m) == 0);
+  pthread_t a, b;
+  CHECK(pthread_create(&a, NULL, mig_thread, &m) == 0); /* step 0 on a */
+  pthread_join(a, NULL);
+  CHECK(pthread_create(&b, NULL, mig_thread, &m) == 0); /* step 1 on b */
+  pthread_join(b, NULL);
+  errno = 9;
+  ab_coro_resume(m.co); /* step 2 here */
+  CHECK(errno == 102);
+  CHECK(ab_coro_current() == NULL);
+  ab_coro_resume(m.co); /* ends */
+  CHECK(ab_coro_done(m.co));
+  CHECK(pthread_equal(m.seen[0], a) && pthread_equal(m.seen[1], b));
+  CHECK(pthread_equal(m.seen[2], pthread_self()));
+  CHECK(m.errno_seen[0] == 7 && m.errno_seen[1] == 7 && m.errno_seen[2] == 9);
+  CHECK(m.current_ok == 1 && m.after_ok == 1);
+  ab_coro_free(m.co);
+}
+
 /* ---- misuse aborts --------------------------------------------------------- */
 
 static void test_misuse(void) {
@@ -470,6 +535,7 @@ int main(void) {
   test_float();
   test_free_suspended();
   test_threads();
+  test_migrate();
   test_misuse();
   TEST_DONE();
 }
