@@ -67,6 +67,8 @@ typedef struct ab__dclient_s {
   size_t scap;
   /* udp only */
   uint8_t *dgram;               /* one datagram being built */
+  /* shared:N: queued for its home to close its handle (home_close.c) */
+  struct ab__dclient_s *hc_next;
 } ab__dclient_t;
 
 /* A client's own requests -- its window of them, `most` bytes each at
@@ -121,6 +123,8 @@ struct ab__sconn_s {
   uint64_t jobs_back;           /* returned jobs not yet released */
   uint64_t jobs_held;           /* jobs submitted, their replies not yet
                                    released */
+  struct ab__sconn_s *hc_next;  /* shared:N: queued for its home to close
+                                   its handle (home_close.c) */
 };
 
 /* pool:N: a server connection's requests that wait for the work pool
@@ -149,6 +153,13 @@ struct ab__dloop_s {
   ab__sconn_t *sconns;          /* list of server connections */
   ab__sconn_t *reaped;          /* closed ones, freed at the next accept
                                    (ab__server_reap) or the loop's end */
+  /* shared:N: connections of this (home) loop that ended on another
+   * thread, whose handles this loop closes (home_close.c) */
+  uv_async_t hc_async;
+  pthread_mutex_t hc_mu;        /* guards the lists and hc_open */
+  ab__dclient_t *hc_clients;
+  ab__sconn_t *hc_sconns;
+  int hc_open, hc_inited;
 };
 
 /* The drivers' part of a case (ab__engine_t.dc): what transport.c sets up
@@ -260,6 +271,16 @@ void ab__co_client_wake(ab__dclient_t *c);
 void ab__co_client_connect_expired(ab__dclient_t *c);
 void ab__co_server_accept(ab__sconn_t *s);
 void ab__co_job_done(ab__sconn_t *s);
+
+/* home_close.c: shared:N, a connection that ended on another thread than
+ * its home's: its handle is closed by the home, soon (the queuer holds the
+ * connection's lock and has stopped its IO; ab__client_close and
+ * ab__sconn_close call these). */
+int ab__home_close_open(ab__loop_t *l);   /* loop_open (dloop_new) */
+void ab__home_close_stop(ab__loop_t *l);  /* the loop's stop */
+void ab__home_close_free(ab__loop_t *l);  /* loop_close */
+void ab__home_close_client(ab__dclient_t *c);
+void ab__home_close_sconn(ab__sconn_t *s);
 
 /* udp.c */
 int ab__udp_server_open(ab__loop_t *l);

@@ -34,7 +34,7 @@ static int dloop_new(ab__loop_t *l) {
   if (l->eng->shared) ab_reactor_shared_init(&l->d->reactor, l->eng->rset, l);
   else ab_reactor_uv_init(&l->d->reactor, &l->loop, l);
   l->reactor = &l->d->reactor;
-  return 0;
+  return ab__home_close_open(l);
 }
 
 /* After the loop ended: its server connections are closed, free them. */
@@ -48,6 +48,7 @@ static void dloop_free(ab__loop_t *l) {
     free(s);
     s = n;
   }
+  ab__home_close_free(l);
   free(l->d);
   l->d = NULL;
 }
@@ -71,6 +72,7 @@ static void stream_loop_close(ab__loop_t *l) {
 }
 
 static void stream_stop(ab__loop_t *l) {
+  ab__home_close_stop(l); /* what it would close, this closes now */
   for (uint32_t i = 0; i < l->nclients; i++) {
     ab__client_t *c = ab__loop_client(l, i);
     ab__client_take(l, c);
@@ -184,6 +186,7 @@ static void udp_start(ab__client_t *hc) {
 }
 
 static void udp_stop(ab__loop_t *l) {
+  ab__home_close_stop(l);
   for (uint32_t i = 0; i < l->nclients; i++) ab__client_close(AB__DCLIENT(l, i));
   if (l->d->listening) uv_close((uv_handle_t *)&l->d->userver, close_noop);
 }

@@ -148,8 +148,11 @@ static ab_sockio_kept_t sconn_in(ab__sconn_t *s) {
 void ab__client_reported(ab__dclient_t *c) {
   if (c->ly.reported) return;
   c->ly.reported = 1;
-  /* shared:N (no reopens): the home counts it, told from this thread */
-  if (c->h.loop->eng->shared) ab__loop_connect_done_on(c->h.home, c->h.loop);
+  /* shared:N: a first connect is counted by its home, told from this
+   * thread; a reopen's end is the connection's own (counted and woken
+   * here, holding its lock) */
+  if (c->h.loop->eng->shared && !c->h.reopening)
+    ab__loop_connect_done_on(c->h.home, c->h.loop);
   else ab__client_connect_done(&c->h);
 }
 

@@ -48,7 +48,8 @@ void ab__client_reset(ab__dclient_t *c) {
 
 /* shared:N: a connection closed on another loop's thread than its home's
  * stops its IO there; its handle belongs to the home's libuv loop, which
- * closes it at the end (the engine's stop calls this again, from home). */
+ * closes it soon (home_close.c calls this again, from home; so does the
+ * engine's stop). */
 void ab__client_close(ab__dclient_t *c) {
   if (c->tcp.data == NULL) return;
   if (!c->h.closing) {
@@ -57,6 +58,7 @@ void ab__client_close(ab__dclient_t *c) {
     ab_conn_close(&c->conn); /* before the handle that owns the descriptor */
     if (c->h.loop != c->h.home) {
       c->h.close_later = 1;
+      ab__home_close_client(c);
       return;
     }
   } else if (!c->h.close_later || c->h.loop != c->h.home) {
@@ -230,6 +232,12 @@ static void on_connect(uv_connect_t *req, int status) {
     int r = ab_sockio_start(&c->conn.io, &l->d->reactor, &c->tcp, on_readable, on_io_error);
     if (r == 0) r = ab__client_allow(c, l->fsz);
     if (r < 0) ab__client_fail(c, r, "read start");
+    if (c->h.reopening) {
+      /* shared:N: a reopen's end touches c (it is woken): still holding it */
+      ab__client_connect_done(&c->h);
+      ab__client_give(l, &c->h);
+      return;
+    }
     ab__client_give(l, &c->h);
   }
   ab__client_connect_done(&c->h);

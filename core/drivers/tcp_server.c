@@ -73,13 +73,15 @@ static void on_sclosed(uv_handle_t *h) {
 }
 
 /* As ab__client_close: off its home's thread (shared:N) only its IO stops
- * now; the home closes the handle at the end (ab__server_close_all). */
+ * now; the home closes the handle soon (home_close.c), or at its stop
+ * (ab__server_close_all). */
 void ab__sconn_close(ab__sconn_t *s) {
   if (!s->closing) {
     s->closing = 1;
     ab_conn_close(&s->conn); /* before the handle that owns the descriptor */
     if (s->loop != s->home) {
       s->close_later = 1;
+      ab__home_close_sconn(s);
       return;
     }
   } else if (!s->close_later || s->loop != s->home) {

@@ -200,9 +200,11 @@ void ab__sweep_close(ab__loop_t *l) {
 void ab__client_lost(ab__client_t *c, int code) {
   ab__loop_t *l = c->loop;
   (void)code;
-  /* shared:N does not reopen yet: the connection may be failed on another
-   * thread than its home, whose loop owns its handle (docs/topologies.md) */
-  if (!l->eng->drv->can_reopen || l->eng->shared || !reopen_phase(l)) return;
+  /* shared:N: l is the loop of the thread failing it, maybe not its home;
+   * the home closes its handle (the drivers' home_close.c), its close
+   * callback (ab__client_closed) runs there, and the home's sweep reopens
+   * it */
+  if (!l->eng->drv->can_reopen || !reopen_phase(l)) return;
   if (c->win.oldest_seq != c->mark_seq) {
     /* a reply completed since it came up: a fresh loss, reopen at once */
     c->fails = 0;

@@ -8,7 +8,9 @@
 -- failures in a row (`reconnects_given_up`).  Fixtures:
 -- spec/fixtures/misbehaving/tcp_hold_nth.py (every Nth echo held),
 -- tcp_delay_all.py (every echo late), tcp_echo_then_refuse.py,
--- http_short_body.py (one short answer then FIN).
+-- http_short_body.py (one short answer then FIN).  The same rules hold on
+-- shared:2 (N threads on one reactor: a connection fails on whichever
+-- thread runs it, its home closes and reopens it).
 --
 -- Needs: /usr/bin/python3 ($ARKBENCH_PYTHON overrides it).
 -- Runtime: ~25 s.
@@ -93,16 +95,19 @@ end)
 ---------------------------------------------------------------------------
 -- The same rule in coroutine mode, and in warm-up: a connection lost to an
 -- overdue warm-up reply is reopened for the measure phase (before: failed
--- for good in the warm-up's drain).
+-- for good in the warm-up's drain).  On one thread and on shared:2.
 describe("tcp: every 10th echo held 1 s, timeout = 0.3, with warm-up", function()
-    for _, exec in ipairs({ "callback", "coroutine" }) do
-        it("reopens in warm-up and measure, every connection measured, execution = " .. exec, function()
+    for _, case in ipairs({ { "callback", "sharded:1" }, { "coroutine", "sharded:1" },
+                            { "callback", "shared:2" }, { "coroutine", "shared:2" } }) do
+        local exec, topo = case[1], case[2]
+        it("reopens in warm-up and measure, every connection measured, execution = " .. exec
+            .. ", " .. topo, function()
             local r, peer = against("tcp_hold_nth.py", { 10, 1.0 }, function(port)
                 return string.format([[
 return { name = "hold_warm_%s", protocol = "tcp", framing = "raw", target = "127.0.0.1:%d",
          payload = 256, clients = 4, window = 2, warmup = 1, duration = 1.5, timeout = 0.3,
-         interval = 1.5, execution = %q, repetitions = 1 }
-]], exec, port, exec)
+         interval = 1.5, execution = %q, topology = %q, repetitions = 1 }
+]], exec, port, exec, topo)
             end)
             assert.is_true(r.timed_out > 0, brief_more(r))
             assert.is_true(r.reconnects > 0, brief_more(r))
@@ -121,14 +126,17 @@ end)
 -- completes; each connection is timed out at 10 ms, reopened with backoff
 -- (50, 100, 200, 400 ms: no reply between) and given up at the 5th.
 describe("tcp: every reply 15 ms late, timeout = 0.01", function()
-    for _, exec in ipairs({ "callback", "coroutine" }) do
-        it("counts no reply as completed and bounds the reopens, execution = " .. exec, function()
+    for _, case in ipairs({ { "callback", "sharded:1" }, { "coroutine", "sharded:1" },
+                            { "callback", "shared:2" }, { "coroutine", "shared:2" } }) do
+        local exec, topo = case[1], case[2]
+        it("counts no reply as completed and bounds the reopens, execution = " .. exec .. ", "
+            .. topo, function()
             local r, peer = against("tcp_delay_all.py", { 15 }, function(port)
                 return string.format([[
 return { name = "delay_all_%s", protocol = "tcp", framing = "raw", target = "127.0.0.1:%d",
          payload = 256, clients = 2, window = 1, warmup = 0, duration = 2, timeout = 0.01,
-         execution = %q, repetitions = 1 }
-]], exec, port, exec)
+         execution = %q, topology = %q, repetitions = 1 }
+]], exec, port, exec, topo)
             end)
             assert.are.equal(0, r.completed, brief_more(r))
             assert.are.equal(0, r.drained, brief_more(r))
@@ -170,12 +178,14 @@ end)
 -- that answers short and closes is reopened, and, as no reply ever
 -- completes, given up after 5 losses in a row.
 describe("http: each connection gets a short answer then FIN", function()
-    it("reopens the closed connection and gives it up after 5 in a row", function()
+    for _, topo in ipairs({ "sharded:1", "shared:2" }) do
+    it("reopens the closed connection and gives it up after 5 in a row, " .. topo, function()
         local r, peer = against("http_short_body.py", {}, function(port)
             return string.format([[
 return { name = "short_body_reopen", protocol = "http", target = "127.0.0.1:%d", payload = 1000,
-         clients = 2, window = 1, warmup = 0, duration = 1.5, timeout = 5, repetitions = 1 }
-]], port)
+         clients = 2, window = 1, warmup = 0, duration = 1.5, timeout = 5, topology = %q,
+         repetitions = 1 }
+]], port, topo)
         end)
         assert.are.equal(0, r.completed, brief_more(r))
         assert.are.equal(8, r.reconnects, brief_more(r))
@@ -184,4 +194,5 @@ return { name = "short_body_reopen", protocol = "http", target = "127.0.0.1:%d",
         assert.are.equal(10, r.message_errors, brief_more(r))
         assert_identity(r)
     end)
+    end
 end)
