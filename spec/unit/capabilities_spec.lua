@@ -36,7 +36,7 @@ describe("core.capabilities()", function()
                     row("udp"))
         assert.same({ name = "tcp", transport = "stream", tls = false, codec = "framing",
                       executions = { "callback", "coroutine", "lua" },
-                      shared_executions = { "callback" }, churn_executions = { "callback", "coroutine" },
+                      shared_executions = { "callback", "coroutine" }, churn_executions = { "callback", "coroutine" },
                       payload_max = 16777216 },
                     row("tcp"))
         -- requests_per_connection: every stream protocol in the C executions
