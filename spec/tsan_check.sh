@@ -1,10 +1,13 @@
 #!/bin/sh
 # spec/tsan_check.sh -- builds arkbench with ThreadSanitizer in <build>/tsan,
-# runs the C unit tests there and one shared:4 end-to-end run (N threads
-# on one reactor, callback tcp: the model whose threads share connections)
-# through the sanitized binary (under a pseudo-terminal: the live line too).  Any data race report fails the run
-# (halt_on_error, exitcode).  Bounded: the build, ~16 C tests, one case of
-# 0.5 s.
+# runs the C unit tests there and two end-to-end runs through the
+# sanitized binary on N threads serving one reactor (the model whose
+# threads share connections): callback tcp on shared:4, under a
+# pseudo-terminal so that the live line's path runs too, and coroutine tls
+# on shared:2 (each connection's coroutine migrates between the threads
+# with its events; every coroutine is a TSan fiber, base/coro.c).  Any
+# data race report fails the run (halt_on_error, exitcode).  Bounded: the
+# build, ~16 C tests, two cases of 0.5 s.
 set -eu
 ROOT=$1
 OUT=$2/tsan
@@ -33,5 +36,15 @@ fi
 lines=$(wc -l <"$RES/r/runs.jsonl")
 [ "$lines" -eq 1 ] || { echo "expected 1 run, got $lines"; cat "$RES/err"; exit 1; }
 if grep -q '"ok":false' "$RES/r/runs.jsonl"; then echo "the sanitized run failed:"; cat "$RES/r/runs.jsonl" "$RES/err"; exit 1; fi
-echo "tsan: C tests and the shared:4 run ok"
+cat >"$RES/co.lua" <<'LUA'
+return { name = "tsan_shared_co", protocol = "tls", execution = "coroutine", payload = 1024,
+         clients = 8, window = 8, topology = "shared:2", warmup = 0.1, duration = 0.5, timeout = 5,
+         repetitions = 1 }
+LUA
+ARKBENCH_ROOT="$ROOT" "$OUT/arkbench" run "$RES/co.lua" --out "$RES/rco" >"$RES/out" 2>"$RES/err" || {
+  echo "ThreadSanitizer end-to-end run co.lua failed:"; cat "$RES/out" "$RES/err"; exit 1; }
+lines=$(wc -l <"$RES/rco/runs.jsonl")
+[ "$lines" -eq 1 ] || { echo "co.lua: expected 1 run, got $lines"; cat "$RES/err"; exit 1; }
+if grep -q '"ok":false' "$RES/rco/runs.jsonl"; then echo "the sanitized run co.lua failed:"; cat "$RES/rco/runs.jsonl" "$RES/err"; exit 1; fi
+echo "tsan: C tests, the shared:4 callback run and the shared:2 coroutine run ok"
 rm -rf "$RES"

@@ -50,7 +50,9 @@
  * follows the stack changes (and its stack-use-after-return fake stacks);
  * under ThreadSanitizer each coroutine is a TSan fiber
  * (__tsan_switch_to_fiber before every switch), so TSan keeps a shadow
- * stack per coroutine and sees a migrated coroutine's accesses in order.
+ * stack per coroutine and sees a migrated coroutine's accesses in order;
+ * a fiber costs TSan a few hundred KiB, so thousands of coroutines need
+ * gigabytes in a TSan build.
  */
 #ifndef AB_CORO_H
 #define AB_CORO_H

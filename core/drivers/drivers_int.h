@@ -91,7 +91,7 @@ struct ab__sconn_s {
   ab__loop_t *loop;             /* shared:N: the loop running it now */
   ab__loop_t *home;             /* the loop that accepted it (its handle's) */
   int close_later;              /* shared:N: closed off home; home closes
-                                   the handle at the end */
+                                   the handle (home_close.c) */
   pthread_mutex_t mu;           /* shared:N: held by whoever runs it */
   int closing;
   int eof;                      /* the client half-closed: close once every

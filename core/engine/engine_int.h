@@ -15,8 +15,9 @@
  * shared:N (N > 1, eng->shared): the loops are N threads serving one
  * reactor set (io/reactor_shared.c; shared.c).  A client is allocated on
  * loop i mod N (its `home`, which connects it, wakes it at phase starts,
- * sweeps its timeouts and closes its handle), but any loop thread may run
- * its next socket event.  Whoever runs a connection holds its lock and
+ * sweeps its timeouts, closes its handle -- queued there by the thread it
+ * ended on, drivers/home_close.c -- and reopens it), but any loop thread
+ * may run its next socket event (and whatever the driver resumes in it).  Whoever runs a connection holds its lock and
  * points its `loop` at its own loop first (ab__client_take, or the reactor
  * for an event): so a loop's fields -- counters, histograms, time series,
  * buffers, phase -- are still touched by its own thread only, and a
@@ -113,7 +114,7 @@ typedef struct ab__client_s {
    * thread runs it (engine_int.h's header comment) */
   ab__loop_t *home;
   int close_later;              /* closed off its home thread: the home
-                                   closes the handle at the end */
+                                   closes the handle (home_close.c) */
   pthread_mutex_t mu;
 } ab__client_t;
 

@@ -201,9 +201,8 @@ void ab__client_lost(ab__client_t *c, int code) {
   ab__loop_t *l = c->loop;
   (void)code;
   /* shared:N: l is the loop of the thread failing it, maybe not its home;
-   * the home closes its handle (the drivers' home_close.c), its close
-   * callback (ab__client_closed) runs there, and the home's sweep reopens
-   * it */
+   * the home closes its handle (the drivers' home_close.c), and once it
+   * has closed (ab__client_closed, there) the home's sweep reopens it */
   if (!l->eng->drv->can_reopen || !reopen_phase(l)) return;
   if (c->win.oldest_seq != c->mark_seq) {
     /* a reply completed since it came up: a fresh loss, reopen at once */
