@@ -3,7 +3,8 @@
 -- rate, n/a or FAILED, and the ratio), and the Asio reference
 -- (bench/asio_echo.cpp) speaks arkbench's wire format both ways: arkbench's
 -- client against `asio_echo --mode server`, and `asio_echo --mode client`
--- against `arkbench serve --protocol tcp`. Loopback only, bounded; no
+-- against `arkbench serve --protocol tcp`; and scenarios/io_models.lua
+-- runs whole with --quick (one payload). Loopback only, bounded; no
 -- assertion on speed. The Asio parts are pending when asio_echo was not
 -- built (no g++ or libasio-dev).
 package.path = (os.getenv("ARKBENCH_ROOT") or ".") .. "/spec/?.lua;" .. package.path
@@ -146,5 +147,41 @@ return { protocol = "tcp", payload = 1024, clients = 4, window = 8, warmup = 0.0
         rc, _, err = proc.run_cmd({ ASIO, "--payload", "16384", "--window", "4096" })
         assert.are.equal(2, rc)
         assert.truthy(err:find("is over 1 MiB", 1, true), err)
+    end)
+end)
+
+-- scenarios/io_models.lua runs whole (issue 13, acceptance 1): every
+-- topology, coroutine on shared:N included. One payload and work 0 here
+-- (24 cases, --quick), every case ok, and the key findings printed for
+-- each load and execution.
+describe("scenarios/io_models.lua --quick", function()
+    teardown(files.remove_tmpdirs)
+
+    it("runs every topology x execution ok and prints the key findings", function()
+        local out_dir = files.tmpdir("_iomsc") .. "/out"
+        local rc, out, err = proc.run_cmd({ ark.BIN, "run", "scenarios/io_models.lua", "--quick",
+            "--filter", "payload=64", "--filter", "work=0", "--out", out_dir }, { limit = 240 })
+        assert.are.equal(0, rc, err .. out)
+        local runs = ark.read_runs(out_dir .. "/runs.jsonl")
+        assert.are.equal(24, #runs, err)
+        local seen = {}
+        for _, r in ipairs(runs) do
+            assert.is_true(r.ok, ark.brief(r))
+            ark.assert_identity(r)
+            seen[r.case.topology .. " " .. r.case.execution] = true
+        end
+        for _, t in ipairs({ "sharded:1", "shared:2", "shared:4", "sharded:2", "sharded:4", "pool:4" }) do
+            for _, e in ipairs({ "callback", "coroutine" }) do
+                assert.is_true(seen[t .. " " .. e], t .. " " .. e)
+            end
+        end
+        assert.truthy(out:find("key findings:", 1, true), out)
+        for _, load in ipairs({ "1 client, window 1", "16 clients, window 16" }) do
+            for _, e in ipairs({ "callback", "coroutine" }) do
+                -- (one work value here: the group does not name it)
+                local line = "tcp, " .. load .. ", execution " .. e .. ": "
+                assert.truthy(out:find(line, 1, true), line .. " in\n" .. out)
+            end
+        end
     end)
 end)
