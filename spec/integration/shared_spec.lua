@@ -117,6 +117,34 @@ return { name = "shared_serve", protocol = "tcp", payload = 512, clients = 8, wi
         assert_identity(res.runs[1])
     end)
 
+    it("gives back the descriptor of every connection that ended (its home closes it)", function()
+        local srv = peers.serve("tcp", { "--topology", "shared:2" })
+        local port = peers.wait_listening(srv)
+        -- the serve process itself (srv.pid is its `timeout` wrapper)
+        local spid = proc.sh_out("pgrep -P " .. srv.pid):match("(%d+)")
+        assert.truthy(spid, "serve's pid")
+        local function nfd() return tonumber(proc.sh_out("ls /proc/" .. spid .. "/fd | wc -l")) end
+        local text = string.format([[
+return { name = "shared_fds", protocol = "tcp", payload = 256, clients = 32, window = 4,
+         target = "127.0.0.1:%d", warmup = 0, duration = 0.2, repetitions = 1 }
+]], port)
+        local function one()
+            local res = run_scenario(text, { name = "shared_fds" })
+            assert.are.equal(1, #res.runs, res.stderr)
+            assert.is_true(res.runs[1].ok, brief(res.runs[1]))
+            proc.sleep(0.3) -- the server sees each client's close
+        end
+        one()
+        local before = nfd()
+        -- 3 x 32 more connections, about half of them ended on another
+        -- thread than the one that accepted them
+        for _ = 1, 3 do one() end
+        local after = nfd()
+        proc.stop(srv)
+        assert.is_true(after <= before + 2, "descriptors: " .. before .. " after the first run, "
+            .. after .. " after 96 more connections")
+    end)
+
     it("runs placement = split on shared:2 (server and client each one reactor, 2 threads)", function()
         local res = run_scenario([[
 return { name = "shared_split", protocol = { "tcp", "tls" }, payload = 512, clients = 8, window = 8,
