@@ -349,12 +349,13 @@ static void client_task_exit(ab_task_t *t, void *arg) {
 
 void ab__co_client_start(ab__dclient_t *c) {
   ab__loop_t *l = c->h.loop; /* its home: the engine starts it there */
-  int r = uv_tcp_init(&l->loop, &c->tcp);
+  int r = ab__client_tcp_init(l, &c->tcp);
   if (r == 0) {
     c->tcp.data = c;
     uv_tcp_nodelay(&c->tcp, 1);
     c->connect_start_ns = ab_now_ns();
-    r = ab_task_c_new(l->d->sched, &c->task, STACK_SIZE, client_main, c);
+    r = ab__client_tcp_bind(l, &c->tcp, c->h.id);
+    if (r == 0) r = ab_task_c_new(l->d->sched, &c->task, STACK_SIZE, client_main, c);
   }
   if (r < 0) {
     c->task = NULL;

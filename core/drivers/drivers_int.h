@@ -200,6 +200,12 @@ int ab__client_reply(ab__dclient_t *c, const ab_msgview_t *msg, uint64_t now);
 size_t ab__client_build(ab__dclient_t *c, uint8_t *dst, uint32_t n, uint8_t ph, uint64_t seq);
 size_t ab__msg_room(const ab__loop_t *l);
 
+/* source.c: a client socket from the case's source addresses (cfg->bind):
+ * init (the socket is made at once when there are any), then bind for
+ * connection id before the connect (0 when there are none) */
+int ab__client_tcp_init(ab__loop_t *l, uv_tcp_t *tcp);
+int ab__client_tcp_bind(ab__loop_t *l, uv_tcp_t *tcp, uint32_t id);
+
 /* tcp_client.c: callback tcp client */
 void ab__client_connect(ab__dclient_t *c, const struct sockaddr *addr);
 void ab__client_pump(ab__dclient_t *c);

@@ -412,13 +412,14 @@ void ab__sclient_connect_expired(ab__dclient_t *c) {
 
 void ab__sclient_connect(ab__dclient_t *c, const struct sockaddr *addr) {
   ab__loop_t *l = c->h.loop;
-  int r = uv_tcp_init(&l->loop, &c->tcp);
+  int r = ab__client_tcp_init(l, &c->tcp);
   if (r == 0) {
     c->tcp.data = c;
     c->creq.data = c;
     uv_tcp_nodelay(&c->tcp, 1);
     c->connect_start_ns = ab_now_ns();
-    r = uv_tcp_connect(&c->creq, &c->tcp, addr, client_connected);
+    r = ab__client_tcp_bind(l, &c->tcp, c->h.id);
+    if (r == 0) r = uv_tcp_connect(&c->creq, &c->tcp, addr, client_connected);
   }
   if (r < 0) {
     if (c->tcp.data == NULL) {

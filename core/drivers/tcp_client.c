@@ -245,22 +245,12 @@ static void on_connect(uv_connect_t *req, int status) {
 
 void ab__client_connect(ab__dclient_t *c, const struct sockaddr *addr) {
   ab__loop_t *l = c->h.loop;
-  int r = uv_tcp_init(&l->loop, &c->tcp);
+  int r = ab__client_tcp_init(l, &c->tcp);
   if (r == 0) {
     c->tcp.data = c;
     c->creq.data = c;
     uv_tcp_nodelay(&c->tcp, 1);
-    /* one destination port gives ~28k ephemeral source ports (Linux
-     * ip_local_port_range 32768-60999): past 20,000 connections per loop
-     * use further loopback source addresses 127.0.0.2, .3, ... */
-    if (l->nclients > 20000 && addr->sa_family == AF_INET) {
-      uint32_t k = (c->h.id / l->eng->nloops) / 20000 + 1;
-      struct sockaddr_in src;
-      char ip[32];
-      snprintf(ip, sizeof(ip), "127.0.%u.%u", (k + 1) >> 8, (k + 1) & 255);
-      uv_ip4_addr(ip, 0, &src);
-      r = uv_tcp_bind(&c->tcp, (const struct sockaddr *)&src, 0);
-    }
+    r = ab__client_tcp_bind(l, &c->tcp, c->h.id);
     c->connect_start_ns = ab_now_ns();
     if (r == 0)
       r = uv_tcp_connect(&c->creq, &c->tcp, addr, on_connect);

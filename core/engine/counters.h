@@ -65,6 +65,9 @@ enum { AB_GROUP_RUN = 1, AB_GROUP_DATAGRAM = 2 };
   X(connections_retired, AB_MERGE_SUM, AB_GROUP_RUN,                                        \
     "connections closed cleanly after their `requests_per_connection` round trips, to be "   \
     "replaced (any phase; not errors, not `reconnects`)")                                   \
+  X(connections_used, AB_MERGE_SUM, AB_GROUP_RUN,                                          \
+    "client connections that completed at least one measure-phase reply (a reopened one "   \
+    "counts once)")                                                                         \
   X(warmup_completed, AB_MERGE_SUM, AB_GROUP_RUN,                                           \
     "warm-up replies received (their samples are dropped)")                                 \
   X(server_connections, AB_MERGE_SUM, AB_GROUP_RUN, "connections the server side accepted") \

@@ -91,7 +91,8 @@ int ab__server_socket(ab__loop_t *l, int type) {
    * other process already holds it (it would silently share it too) */
   int explicit_port = ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port != 0
                                                : ((struct sockaddr_in *)&ss)->sin_port != 0;
-  if (cfg->role == AB_ROLE_SERVER && l->eng->nloops > 1 && l->index == 0 && explicit_port) {
+  int reuse = cfg->role == AB_ROLE_SERVER && (l->eng->nloops > 1 || cfg->reuse_port);
+  if (reuse && l->index == 0 && explicit_port && !cfg->reuse_port) {
     int probe = socket(ss.ss_family, type | SOCK_CLOEXEC, 0);
     if (probe < 0) return -errno;
     setsockopt(probe, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
@@ -105,8 +106,7 @@ int ab__server_socket(ab__loop_t *l, int type) {
   int fd = socket(ss.ss_family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return -errno;
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  if (cfg->role == AB_ROLE_SERVER && l->eng->nloops > 1)
-    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+  if (reuse) setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
   if (bind(fd, (struct sockaddr *)&ss, len) != 0) {
     int e = -errno;
     close(fd);
@@ -706,6 +706,7 @@ static int alloc_loops(ab__engine_t *eng, ab_result_t *out) {
   if (eng->loops == NULL || out->conns_per_loop == NULL) return AB_ENOMEM;
   out->loops = eng->nloops;
   for (uint32_t i = 0; i < cfg->clients; i++) out->conns_per_loop[i % eng->nloops]++;
+  uint32_t total = cfg->clients_total > cfg->clients ? cfg->clients_total : cfg->clients;
   for (uint32_t li = 0; li < eng->nloops; li++) {
     ab__loop_t *l = &eng->loops[li];
     l->eng = eng;
@@ -744,10 +745,14 @@ static int alloc_loops(ab__engine_t *eng, ab_result_t *out) {
       ab__client_t *c = ab__loop_client(l, k);
       c->loop = l;
       c->home = l;
-      c->id = li + k * eng->nloops;
+      /* this process's connection li + k * nloops is the case's id */
+      c->id = cfg->id_base + (li + k * eng->nloops) * (cfg->id_stride ? cfg->id_stride : 1);
       if (ab__win_init(&c->win, cfg->window, win_kind, l->open_loop, history) < 0) return AB_ENOMEM;
       if (cfg->tagged && (c->win.tag = calloc(cfg->window, 1)) == NULL) return AB_ENOMEM;
-      if (l->open_loop) ab__win_sched_init(&c->win, cfg->rate, c->id, cfg->clients);
+      /* the phases are spread over every connection of the case: the
+       * case's rate over its clients_total, of which this process has
+       * cfg->clients at cfg->rate */
+      if (l->open_loop) ab__win_sched_init(&c->win, cfg->rate * total / cfg->clients, c->id, total);
     }
   }
   return 0;
@@ -792,6 +797,7 @@ static int open_loops(ab__engine_t *eng, uint32_t workers, uint32_t *started, ab
 static void serve_until_stopped(ab__engine_t *eng, ab_result_t *out) {
   const ab_case_cfg_t *cfg = eng->cfg;
   if (cfg->on_listening) cfg->on_listening(eng->loops[0].port, cfg->on_listening_arg);
+  out->rss_base_bytes = ab_rss_now_bytes();
   ab_cpu_sample_t s0, s1;
   ab_cpu_sample(&s0);
   uint64_t t0 = ab_now_ns();
@@ -855,10 +861,28 @@ static void connect_clients(ab__engine_t *eng, ab_result_t *out) {
   pthread_mutex_unlock(&eng->mu);
 }
 
+/* processes = N: waits for the group at `stage` (engine.h, cfg->sync) and
+ * then for the common start time it gives; returns it (0: now, or no
+ * group).  A broken group or an interrupt is the run's error. */
+static uint64_t group_sync(ab__engine_t *eng, ab_result_t *out, int stage) {
+  const ab_case_cfg_t *cfg = eng->cfg;
+  if (cfg->sync == NULL || out->error[0] != '\0' || eng->aborted || eng->interrupted) return 0;
+  int64_t t = cfg->sync(stage, cfg->sync_arg);
+  if (t < 0) {
+    if (cfg->interrupted && cfg->interrupted()) eng->interrupted = 1;
+    else snprintf(out->error, sizeof(out->error), "the process group broke before the %s: %s",
+                  stage == 1 ? "warm-up" : "measure phase", ab_err_name((int)t));
+    return 0;
+  }
+  if (t > 0 && sleep_or_abort(eng, (uint64_t)t)) return 0;
+  return (uint64_t)t;
+}
+
 static void warm_up(ab__engine_t *eng, ab_result_t *out) {
   const ab_case_cfg_t *cfg = eng->cfg;
+  uint64_t t0 = group_sync(eng, out, 1);
   if (!(cfg->warmup_s > 0) || out->error[0] != '\0' || eng->aborted || eng->interrupted) return;
-  uint64_t t = ab_now_ns();
+  uint64_t t = t0 ? t0 : ab_now_ns();
   send_cmd(eng, AB__CMD_WARMUP, t + (uint64_t)(cfg->warmup_s * 1e9), 0);
   if (!wait_stage(eng, AB__ST_WARM_DONE, cfg->warmup_s + cfg->timeout_s + 5, 1) && !eng->aborted &&
       !eng->interrupted)
@@ -880,8 +904,9 @@ static double end_now(ab__engine_t *eng, uint64_t *at) {
 static void measure(ab__engine_t *eng, ab_result_t *out) {
   const ab_case_cfg_t *cfg = eng->cfg;
   ab_cpu_sample_t c0, c1;
+  uint64_t t_group = group_sync(eng, out, 2);
   ab_cpu_sample(&c0);
-  uint64_t t_start = ab_now_ns();
+  uint64_t t_start = t_group ? t_group : ab_now_ns();
   uint64_t dur_ns = (uint64_t)(cfg->duration_s * 1e9);
   uint64_t deadline = t_start + dur_ns;
   int ran = 0, ended = 0;
@@ -1168,6 +1193,7 @@ int ab_run_case(const ab_case_cfg_t *cfg, ab_result_t *out) {
     serve_until_stopped(&eng, out);
   } else {
     topology_notes(&eng, workers, out);
+    out->rss_base_bytes = ab_rss_now_bytes();
     connect_clients(&eng, out);
     warm_up(&eng, out);
     measure(&eng, out);

@@ -104,6 +104,29 @@ typedef struct {
   /* who drives the connections: a row of the driver registry
    * (ab_driver_for) or one the host layer builds; required */
   const ab_driver_t *driver;
+  /* processes = N (docs/scenarios.md): this process runs a part of the
+   * case's connections.  Its connection i (0 .. clients-1) is the case's
+   * connection id_base + i * id_stride of clients_total (0, 1, clients when
+   * the case runs in one process): message headers carry that id, the
+   * open-loop schedule spreads the phases over all clients_total, and the
+   * source address is picked by it.  rate is this process's share. */
+  uint32_t id_base, id_stride, clients_total;
+  /* client source addresses (scenario key bind, or chosen past the
+   * ephemeral port range): connection id uses bind[id % nbind]; nbind 0:
+   * the kernel's choice */
+  const struct sockaddr_storage *bind;
+  uint32_t nbind;
+  /* server role: set SO_REUSEPORT even with one loop, and join a port
+   * another process holds (serve --processes N) */
+  int reuse_port;
+  /* processes = N: called on the coordinator thread once every client
+   * connected (stage 1) and once the warm-up drained (stage 2); blocks
+   * until the whole group got there and returns the CLOCK_MONOTONIC time
+   * (ns) the next phase starts at, common to every process (0: now), or
+   * a negative code when the group broke (the run ends with that error).
+   * NULL: no group. */
+  int64_t (*sync)(int stage, void *arg);
+  void *sync_arg;
 } ab_case_cfg_t;
 
 enum { AB_ROLE_BOTH = 0, AB_ROLE_CLIENT = 1, AB_ROLE_SERVER = 2 };
@@ -140,6 +163,8 @@ struct ab_result_s {
   double cpu_wall_s;      /* wall time between the two CPU samples */
   double cpu_user_s, cpu_sys_s;
   uint64_t rss_peak_bytes, rss_end_bytes;
+  uint64_t rss_base_bytes;  /* resident before the first connection (client
+                               roles) or once listening (server role) */
   ab_hist_t rtt;          /* measure-phase RTTs (completed + drained), ns */
   ab_hist_t connect;      /* per-connection connect time, ns */
   ab_error_count_t errors[AB_MAX_ERROR_CLASSES];

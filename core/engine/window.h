@@ -288,6 +288,7 @@ AB__WIN_HOT int ab__win_account(ab__loop_t *l, ab__win_t *w, uint32_t slot, uint
     ab_tag_stats_t *ts = w->tag != NULL && w->tag[slot] ? &l->tags[w->tag[slot] - 1] : NULL;
     if (ts) ab_hist_record(&ts->rtt, rtt);
     uint32_t mark = l->iv_i + 1; /* iv is l->iv[l->iv_i] */
+    if (w->iv_mark == 0) l->connections_used++; /* its first measure reply */
     if (w->iv_mark != mark) { /* its first reply in this interval */
       w->iv_mark = mark;
       iv->connections++;

@@ -145,7 +145,7 @@ static size_t key_len(const char *kv) {
 /* environ minus the keys `extra` sets, then `extra`.  The strings are
  * borrowed; only the pointer array is allocated (uv_spawn copies nothing it
  * needs after returning, since the exec happens inside it). */
-static char **merged_env(const char *const *extra) {
+char **ab_proc_merged_env(const char *const *extra) {
   size_t n_env = 0, n_extra = 0;
   while (environ[n_env]) n_env++;
   while (extra[n_extra]) n_extra++;
@@ -358,7 +358,7 @@ int ab_proc_spawn_wait(const char *const *argv, const ab_proc_opts_t *opts,
   if (r == NULL) return AB_ENOMEM;
   char **env = NULL;
   if (opts != NULL && opts->env != NULL) {
-    env = merged_env(opts->env);
+    env = ab_proc_merged_env(opts->env);
     if (env == NULL) {
       free(r);
       return AB_ENOMEM;

@@ -134,6 +134,11 @@ const char *ab_proc_signame(int sig, char *buf, size_t len);
  * UV_ENOTSUP off Linux. */
 int ab_proc_die_with_parent(int expected_ppid);
 
+/* environ minus the keys `extra` ("K=V" strings, NULL-terminated) sets,
+ * then `extra`: a malloc'd pointer array (free it; the strings are
+ * borrowed), or NULL when out of memory. */
+char **ab_proc_merged_env(const char *const *extra);
+
 /* Absolute path of the running executable (/proc/self/exe) into buf,
  * NUL-terminated.  Returns 0 or a negative code (UV_ENOBUFS if too small). */
 int ab_proc_exe_path(char *buf, size_t len);

@@ -21,8 +21,15 @@ void ab_lua_register_floor(lua_State *L);  /* lua_floor.c  */
 void ab_lua_register_caps(lua_State *L);   /* lua_caps.c   */
 void ab_lua_register_fs(lua_State *L);     /* lua_fs.c     */
 void ab_lua_register_tls(lua_State *L);    /* lua_tls.c    */
+void ab_lua_register_child(lua_State *L);  /* lua_child.c  */
 
 /* Pushes nil, "ENAME: text", "ENAME" for err and returns 3. */
 int ab_lua_fail(lua_State *L, int err);
+
+/* The list of strings at stack index idx -> a NULL-terminated array in a
+ * userdata left on the stack; the strings stay owned by the table.  Raises
+ * (argument arg, named what) on a non-string, or on an empty list with
+ * need_one (lua_proc.c). */
+const char **ab_lua_string_list(lua_State *L, int idx, int arg, const char *what, int need_one);
 
 #endif

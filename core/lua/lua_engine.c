@@ -30,13 +30,17 @@
  *      "p50_us":..,"p99_us":..,"max_us":..} (the live line's; the fd is
  *     made non-blocking: a line the reader does not take is dropped).
  */
+#include <arpa/inet.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
+#include <poll.h>
 #include <unistd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <lauxlib.h>
 
@@ -204,6 +208,94 @@ static void print_listening(int port, void *arg) {
   keep->listen_port = port;
   fprintf(stdout, "listening on %s:%d\n", keep->listen_host, port);
   fflush(stdout);
+}
+
+/* processes = N: the group barrier of a client part (engine.h cfg->sync).
+ * It writes "sync STAGE\n" on out_fd (the part's result channel, read by
+ * the group's leader, lua/arkbench/run/group.lua) and reads "go NS\n" on
+ * in_fd (its stdin): the CLOCK_MONOTONIC start of the next phase, common
+ * to the group.  EOF (the leader is gone) is EPIPE; an interrupt EINTR. */
+typedef struct {
+  int out_fd, in_fd;
+  char buf[128];
+  size_t len;
+} group_sync_t;
+
+static int64_t group_sync(int stage, void *arg) {
+  group_sync_t *g = arg;
+  char line[32];
+  int n = snprintf(line, sizeof(line), "sync %d\n", stage);
+  if (write(g->out_fd, line, (size_t)n) != n) return -EPIPE;
+  for (;;) {
+    char *nl = memchr(g->buf, '\n', g->len);
+    if (nl) {
+      unsigned long long t = 0;
+      *nl = '\0';
+      int ok = sscanf(g->buf, "go %llu", &t) == 1;
+      size_t used = (size_t)(nl - g->buf) + 1;
+      memmove(g->buf, g->buf + used, g->len - used);
+      g->len -= used;
+      if (ok) return (int64_t)t;
+      continue;
+    }
+    if (g->len == sizeof(g->buf)) return AB_EPROTO;
+    if (ab_proc_interrupted()) return AB_EINTR;
+    struct pollfd p = {g->in_fd, POLLIN, 0};
+    if (poll(&p, 1, 20) <= 0) continue;
+    ssize_t r = read(g->in_fd, g->buf + g->len, sizeof(g->buf) - g->len);
+    if (r == 0) return -EPIPE;
+    if (r < 0 && errno != EINTR && errno != EAGAIN) return -errno;
+    if (r > 0) g->len += (size_t)r;
+  }
+}
+
+/* The group fields of a part (engine.h): id_base, id_stride,
+ * clients_total, the source addresses `bind` (a list of IP addresses,
+ * into *bind, malloc'd), reuse_port, and sync_fd/go_fd for the barrier. */
+static const char *read_group(lua_State *L, ab_case_cfg_t *cfg, group_sync_t *g,
+                              struct sockaddr_storage **bind) {
+  cfg->id_base = (uint32_t)opt_number(L, "id_base", 0);
+  cfg->id_stride = (uint32_t)opt_number(L, "id_stride", 1);
+  cfg->clients_total = (uint32_t)opt_number(L, "clients_total", 0);
+  lua_getfield(L, 1, "reuse_port");
+  cfg->reuse_port = lua_toboolean(L, -1);
+  lua_pop(L, 1);
+  g->out_fd = (int)opt_number(L, "sync_fd", -1);
+  g->in_fd = (int)opt_number(L, "go_fd", 0);
+  if (g->out_fd >= 0) {
+    cfg->sync = group_sync;
+    cfg->sync_arg = g;
+  }
+  lua_getfield(L, 1, "bind");
+  int n = lua_istable(L, -1) ? (int)lua_objlen(L, -1) : 0;
+  if (n > 0) {
+    *bind = calloc((size_t)n, sizeof(**bind));
+    if (*bind == NULL) return "out of memory";
+    for (int i = 1; i <= n; i++) {
+      lua_rawgeti(L, -1, i);
+      const char *a = lua_tostring(L, -1);
+      struct sockaddr_storage *ss = &(*bind)[i - 1];
+      struct sockaddr_in *in4 = (struct sockaddr_in *)ss;
+      struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
+      if (a && inet_pton(AF_INET, a, &in4->sin_addr) == 1) {
+        in4->sin_family = AF_INET;
+      } else if (a && inet_pton(AF_INET6, a, &in6->sin6_addr) == 1) {
+        in6->sin6_family = AF_INET6;
+      } else {
+        lua_pop(L, 2);
+        return "bind: every entry must be an IPv4 or IPv6 address";
+      }
+      if (ss->ss_family != (*bind)[0].ss_family) {
+        lua_pop(L, 2);
+        return "bind: the addresses must be of one family";
+      }
+      lua_pop(L, 1);
+    }
+    cfg->bind = *bind;
+    cfg->nbind = (uint32_t)n;
+  }
+  lua_pop(L, 1);
+  return NULL;
 }
 
 /* protocol, framing, execution, topology, sizes and phases; returns NULL
@@ -466,6 +558,7 @@ static void push_host(lua_State *L, const ab_case_cfg_t *cfg, const ab_result_t 
   SETNUM("cpu_machine_percent", cpu / ncpu);
   SETNUM("rss_peak_bytes", r->rss_peak_bytes);
   SETNUM("rss_end_bytes", r->rss_end_bytes);
+  SETNUM("rss_base_bytes", r->rss_base_bytes);
   push_errors(L, r);
   SETNUM("loops", r->loops);
   SETNUM("workers", r->workers);
@@ -521,7 +614,8 @@ static void set_pct(lua_State *L, const char *key, const ab_hist_t *h, double p)
 }
 
 /* intervals = { {t_s, duration_s, sent, completed, errors, timed_out,
- * connections, round_trips_per_s, p50_us, p90_us, p99_us, max_us, [send_lag_p99_us],
+ * connections, round_trips_per_s, p50_us, p90_us, p99_us, max_us, [send_lag_p99_us,
+ * send_lag_histogram],
  * rtt_histogram}, ... } (docs/run-object.md). */
 static void push_intervals(lua_State *L, const ab_result_t *r) {
   lua_createtable(L, (int)r->niv, 0);
@@ -542,7 +636,11 @@ static void push_intervals(lua_State *L, const ab_result_t *r) {
     set_pct(L, "p90_us", &v->rtt, 90);
     set_pct(L, "p99_us", &v->rtt, 99);
     set_pct(L, "max_us", &v->rtt, 100);
-    if (r->iv_lag) set_pct(L, "send_lag_p99_us", &r->iv_lag[i], 99);
+    if (r->iv_lag) {
+      set_pct(L, "send_lag_p99_us", &r->iv_lag[i], 99);
+      push_encoded(L, &r->iv_lag[i]); /* for an exact merge across processes */
+      lua_setfield(L, -2, "send_lag_histogram");
+    }
     push_encoded(L, &v->rtt);
     lua_setfield(L, -2, "rtt_histogram");
     lua_rawseti(L, -2, (int)i + 1);
@@ -648,9 +746,22 @@ static int l_run_case(lua_State *L) {
   read_udp(L, &cfg);
   if ((bad = read_role(L, &cfg, &keep, err, sizeof(err))) != NULL) return config_error(L, bad);
   read_progress(L, &cfg, &keep);
+  group_sync_t gsync;
+  memset(&gsync, 0, sizeof(gsync));
+  struct sockaddr_storage *bind = NULL;
+  if ((bad = read_group(L, &cfg, &gsync, &bind)) != NULL) {
+    free(bind);
+    return config_error(L, bad);
+  }
+  if (cfg.nbind > 0 && cfg.role != AB_ROLE_SERVER && cfg.bind[0].ss_family != cfg.addr.ss_family &&
+      cfg.addr.ss_family != 0) {
+    free(bind);
+    return config_error(L, "bind: the source addresses are not of the target's address family");
+  }
   ab_lua_requests_t reqs;
   if (ab_lua_read_request(L, &cfg, &reqs, err, sizeof(err)) != 0) {
     ab_lua_requests_free(&reqs);
+    free(bind);
     return config_error(L, err);
   }
   /* execution = "lua": the scenario's Lua code drives the connections
@@ -659,6 +770,7 @@ static int l_run_case(lua_State *L) {
   if (cfg.execution == AB_EXEC_HOOKS) {
     if (ab_lua_exec_new(L, 1, &lx, err, sizeof(err)) != 0) {
       ab_lua_requests_free(&reqs);
+      free(bind);
       return config_error(L, err);
     }
     cfg.driver = ab_lua_exec_driver(lx);
@@ -669,12 +781,14 @@ static int l_run_case(lua_State *L) {
   if (ab_case_check(&cfg, err, sizeof(err)) != 0) {
     ab_lua_exec_free(lx);
     ab_lua_requests_free(&reqs);
+    free(bind);
     return config_error(L, err);
   }
   ab_result_t *r = malloc(sizeof(*r));
   if (r == NULL) {
     ab_lua_exec_free(lx);
     ab_lua_requests_free(&reqs);
+    free(bind);
     return ab_lua_fail(L, AB_ENOMEM);
   }
   int rc = ab_run_case(&cfg, r);
@@ -689,6 +803,7 @@ static int l_run_case(lua_State *L) {
   }
   ab_result_free(r);
   free(r);
+  free(bind);
   ab_lua_exec_free(lx);
   ab_lua_requests_free(&reqs);
   return rc < 0 ? 3 : 1;

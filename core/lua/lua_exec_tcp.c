@@ -158,22 +158,12 @@ void ab__lx_client_start(ab__client_t *hc) {
   k->co_ref = LUA_NOREF;
   int r = 0;
   if (!lx->stopping) {
-    r = uv_tcp_init(&l->loop, &c->tcp);
+    r = ab__client_tcp_init(l, &c->tcp);
     if (r == 0) {
       c->tcp.data = c;
       uv_tcp_nodelay(&c->tcp, 1);
       c->creq.data = c;
-      /* as tcp_client.c: past 20,000 connections per loop, further
-       * loopback source addresses (one destination port gives ~28k
-       * ephemeral ports) */
-      if (l->nclients > 20000 && l->connect_addr.ss_family == AF_INET) {
-        uint32_t n = (c->h.id / l->eng->nloops) / 20000 + 1;
-        struct sockaddr_in src;
-        char ip[32];
-        snprintf(ip, sizeof(ip), "127.0.%u.%u", (n + 1) >> 8, (n + 1) & 255);
-        uv_ip4_addr(ip, 0, &src);
-        r = uv_tcp_bind(&c->tcp, (const struct sockaddr *)&src, 0);
-      }
+      r = ab__client_tcp_bind(l, &c->tcp, c->h.id);
       c->connect_start_ns = ab_now_ns();
       if (r == 0)
         r = uv_tcp_connect(&c->creq, &c->tcp, (const struct sockaddr *)&l->connect_addr, on_connect);

@@ -50,7 +50,7 @@
 /* List of strings at stack index idx -> NULL-terminated array in a userdata
  * left on the stack (collected with it).  The strings stay owned by the
  * table, which the caller keeps on the stack. */
-static const char **string_list(lua_State *L, int idx, int arg, const char *what,
+const char **ab_lua_string_list(lua_State *L, int idx, int arg, const char *what,
                                 int need_one) {
   size_t n = lua_objlen(L, idx);
   if (need_one && n == 0)
@@ -117,10 +117,10 @@ static int l_spawn_wait(lua_State *L) {
     lua_getfield(L, 2, "env"); /* stays on the stack: owns the strings */
     if (!lua_isnil(L, -1)) {
       if (!lua_istable(L, -1)) luaL_argerror(L, 2, "opts.env must be a list");
-      opts.env = string_list(L, lua_gettop(L), 2, "opts.env", 0);
+      opts.env = ab_lua_string_list(L, lua_gettop(L), 2, "opts.env", 0);
     }
   }
-  const char **argv = string_list(L, 1, 1, "argv", 1);
+  const char **argv = ab_lua_string_list(L, 1, 1, "argv", 1);
 
   ab_proc_result_t res;
   int err = ab_proc_spawn_wait(argv, &opts, &res);

@@ -10,6 +10,7 @@
  */
 #include <signal.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,6 +59,13 @@ int main(int argc, char **argv) {
   /* a peer that closes while echoes are queued must be an EPIPE the run
    * counts, not a signal that kills the process */
   signal(SIGPIPE, SIG_IGN);
+  /* every connection is a descriptor: the soft limit goes up to the hard
+   * one at once (children inherit it; docs/scenarios.md, "Host limits") */
+  struct rlimit nofile;
+  if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+    nofile.rlim_cur = nofile.rlim_max;
+    (void)setrlimit(RLIMIT_NOFILE, &nofile);
+  }
   /* `run`: a Ctrl-C from the first millisecond on is recorded (and ends the
    * run with exit 130), even one that arrives while the Lua state starts or
    * the scenario loads -- a shell without job control starts background

@@ -337,23 +337,21 @@ function _M.run(args, ropts)
 
     -- file descriptors per process: a connection is a client and a server
     -- end in one worker (same-process), or one end in each of the two
-    -- processes (split), or only the client end (target); raise our limit
-    -- (workers inherit it) or refuse now, naming the case that needs most
+    -- processes (split), or only the client end (target); processes = N
+    -- splits each side's share N ways (the servers' by the kernel's
+    -- SO_REUSEPORT hash: room for its spread). The soft limit is the hard
+    -- one already (main.c); refuse now, naming the case that needs most
+    -- and the processes that would fit
+    local fds = require("arkbench.run.fds")
     local need, worst = 0, nil
     for _, c in ipairs(cases) do
-        local ends = (c.target or c.placement == "split") and 1 or 2
-        local n = ends * c.clients + 256
+        local n = fds.need(c)
         if n > need then need, worst = n, c end
     end
     local soft = core.nofile_limit(need)
     if worst and soft < need then
-        -- split halves the need: suggest it only when it would fit
-        local split_fits = not worst.target and worst.placement ~= "split" and worst.clients + 256 <= soft
-        return die(str_format("%s: %sclients = %d%s needs about %d file descriptors per process,"
-            .. " but this host allows %d (ulimit -n; fs.nr_open); lower clients%s or raise the limit",
-            o.path, #cases > 1 and ("case " .. worst.case_id .. ": ") or "", worst.clients,
-            worst.placement == "split" and " (placement = \"split\")" or "", need, soft,
-            split_fits and ", use placement = \"split\" (one end per process)" or ""))
+        return die(str_format("%s: %s%s", o.path,
+            #cases > 1 and ("case " .. worst.case_id .. ": ") or "", fds.refusal(worst, need, soft)))
     end
 
     local env = require("arkbench.util.env")

@@ -6,6 +6,7 @@
 --                  [--framing length|raw] [--payload B]
 --                  [--cert-out FILE] [--tls-version 1.2|1.3] [--alpn LIST]
 --                  [--tls-resume true|false]
+--                  [--processes N]
 --
 -- TLS protocols generate an EC P-256 certificate in memory at start-up
 -- (SAN localhost, 127.0.0.1, ::1); --cert-out FILE writes it as PEM (a
@@ -27,6 +28,15 @@
 -- sharded:N the N loops share the port (SO_REUSEPORT); the kernel spreads
 -- connections over them. --payload matters only for framing raw (the
 -- fixed message size). Exit 0 after a clean stop, 2 on bad arguments.
+--
+-- --processes N (N > 1) serves from N processes on one port: each is an
+-- `arkbench serve --reuse-port` child with the same options (SO_REUSEPORT:
+-- the kernel spreads new connections over them by a hash of the
+-- addresses), the first on --listen, the others on the port it got. One
+-- `listening on` line once all listen; on SIGINT/SIGTERM each child is
+-- stopped and the one JSON object printed sums their counts, CPU and RSS
+-- and lists each process in processes_detail. TLS protocols are not served
+-- from several processes yet (each would generate its own certificate).
 
 local core = require("arkbench.core")
 local json = require("arkbench.util.json")
@@ -35,6 +45,9 @@ local tonumber, io_stderr, io_stdout = tonumber, io.stderr, io.stdout
 local units = require("arkbench.util.units")
 
 local _M = {}
+
+local TLS_PROTOCOLS = {}  -- the capability table's TLS rows
+for _, p in ipairs(core.capabilities().protocols) do TLS_PROTOCOLS[p.name] = p.tls end
 
 -- "sharded:N, shared:N or pool:N", from the capability table
 local function models_words()
@@ -47,7 +60,89 @@ end
 
 local OPTS = { protocol = true, listen = true, topology = true, work = true,
                framing = true, payload = true, ["cert-out"] = true, ["tls-version"] = true,
-               alpn = true, ["tls-resume"] = true }
+               alpn = true, ["tls-resume"] = true, processes = true, ["reuse-port"] = true }
+
+-- serve --processes N: the children, one port, their counters as one
+-- (arkbench.run.merge.servers)
+local function serve_group(o, n)
+    local merge = require("arkbench.run.merge")
+    local sok, serr = core.signals_install()
+    if not sok then io_stderr:write("arkbench serve: cannot catch SIGINT/SIGTERM: ", serr, "\n") end
+    local env = { "ARKBENCH_PARENT_PID=" .. tostring(core.getpid()) }
+    local function argv(listen)
+        return { core.exe_path(), "serve", "--protocol", o.protocol, "--listen", listen,
+                 "--topology", o.topology, "--work", o.work, "--framing", o.framing,
+                 "--payload", o.payload, "--reuse-port", "1" }
+    end
+    local kids, listen = {}, o.listen
+    local function stop_all()
+        for _, h in ipairs(kids) do h:signal("TERM") end
+        local t_end = core.now_ns() + 10e9
+        while core.now_ns() < t_end do
+            local alive = false
+            for _, h in ipairs(kids) do alive = alive or not h:state() end
+            if not alive then break end
+            core.child_poll(kids, 0.05)
+        end
+    end
+    for i = 1, n do
+        local h, err = core.child_start(argv(listen), { env = env })
+        if not h then
+            stop_all()
+            io_stderr:write("arkbench serve: cannot start process ", i, ": ", tostring(err), "\n")
+            return 2
+        end
+        kids[i] = h
+        local got
+        while not got do
+            core.child_poll({ h }, 0.05)
+            for _, l in ipairs(h:lines("stdout")) do
+                got = got or l:match("^listening on (.+)$")
+            end
+            if not got and (h:state() or core.interrupted()) then
+                stop_all()
+                io_stderr:write("arkbench serve: process ", i, " of ", n, " did not listen: ",
+                    h:text("stderr"), "\n")
+                return 2
+            end
+        end
+        listen = got
+    end
+    io_stdout:write("listening on ", listen, "\n")
+    io_stdout:flush()
+    while not core.interrupted() do
+        core.child_poll(kids, 0.1)
+        for _, h in ipairs(kids) do
+            for _, l in ipairs(h:lines("stderr")) do io_stderr:write(l, "\n") end
+        end
+    end
+    stop_all()
+    local list, detail = {}, json.array()
+    for i, h in ipairs(kids) do
+        core.child_poll({ h }, 0)
+        local last
+        for _, l in ipairs(h:lines("stdout")) do
+            if l:match("^%s*{") then last = l end
+        end
+        local one = last and json.decode(last)
+        if type(one) ~= "table" then
+            one = { ok = false, error = "process " .. i .. " printed no counters: " .. h:text("stderr") }
+        end
+        list[i] = one
+        detail[i] = { process = i, pid = h:pid(), connections = one.connections,
+                      messages = one.messages, bytes = one.bytes, cpu_percent = one.cpu_percent,
+                      cpu_user_s = one.cpu_user_s, cpu_sys_s = one.cpu_sys_s,
+                      rss_peak_bytes = one.rss_peak_bytes, rss_end_bytes = one.rss_end_bytes,
+                      rss_base_bytes = one.rss_base_bytes }
+        h:close()
+    end
+    local out = merge.servers(list)
+    out.protocol, out.listen, out.topology = o.protocol, listen, o.topology
+    out.processes_detail = detail
+    io_stdout:write(json.encode(out), "\n")
+    io_stdout:flush()
+    return out.ok and 0 or 1
+end
 
 function _M.main(args)
     local o = { protocol = "tcp", listen = "127.0.0.1:0", topology = "sharded:1",
@@ -130,10 +225,24 @@ function _M.main(args)
             .. " from 0 to 65535\n")
         return 2
     end
+    local nproc = tonumber(o.processes or "1")
+    if not nproc or nproc ~= math.floor(nproc) or nproc < 1 or nproc > 64 then
+        io_stderr:write("arkbench serve: --processes ", tostring(o.processes),
+            ": expected an integer from 1 to 64\n")
+        return 2
+    end
+    if nproc > 1 and TLS_PROTOCOLS[o.protocol] then
+        io_stderr:write("arkbench serve: --processes ", nproc, " with --protocol ", o.protocol,
+            ": TLS is not served from several processes yet (each would make its own"
+            .. " certificate)\n")
+        return 2
+    end
     local ppid = tonumber(os.getenv("ARKBENCH_PARENT_PID") or "")
     if ppid and core.die_with_parent then core.die_with_parent(ppid) end
+    if nproc > 1 then return serve_group(o, nproc) end
     local t0 = core.now_ns()
     local r, err = core.run_case({
+        reuse_port = o["reuse-port"] ~= nil,
         role = "server", protocol = o.protocol, listen = o.listen, topology = o.topology,
         work = tonumber(o.work), framing = o.framing, payload = units.bytes(o.payload),
         duration = 1, warmup = 0, timeout = 2,
@@ -154,7 +263,7 @@ function _M.main(args)
         bytes = r.server_bytes, resets = r.server_resets, served_s = r.measured_s, cpu_percent = r.cpu_percent,
         cpu_user_s = r.cpu_user_s, cpu_sys_s = r.cpu_sys_s,
         cpu_machine_percent = r.cpu_machine_percent, rss_peak_bytes = r.rss_peak_bytes,
-        rss_end_bytes = r.rss_end_bytes, errors = r.errors, local_errors = r.local_errors,
+        rss_end_bytes = r.rss_end_bytes, rss_base_bytes = r.rss_base_bytes, errors = r.errors, local_errors = r.local_errors,
         error_reasons = r.error_reasons,
         elapsed_s = (core.now_ns() - t0) / 1e9,
     }

@@ -21,6 +21,10 @@ local core = require("arkbench.core")
 local json = require("arkbench.util.json")
 local scenario = require("arkbench.scenario.load")
 local status = require("arkbench.run.status")
+local group = require("arkbench.run.group")
+local merge_runs = require("arkbench.run.merge")
+local sources = require("arkbench.run.sources")
+
 
 local ipairs, pairs, type, tonumber = ipairs, pairs, type, tonumber
 local io_stdout, io_stderr = io.stdout, io.stderr
@@ -36,6 +40,11 @@ local function parse(args)
         elseif a == "--repetition" then o.repetition = tonumber(args[i + 1]); i = i + 2
         elseif a == "--set" then o.sets[#o.sets + 1] = args[i + 1]; i = i + 2
         elseif a == "--quick" then o.quick = true; i = i + 1
+        elseif a == "--part" then
+            local pi, pn = tostring(args[i + 1]):match("^(%d+)/(%d+)$")
+            if not pi then return nil, "worker: --part expects I/N" end
+            o.part = { index = tonumber(pi), count = tonumber(pn) }
+            i = i + 2
         elseif not o.path and a:sub(1, 2) ~= "--" then o.path = a; i = i + 1
         else return nil, "worker: unexpected argument '" .. a .. "'" end
     end
@@ -60,11 +69,11 @@ end
 local TLS_PROTOCOLS = {}  -- the capability table's TLS rows (core/proto/caps.h)
 for _, p in ipairs(core.capabilities().protocols) do TLS_PROTOCOLS[p.name] = p.tls end
 
-local function start_server(case)
+local function start_server(case, processes)
     local argv = { shq(core.exe_path()), "serve", "--protocol", shq(case.protocol or "tcp"),
         "--listen", "127.0.0.1:0", "--topology", shq(case.topology or "sharded:1"),
         "--work", tostring(case.work or 0), "--framing", shq(case.framing or "length"),
-        "--payload", tostring(case.payload or 1024) }
+        "--payload", tostring(case.payload or 1024), "--processes", tostring(processes) }
     local cert
     if TLS_PROTOCOLS[case.protocol] then
         -- the server writes its generated certificate; the client trusts it
@@ -107,6 +116,67 @@ local function stop_server(h)
     local obj = last and json.decode(last)
     if type(obj) ~= "table" then return nil, "split: the server printed no counters: " .. rest end
     return obj
+end
+
+-- RSS a side grew by per connection: (peak - before the first connection)
+-- / connections, bytes; null without the numbers
+local function per_connection(t, clients)
+    local peak, base = tonumber(t.rss_peak_bytes), tonumber(t.rss_base_bytes)
+    if not peak or not base or not clients or clients <= 0 then return json.null end
+    return math.max(peak - base, 0) / clients
+end
+
+-- the client side's CPU and RSS (docs/run-object.md, client): with parts,
+-- summed, and each process's own in processes_detail
+local DETAIL = { "clients", "sent", "completed", "drained", "timed_out", "message_errors",
+                 "unfinished", "connections_used", "measured_s", "cpu_percent", "cpu_user_s",
+                 "cpu_sys_s", "rss_peak_bytes", "rss_end_bytes", "rss_base_bytes",
+                 "rtt_histogram", "status", "error", "pid" }
+local function side_of(res, clients, parts)
+    local side = { cpu_percent = res.cpu_percent, cpu_user_s = res.cpu_user_s,
+                   cpu_sys_s = res.cpu_sys_s, rss_peak_bytes = res.rss_peak_bytes,
+                   rss_end_bytes = res.rss_end_bytes, rss_base_bytes = res.rss_base_bytes,
+                   processes = parts and #parts or 1,
+                   rss_per_connection_bytes = per_connection(res, clients) }
+    if parts then
+        side.processes_detail = json.array()
+        for i, p in ipairs(parts) do
+            local d = { process = i }
+            for _, k in ipairs(DETAIL) do d[k] = p[k] end
+            d.clients = p.case and p.case.clients or group.share(clients, #parts, i)
+            side.processes_detail[i] = d
+        end
+    end
+    return side
+end
+
+-- the merged result of the parts (arkbench.run.merge) with the status the
+-- worst part had, shaped as core.run_case's (status.derive reads it)
+local RANK = { ok = 1, degraded = 2, failed = 3, script_error = 4, interrupted = 5,
+               timeout = 6, crashed = 7 }
+local function group_result(parts)
+    local measured = {}
+    for _, p in ipairs(parts) do
+        if type(p.sent) == "number" then measured[#measured + 1] = p end
+    end
+    local res = #measured > 0 and merge_runs.parts(measured) or {}
+    local worst, wi = "ok", nil
+    for i, p in ipairs(parts) do
+        local st = status.of(p)
+        if (RANK[st] or 7) > RANK[worst] then worst, wi = st, i end
+        if st == "interrupted" then res.interrupted = true end
+        if st == "script_error" then res.script_error = true end
+    end
+    res.status = (worst == "ok" or worst == "degraded") and worst or "failed"
+    res.ok = worst == "ok"
+    for i, p in ipairs(parts) do
+        local e = wi == i and p.error or nil
+        if type(e) == "string" then
+            res.error = string.format("process %d of %d: %s", i, #parts, e)
+        end
+    end
+    if #measured == 0 then res.sent = 0; res.completed = 0 end
+    return res
 end
 
 function _M.main(args)
@@ -165,11 +235,14 @@ function _M.main(args)
 
     local run = {}
     for k, v in pairs(case) do run[k] = v end
+    -- processes = N: this worker leads N client processes (a part is
+    -- started with --part and never leads)
+    local nproc = (not o.part and tonumber(case.processes)) or 1
     local server
     if case.target then
         run.role, run.target = "client", case.target
     elseif case.placement == "split" then
-        local h, herr = start_server(case)
+        local h, herr = start_server(case, nproc)
         if not h then
             obj.error = herr
             return finish(1)
@@ -190,7 +263,27 @@ function _M.main(args)
     -- the live line: each finished interval on the orchestrator's
     -- progress pipe (ARKBENCH_PROGRESS_FD, runner.lua), while the run goes
     run.progress_fd = tonumber(os.getenv("ARKBENCH_PROGRESS_FD") or "")
-    local res, rerr = core.run_case(run)
+    local from = "bind"
+    if not o.part then
+        local dest = run.target and (run.target:match("^%[(.*)%]:%d+$") or run.target:match("^(.*):%d+$"))
+        run.bind, from = sources.pick(case, dest or "127.0.0.1")
+    end
+    if o.part then
+        -- the group's barriers (arkbench.run.group): on the result channel
+        -- and stdin
+        run.sync_fd = tonumber(os.getenv("ARKBENCH_RESULT_FD") or "") or 1
+        run.go_fd = 0
+    end
+    local res, rerr, parts
+    if nproc > 1 then
+        parts, rerr = group.run_clients({ exe = core.exe_path(), path = o.path, sets = o.sets,
+            quick = o.quick, repetition = o.repetition, case = case, n = nproc,
+            extra = { target = run.target, tls = run.tls, bind = run.bind or json.null,
+                      role = "client" } })
+        if parts then res = group_result(parts) end
+    else
+        res, rerr = core.run_case(run)
+    end
     local sobj, serr
     if server then
         sobj, serr = stop_server(server)
@@ -208,15 +301,23 @@ function _M.main(args)
     obj.ok = obj.status == "ok"
     obj.script_error = nil
     obj.interrupted = nil
+    obj.source_addresses = json.array(run.bind and run.bind ~= json.null and run.bind or {})
+    obj.source_addresses_from = from
+    if parts then
+        obj.client = side_of(res, case.clients, parts)
+    end
     if server then
         -- split: the run's CPU and RSS are the client process's; the
         -- server process's are apart
         obj.server = sobj or json.null
-        obj.client = { cpu_percent = res.cpu_percent, cpu_user_s = res.cpu_user_s,
-                       cpu_sys_s = res.cpu_sys_s, rss_peak_bytes = res.rss_peak_bytes }
+        obj.client = obj.client or side_of(res, case.clients)
+        if sobj then sobj.rss_per_connection_bytes = per_connection(sobj, case.clients) end
         if not sobj then
             obj.ok, obj.status, obj.error = false, "failed", serr
         end
+    elseif not parts and not case.target then
+        -- both ends in this process
+        obj.rss_per_connection_bytes = per_connection(res, case.clients)
     end
     if case.target or server then
         obj.server_connections, obj.server_messages, obj.server_bytes = nil, nil, nil

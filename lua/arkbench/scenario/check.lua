@@ -34,7 +34,7 @@ _M.KEYS = {
     "name", "label", "description", "protocol", "framing", "payload", "clients",
     "window", "load", "topology", "execution", "work", "warmup", "duration",
     "repetitions", "rate", "requests_per_connection", "connect_rate", "interval", "timeout",
-    "placement", "target", "tls", "udp",
+    "placement", "processes", "target", "bind", "tls", "udp",
     "request", "client", "server", "message", "expect",
     "thresholds", "max_error_rate", "rate_strict",
 }
@@ -174,6 +174,7 @@ local RULES = {
                    .. units.DURATION_HINT,
     },
     placement = one_of({ "same-process", "split" }),
+    processes = int_range(1, 64, " (processes per side; placement = \"split\" or target)"),
     target = {
         test = valid_target,
         expected = 'a string "host:port" with a port from 1 to 65535'
@@ -203,7 +204,7 @@ end
 local AXIS_KEYS = {
     "protocol", "framing", "payload", "clients", "window", "topology",
     "execution", "work", "warmup", "duration", "rate", "requests_per_connection",
-    "connect_rate", "timeout", "placement", "target",
+    "connect_rate", "timeout", "placement", "processes", "target",
 }
 
 local function check_value(ctx, key, label, v, rule)
@@ -400,6 +401,46 @@ local function check_tls(ctx, v)
         end
     end
     return ok and out or nil
+end
+
+-- bind: the client source addresses, one IP address or a list of them
+-- (docs/scenarios.md); one family
+local function is_ip(a)
+    if type(a) ~= "string" then return nil end
+    local o = { a:match("^(%d+)%.(%d+)%.(%d+)%.(%d+)$") }
+    if #o == 4 then
+        for _, x in ipairs(o) do
+            if tonumber(x) > 255 then return nil end
+        end
+        return "v4"
+    end
+    if a:find(":", 1, true) and a:match("^[%x:%.]+$") then return "v6" end
+    return nil
+end
+
+local function check_bind(ctx, v)
+    local expected = 'an IP address ("127.0.0.2") or a non-empty list of them, of one family'
+    local list = type(v) == "table" and v or { v }
+    local n = list_length(list)
+    if not n or n == 0 then
+        fail(ctx, "bind", "key 'bind': got " .. describe(v) .. "; expected " .. expected)
+        return nil
+    end
+    local fam
+    for i = 1, n do
+        local f = is_ip(list[i])
+        local label = type(v) == "table" and ("key 'bind' element " .. i) or "key 'bind'"
+        if not f then
+            fail(ctx, "bind", label .. ": got " .. describe(list[i]) .. "; expected " .. expected)
+            return nil
+        elseif fam and f ~= fam then
+            fail(ctx, "bind", label .. ": got " .. describe(list[i]) .. ", IP" .. f
+                 .. " after IP" .. fam .. " addresses; expected " .. expected)
+            return nil
+        end
+        fam = f
+    end
+    return copy_list(list)
 end
 
 local function check_udp(ctx, v)
@@ -609,6 +650,7 @@ local function validate(ctx, t)
         end
     end
 
+    if t.bind ~= nil then keys.bind = check_bind(ctx, t.bind) end
     if t.tls ~= nil then keys.tls = check_tls(ctx, t.tls) end
     if t.udp ~= nil then keys.udp = check_udp(ctx, t.udp) end
     if t.request ~= nil then keys.request = request.check(ctx, t.request) end
@@ -792,6 +834,42 @@ local function cross_check(ctx, t, spec)
              .. " bytes in flight in one case; expected at most %d (%s)",
              anchor, c, w, p, c * w * p, INFLIGHT_MAX, binary_size(INFLIGHT_MAX)))
         return
+    end
+
+    -- processes = N: a side of N processes; the servers are the split
+    -- ones (or the target's own)
+    if keys.processes ~= nil and max_of(keys.processes) > 1 then
+        local n = max_of(keys.processes)
+        local split_only = keys.placement ~= nil
+        for _, pl in ipairs(values_of(keys.placement)) do
+            if pl ~= "split" then split_only = false end
+        end
+        if keys.target == nil and not split_only then
+            fail(ctx, "processes", str_format("key 'processes': got %d; expected 1 unless"
+                 .. ' placement = "split" (N client and N server processes) or target is set'
+                 .. " (N client processes)", n))
+        end
+        local least = keys.load and math_huge or nil
+        for _, pr in ipairs(keys.load or {}) do
+            if pr.clients < least then least = pr.clients end
+        end
+        for _, cl in ipairs(values_of(keys.clients or 1)) do
+            if not least or cl < least then least = cl end
+        end
+        if least and n > least then
+            fail(ctx, "processes", str_format("key 'processes': got %d with clients = %d;"
+                 .. " expected at most as many processes as connections", n, least))
+        end
+        if keys.target == nil then
+            for _, pname in ipairs(values_of(keys.protocol or "tcp")) do
+                if TLS_PROTOCOLS[pname] then
+                    fail(ctx, "processes", str_format("key 'processes': got %d with protocol"
+                         .. ' %s and placement = "split"; TLS servers do not run as several'
+                         .. " processes yet (expected processes = 1, or target)", n, pname))
+                    break
+                end
+            end
+        end
     end
 
     if keys.rate ~= nil and not LIMITS.open_loop then

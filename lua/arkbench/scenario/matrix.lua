@@ -33,14 +33,14 @@ local _M = {}
 _M.AXES = {
     "protocol", "framing", "payload", "load", "clients", "window", "topology",
     "execution", "work", "rate", "requests_per_connection", "connect_rate", "warmup",
-    "duration", "timeout", "placement", "target",
+    "duration", "timeout", "placement", "processes", "target",
 }
 
 -- Keys of a resolved case that --filter may name.
 local FILTER_KEYS = {
     "name", "label", "protocol", "framing", "payload", "clients", "window", "topology",
     "execution", "work", "warmup", "duration", "repetitions", "rate",
-    "requests_per_connection", "connect_rate", "timeout", "placement", "target",
+    "requests_per_connection", "connect_rate", "timeout", "placement", "processes", "target",
 }
 local IS_FILTER_KEY = {}
 for _, k in ipairs(FILTER_KEYS) do IS_FILTER_KEY[k] = true end
@@ -111,7 +111,7 @@ end
 -- (tls, udp) count by their text (`tls.version=1.2`).
 _M.ID_KEYS = { "label", "protocol", "framing", "payload", "clients", "window", "topology",
                "execution", "work", "rate", "requests_per_connection", "connect_rate", "warmup",
-               "duration", "placement", "target" }
+               "duration", "placement", "processes", "target" }
 -- and, only when parts would otherwise share an id, these
 _M.MORE_ID_KEYS = { "timeout", "interval", "tls", "udp" }
 
