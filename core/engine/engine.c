@@ -797,7 +797,6 @@ static int open_loops(ab__engine_t *eng, uint32_t workers, uint32_t *started, ab
 static void serve_until_stopped(ab__engine_t *eng, ab_result_t *out) {
   const ab_case_cfg_t *cfg = eng->cfg;
   if (cfg->on_listening) cfg->on_listening(eng->loops[0].port, cfg->on_listening_arg);
-  out->rss_base_bytes = ab_rss_now_bytes();
   ab_cpu_sample_t s0, s1;
   ab_cpu_sample(&s0);
   uint64_t t0 = ab_now_ns();
@@ -1167,6 +1166,9 @@ int ab_run_case(const ab_case_cfg_t *cfg, ab_result_t *out) {
   ab_hist_init(&out->send_lag);
   int r = ab_case_check(cfg, out->error, sizeof(out->error));
   if (r < 0) return r;
+  /* before the loops, the clients and their windows exist: what the run
+   * adds to the process is measured from here (rss_per_connection_bytes) */
+  out->rss_base_bytes = ab_rss_now_bytes();
 
   ab__engine_t eng;
   engine_init(&eng, cfg);
@@ -1193,7 +1195,6 @@ int ab_run_case(const ab_case_cfg_t *cfg, ab_result_t *out) {
     serve_until_stopped(&eng, out);
   } else {
     topology_notes(&eng, workers, out);
-    out->rss_base_bytes = ab_rss_now_bytes();
     connect_clients(&eng, out);
     warm_up(&eng, out);
     measure(&eng, out);

@@ -163,8 +163,8 @@ struct ab_result_s {
   double cpu_wall_s;      /* wall time between the two CPU samples */
   double cpu_user_s, cpu_sys_s;
   uint64_t rss_peak_bytes, rss_end_bytes;
-  uint64_t rss_base_bytes;  /* resident before the first connection (client
-                               roles) or once listening (server role) */
+  uint64_t rss_base_bytes;  /* resident when the run began, before its
+                               loops, clients and buffers were made */
   ab_hist_t rtt;          /* measure-phase RTTs (completed + drained), ns */
   ab_hist_t connect;      /* per-connection connect time, ns */
   ab_error_count_t errors[AB_MAX_ERROR_CLASSES];

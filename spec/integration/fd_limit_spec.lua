@@ -3,7 +3,9 @@
 -- one end per process with placement = "split", so a split case may have
 -- about twice the clients. With the host's hard limit H, clients just above
 -- (H - 256) / 2 is refused same-process, naming placement = "split", and
--- runs ok split. Runtime: ~5 s (10k loopback connections where H = 20000).
+-- runs ok split; past what split holds, the message names the exact
+-- processes = N that fits. Runtime: ~5 s (10k loopback connections where
+-- H = 20000).
 package.path = (os.getenv("ARKBENCH_ROOT") or ".") .. "/spec/?.lua;" .. package.path
 local files = require("helpers.files")
 local proc = require("helpers.proc")
@@ -33,11 +35,26 @@ describe("the file-descriptor check", function()
             2 * clients + 256, hard)
         assert.truthy(err:find(line, 1, true), err)
         assert.is_nil(err:find("needs about", err:find(line, 1, true) + #line, true))
-        -- past what split could hold, split is not suggested
+        -- past what one process per side could hold: the exact processes
+        -- that fit (arkbench.run.fds: the share, room for SO_REUSEPORT's
+        -- spread over the servers, 256 of its own)
         local rc3, _, err3 = ark.run({ "run", path, "--set", "clients=" .. hard })
         assert.equals(2, rc3)
-        assert.truthy(err3:find("lower clients or raise the limit", 1, true), err3)
-        assert.is_nil(err3:find("split", 1, true), err3)
+        local k = 1
+        repeat
+            k = k + 1
+            local n = math.ceil(hard / k) + math.ceil(4 * math.sqrt(hard / k)) + 256
+        until n <= hard
+        assert.truthy(err3:find(string.format('lower clients, use placement = "split" with processes'
+            .. ' = %d or raise the limit', k), 1, true), err3)
+        -- split already, one process per side: processes is what is missing
+        local rc4, _, err4 = ark.run({ "run", path, "--set", "clients=" .. hard, "--set",
+                                       "placement=split" })
+        assert.equals(2, rc4)
+        assert.truthy(err4:find(string.format('clients = %d (placement = "split") needs about %d file'
+            .. ' descriptors per process, but this host allows %d (ulimit -n; fs.nr_open); lower'
+            .. ' clients, use processes = %d or raise the limit', hard, hard + 256, hard, k), 1, true),
+            err4)
         local rc2, _, err2 = ark.run({ "run", path, "--set", "placement=split", "--out", d .. "/out" })
         assert.equals(0, rc2, err2)
         local runs = ark.read_runs(d .. "/out/runs.jsonl")
