@@ -357,8 +357,9 @@ static void connect_pace_cb(uv_timer_t *t) {
 
 void ab__loop_connect_more(ab__loop_t *l) {
   /* a driver that finishes a connect inside client_start calls back into
-   * ab__loop_connect_done: the loop below goes on, no recursion */
-  if (l->in_connect_more) return;
+   * ab__loop_connect_done: the loop below goes on, no recursion; a loop
+   * that stops (connecting took too long) starts none */
+  if (l->in_connect_more || l->phase == AB__PH_STOPPING) return;
   l->in_connect_more = 1;
   uint64_t now = l->connect_gap_ns > 0 ? ab_now_ns() : 0;
   while (l->connects_started < l->nclients &&
@@ -400,6 +401,13 @@ static void connect_timer_cb(uv_timer_t *t) {
 }
 
 void ab__loop_connect_done(ab__loop_t *l) {
+  /* stopping: the connects cut short report here as their handles close;
+   * the phase timer is closed and nothing more may start */
+  if (l->phase == AB__PH_STOPPING) {
+    l->connects_pending--;
+    return;
+  }
+  atomic_fetch_add_explicit(&l->eng->connects_done, 1, memory_order_relaxed);
   if (--l->connects_pending == 0) {
     uv_timer_stop(&l->phase_timer);
     ab__loop_reached(l, AB__ST_CONNECTED);
@@ -841,7 +849,17 @@ static void connect_clients(ab__engine_t *eng, ab_result_t *out) {
   /* paced connects take clients / connect_rate on top */
   double pace_s = cfg->connect_rate > 0 ? (double)cfg->clients / cfg->connect_rate : 0;
   send_cmd(eng, AB__CMD_CONNECT, t0, 0);
-  int all = wait_stage(eng, AB__ST_CONNECTED, cfg->timeout_s + 10 + pace_s, 1);
+  /* the loops fail connects that make no progress for `timeout`; this
+   * backstop waits as long as connects keep finishing (100,000 of them on
+   * a busy host take minutes), timeout + 10 s at a time */
+  int all = 0;
+  unsigned seen = 0;
+  for (int first = 1;; first = 0) {
+    all = wait_stage(eng, AB__ST_CONNECTED, cfg->timeout_s + 10 + (first ? pace_s : 0), 1);
+    unsigned now = atomic_load_explicit(&eng->connects_done, memory_order_relaxed);
+    if (all || now == seen || eng->aborted || eng->interrupted) break;
+    seen = now;
+  }
   out->connect_phase_s = (double)(ab_now_ns() - t0) / 1e9;
   if (!all) {
     if (!eng->aborted && !eng->interrupted)

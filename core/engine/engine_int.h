@@ -227,6 +227,8 @@ struct ab__engine_s {
   pthread_mutex_t mu;
   pthread_cond_t cv;
   uint32_t reached[AB__ST_COUNT];
+  atomic_uint connects_done;    /* first connects finished, every loop (the
+                                   coordinator's progress check) */
   int aborted;                  /* ab__engine_abort: stop waiting now */
   int interrupted;              /* cfg->interrupted() said so (coordinator) */
   const ab_driver_t *drv;       /* cfg->driver */

@@ -92,6 +92,10 @@ do
     local extra = tonumber(os.getenv("ARKBENCH_RUN_TIMEOUT_EXTRA") or "")
     if extra and extra > 0 and extra < math.huge then _M.GRACE_S = extra end
 end
+-- Connections a worker is allowed to open per second, for its hard limit
+-- past the first 1000 (a busy 2-core host opened ~500/s when 100,000
+-- were set up at once).
+_M.CONNECT_PER_S = 250
 -- Bytes of a failed worker's stderr quoted in `error`.
 _M.STDERR_TAIL = 2000
 -- Bytes of an unreadable last stdout line quoted in `error`.
@@ -141,6 +145,12 @@ local function last_line(s)
 end
 _M.last_line = last_line
 
+-- seconds for opening the connections past the first 1000
+local function connect_allowance(case)
+    local c = tonumber(case.clients) or 0
+    return c > 1000 and (c - 1000) / _M.CONNECT_PER_S or 0
+end
+
 local function tail(s, n)
     if #s <= n then return s end
     return "..." .. s:sub(-n)
@@ -180,7 +190,7 @@ local function stderr_quote(res)
 end
 
 -- How the process ended, as status and a sentence; nil when it exited 0.
-local function ending(res, limit_s)
+local function ending(res, limit_s, case)
     if res.interrupted and res.pid == 0 then
         return "interrupted", format("the run was interrupted by %s before its worker started",
                                      core.interrupted() or "a signal")
@@ -190,8 +200,10 @@ local function ending(res, limit_s)
                                      res.term_signal and (" with " .. res.term_signal) or "")
     elseif res.timed_out then
         return "timeout", format("the worker did not finish within its hard limit of %g s"
-                                 .. " (warmup + duration + 3 x timeout + %g s) and was killed with %s",
-                                 limit_s, _M.GRACE_S, res.term_signal or "SIGTERM")
+                                 .. " (warmup + duration + 3 x timeout + %g s%s) and was killed with %s",
+                                 limit_s, _M.GRACE_S, connect_allowance(case or {}) > 0
+                                     and format(" + (clients - 1000) / %g", _M.CONNECT_PER_S) or "",
+                                 res.term_signal or "SIGTERM")
     elseif res.term_signal then
         return "crashed", "the worker was killed by " .. res.term_signal
     elseif res.exit_code ~= 0 then
@@ -258,11 +270,12 @@ local function run_one(plan, ctx, case, case_json, rep, done, total)
     local case_id = case.case_id
     -- the engine itself may wait up to three reply timeouts (connect,
     -- warm-up drain, measure drain) on top of warm-up and duration, and
-    -- paced connects (connect_rate) take clients / connect_rate
+    -- paced connects (connect_rate) take clients / connect_rate, and
+    -- opening many connections takes its time (connect_allowance)
     local pace_s = case.connect_rate and (tonumber(case.clients) or 1) / case.connect_rate or 0
     local limit_s = plan.timeout_s
         or (tonumber(case.warmup) or 0) + (tonumber(case.duration) or 0)
-           + 3 * (tonumber(case.timeout) or 2) + pace_s + _M.GRACE_S
+           + 3 * (tonumber(case.timeout) or 2) + pace_s + _M.GRACE_S + connect_allowance(case)
     local argv = worker_argv(plan, ctx.exe, case_json, rep)
     local t0 = core.now_ns()
     local opts = { timeout_s = limit_s, env = ctx.env, channel = true }
@@ -287,7 +300,7 @@ local function run_one(plan, ctx, case, case_json, rep, done, total)
         forward_stderr(res.stderr, prefix)
         if obj.case_id ~= case_id then obj.case_id = case_id; exact = false end
         if obj.repetition ~= rep then obj.repetition = rep; exact = false end
-        local status, why = ending(res, limit_s)
+        local status, why = ending(res, limit_s, case)
         if status == "crashed" and res.term_signal == nil then
             -- A non-zero exit mirrors ok = false; with ok = true it is a bug.
             if obj.ok == true then
@@ -314,7 +327,7 @@ local function run_one(plan, ctx, case, case_json, rep, done, total)
     if not res then
         status, why = "crashed", "cannot start the worker: " .. tostring(spawn_err)
     else
-        status, why = ending(res, limit_s)
+        status, why = ending(res, limit_s, case)
         if status == nil then
             status, why = "crashed", "the worker exited with code 0"
         end

@@ -219,6 +219,7 @@ expand_one = function(spec)
             interval = keys.interval,
             max_error_rate = keys.max_error_rate,
             rate_strict = keys.rate_strict,
+            bind = keys.bind,
         }
         local id = {}
         for i, dim in ipairs(dims) do
