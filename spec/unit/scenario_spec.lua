@@ -98,8 +98,8 @@ describe("scenario.load", function()
             assert.equals(F .. "unknown_far.lua:2: unknown key 'frobnicate'; known keys: name, "
                 .. "label, description, protocol, framing, payload, clients, window, load, topology, "
                 .. "execution, work, warmup, duration, repetitions, rate, requests_per_connection, "
-                .. "connect_rate, interval, timeout, placement, target, tls, udp, request, client, "
-                .. "server, message, expect"
+                .. "connect_rate, interval, timeout, placement, processes, target, bind, tls, udp, "
+                .. "request, client, server, message, expect"
                 .. ", thresholds, max_error_rate, rate_strict",
                 load_err("unknown_far.lua"))
         end)
