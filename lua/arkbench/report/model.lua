@@ -40,7 +40,8 @@ local NOT_AXES = { index = true, case_id = true, name = true }
 _M.ROW_AXES = { "topology", "execution" }
 -- The keys that split tables and charts, outermost first.
 local GROUP_ORDER = {
-    "label", "protocol", "framing", "placement", "rate", "work", "clients", "window", "payload",
+    "label", "protocol", "framing", "placement", "processes", "rate", "work", "clients", "window",
+    "payload",
 }
 -- The x axis of a chart: the first of these that varies.
 local X_AXES = { "payload", "window", "clients", "work" }
