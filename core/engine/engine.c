@@ -760,7 +760,9 @@ static int alloc_loops(ab__engine_t *eng, ab_result_t *out) {
       /* the phases are spread over every connection of the case: the
        * case's rate over its clients_total, of which this process has
        * cfg->clients at cfg->rate */
-      if (l->open_loop) ab__win_sched_init(&c->win, cfg->rate * total / cfg->clients, c->id, total);
+      if (l->open_loop)
+        ab__win_sched_init(&c->win, total == cfg->clients ? cfg->rate : cfg->rate * total / cfg->clients,
+                           c->id, total);
     }
   }
   return 0;
