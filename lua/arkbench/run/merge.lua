@@ -11,7 +11,8 @@
 -- says (core.counters(), engine/counters.h), every histogram merged
 -- (core.hist_merge) and its percentiles read again from the merge, the
 -- time series merged interval by interval, errors summed by class, CPU
--- and RSS summed, loops and connections_per_loop joined. Status, error and
+-- and RSS summed, loops and connections_per_loop joined, the rates
+-- (round trips, connections) worked out again. Status, error and
 -- the per-process breakdown are the caller's (run/group.lua).
 
 local core = require("arkbench.core")
@@ -214,6 +215,14 @@ function _M.parts(parts)
     end
     merged.measured_s = measured
     merged.round_trips_per_s = measured > 0 and merged.completed / measured or 0
+    merged.connections_per_s = measured > 0 and num(merged.connections_opened) / measured or 0
+    -- connecting ends when the last process is connected
+    local phase, hs, resumed = 0, 0, 0
+    for _, p in ipairs(parts) do
+        if num(p.connect_phase_s) > phase then phase = p.connect_phase_s end
+        hs, resumed = hs + num(p.tls_handshakes), resumed + num(p.tls_resumed)
+    end
+    merged.connect_phase_s, merged.tls_handshakes, merged.tls_resumed = phase, hs, resumed
     merged.payload_mib_per_s = measured > 0 and mib / measured or 0
     histograms(merged, parts)
     intervals(merged, parts)
