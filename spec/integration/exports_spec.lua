@@ -3,7 +3,9 @@
 -- by a strict Python reader of HdrHistogram's percentile-distribution
 -- text, their percentiles against the summary's merged histogram; the
 -- OpenMetrics file by a strict checker of the format, its values against
--- summary.json. Runtime: ~5 s.
+-- summary.json. A tagged result (the Lua light form against arkbench's own
+-- echo) adds the per-tag views: an .hgrm per case and tag, tags.csv, and
+-- the tag label in OpenMetrics. Runtime: ~8 s.
 package.path = (os.getenv("ARKBENCH_ROOT") or ".") .. "/spec/?.lua;" .. package.path
 local files = require("helpers.files")
 local proc = require("helpers.proc")
@@ -98,6 +100,120 @@ describe("arkbench report --hgrm --openmetrics", function()
             assert.is_true(math.abs(p99 - c.rtt_merged_us.p99 / 1e6) < 1e-12, c.case_id)
             assert.equals(c.runs, by["arkbench_runs|" .. c.case_id .. "|"])
         end
+    end)
+end)
+
+local function split(line, sep)
+    local out = {}
+    for cell in (line .. sep):gmatch("([^" .. sep .. "]*)" .. sep) do out[#out + 1] = cell end
+    return out
+end
+
+-- a tagged result: two repetitions of a light-form case whose messages are
+-- tagged "get", "set" or "get key" (a tag whose file name needs a _), and
+-- some untagged
+local function tagged_result()
+    local d = files.tmpdir("_exports_tags")
+    local path = d .. "/tg.lua"
+    files.write_file(path, [[
+local MSG = string.rep("m", 64)
+return { name = "tg", execution = "lua", framing = "raw", payload = 64, clients = 2, window = 4,
+    warmup = 0.05, duration = 0.3, repetitions = 2,
+    message = function(i)
+        if i % 5 == 0 then return MSG end
+        if i % 5 == 1 then return MSG, "set" end
+        if i % 5 == 2 then return MSG, "get key" end
+        return MSG, "get"
+    end,
+    expect = 64,
+}
+]])
+    local rc, _, err = run({ "run", path, "--out", d .. "/out" })
+    assert.equals(0, rc, err)
+    rc, _, err = run({ "report", d .. "/out", "--csv", "--hgrm", "--openmetrics" })
+    assert.equals(0, rc, err)
+    assert.truthy(err:find("wrote 4 .hgrm files in " .. d .. "/out/hgrm", 1, true), err)
+    assert.truthy(err:find("cases.csv and " .. d .. "/out/tags.csv", 1, true), err)
+    return d .. "/out"
+end
+
+describe("exports of a tagged case", function()
+    local TD, summary, case, runs
+    setup(function()
+        TD = tagged_result()
+        summary = cjson.decode(files.read_file(TD .. "/summary.json"))
+        case = summary.cases[1]
+        runs = ark.read_runs(TD .. "/runs.jsonl")
+    end)
+
+    it("writes an .hgrm per tag whose percentiles are the merge of the runs' tag histograms", function()
+        assert.equals(1, #summary.cases)
+        assert.equals(3, #case.tags)
+        local slug = case.case_id:gsub("[^%w=%.%-]", "_")
+        for _, t in ipairs(case.tags) do
+            local file = TD .. "/hgrm/" .. slug .. ".tag=" .. t.tag:gsub(" ", "_") .. ".rtt_us.hgrm"
+            local h = python("read_hgrm.py", file)
+            local m = t.rtt_merged_us
+            -- the merge of the two runs' tag histograms (run object tags.NAME.rtt_us)
+            local count, max, min = 0, 0, math.huge
+            for _, r in ipairs(runs) do
+                local rt = r.tags[t.tag].rtt_us
+                count, max, min = count + rt.count, math.max(max, rt.max), math.min(min, rt.min)
+            end
+            assert.is_true(count > 0, t.tag)
+            assert.equals(count, m.count)
+            assert.equals(count, h.count)
+            assert.equals(max, h.max)
+            assert.equals(min, h.rows[1][1])
+            local at = {}
+            for _, r in ipairs(h.rows) do at[string.format("%.4f", r[2])] = r[1] end
+            assert.equals(m.p50, at["0.5000"], t.tag)
+            assert.equals(m.p90, at["0.9000"], t.tag)
+            assert.equals(m.p95, at["0.9500"], t.tag)
+            assert.is_true(math.abs(h.mean - m.mean) < 0.0006, t.tag)
+            -- the tag's own distribution, not the case's
+            assert.is_true(h.count < case.rtt_merged_us.count, t.tag)
+        end
+        assert.is_true(files.exists(TD .. "/hgrm/" .. slug .. ".rtt_us.hgrm"))
+    end)
+
+    it("writes tags.csv: one row per case and tag, the summary's numbers", function()
+        local lines = {}
+        for l in files.read_file(TD .. "/tags.csv"):gmatch("([^\n]*)\n") do lines[#lines + 1] = l end
+        assert.equals(1 + #case.tags, #lines)
+        local head = {}
+        for i, name in ipairs(split(lines[1], ",")) do head[name] = i end
+        for j, t in ipairs(case.tags) do
+            local cells = split(lines[1 + j], ",")
+            assert.equals(case.case_id, cells[head.case_id])
+            assert.equals(t.tag, cells[head.tag])
+            assert.equals(t.sent, tonumber(cells[head.sent]))
+            assert.equals(t.errors, tonumber(cells[head.errors]))
+            assert.equals(t.round_trips_per_s.median, tonumber(cells[head.round_trips_per_s_median]))
+            assert.equals(t.rtt_merged_us.p99, tonumber(cells[head.merged_rtt_p99_us]))
+            assert.equals(t.rtt_merged_us.count, tonumber(cells[head.merged_rtt_count]))
+        end
+    end)
+
+    it("labels the tags' samples in OpenMetrics, and the checker accepts them", function()
+        local samples = python("check_openmetrics.py", TD .. "/metrics.om")
+        local by, tagged = {}, 0
+        for _, s in ipairs(samples) do
+            local name, labels, v = s[1], s[2], s[3]
+            by[name .. "|" .. (labels.tag or "") .. "|" .. (labels.quantile or "")] = v
+            if labels.tag then tagged = tagged + 1 end
+        end
+        -- per tag: rt/s, 6 quantiles, _count, _sum
+        assert.equals(9 * #case.tags, tagged)
+        for _, t in ipairs(case.tags) do
+            local rt = by["arkbench_round_trips_per_second|" .. t.tag .. "|"]
+            assert.is_true(math.abs(rt - t.round_trips_per_s.median) <= 1e-9 * rt, t.tag)
+            assert.equals(t.rtt_merged_us.count, by["arkbench_rtt_seconds_count|" .. t.tag .. "|"])
+            local p99 = by["arkbench_rtt_seconds|" .. t.tag .. "|0.99"]
+            assert.is_true(math.abs(p99 - t.rtt_merged_us.p99 / 1e6) < 1e-12, t.tag)
+        end
+        -- the case's own samples stay, without the label
+        assert.equals(case.rtt_merged_us.count, by["arkbench_rtt_seconds_count||"])
     end)
 end)
 

@@ -74,9 +74,11 @@ local HELP = {
     report = [[
   report DIR          rebuild summary.json, report.md, report.html and charts/
                       from runs.jsonl (+ env.json) and print the table
-      --csv               also write runs.csv (per run) and cases.csv (per case)
+      --csv               also write runs.csv (per run) and cases.csv (per case),
+                          and tags.csv (per case and tag) when messages had tags
       --hgrm              also write hgrm/<case>.rtt_us.hgrm (HdrHistogram
-                          percentile distributions; open loop: .rtt_raw_us too)
+                          percentile distributions; open loop: .rtt_raw_us too;
+                          per tag: hgrm/<case>.tag=<tag>.rtt_us.hgrm)
       --openmetrics       also write metrics.om (OpenMetrics text of the summary)
 ]],
     compare = [[
@@ -521,7 +523,9 @@ function _M.report(args)
     local exports = {
         { want_csv, "the CSV files", function()
             local paths, err = require("arkbench.report.csv").write(dir, runs, summary)
-            return paths and ("wrote " .. paths[1] .. " and " .. paths[2]), err
+            if not paths then return nil, err end
+            -- tags.csv too when a case has tags
+            return "wrote " .. table.concat(paths, ", ", 1, #paths - 1) .. " and " .. paths[#paths]
         end },
         { want_hgrm, "the .hgrm files", function()
             local paths, err = require("arkbench.report.hgrm").write(dir, runs, summary)

@@ -6,7 +6,12 @@
 --                             or start/end with a space
 --   csv.runs(runs) -> text    header + one row per run object, file order
 --   csv.cases(summary) -> text  header + one row per case of the summary
---   csv.write(dir, runs, summary) -> { path, path } | nil, err
+--   csv.tags(summary) -> text | nil  header + one row per case and tag
+--                             (summary.json cases[i].tags), nil when no
+--                             case has tags
+--   csv.write(dir, runs, summary) -> { path, path [, path] } | nil, err
+--                             runs.csv, cases.csv, and tags.csv when a
+--                             case has tags
 --
 -- Columns: case_id, then every resolved case key found in any case (axis
 -- order, then by name), then the measurements.  runs.csv has the run's own
@@ -166,6 +171,49 @@ function _M.cases(summary)
     return concat(out, "\n") .. "\n"
 end
 
+-- tags.csv: the case's columns of cases.csv, then the tag and its numbers
+local TAG_COUNTS = { "runs", "sent", "warmup_sent", "completed", "drained", "errors" }
+
+function _M.tags(summary)
+    local cases = report.cases_of(summary)
+    local any = false
+    for _, c in ipairs(cases) do
+        if type(c.tags) == "table" and #c.tags > 0 then any = true end
+    end
+    if not any then return nil end
+    local case_list = {}
+    for _, c in ipairs(cases) do case_list[#case_list + 1] = c.case end
+    local keys = case_keys(case_list)
+    local header = { "case_id" }
+    for _, k in ipairs(keys) do header[#header + 1] = k end
+    header[#header + 1] = "tag"
+    for _, k in ipairs(TAG_COUNTS) do header[#header + 1] = k end
+    for _, s in ipairs({ "median", "min", "max" }) do header[#header + 1] = "round_trips_per_s_" .. s end
+    for _, k in ipairs(MERGED) do
+        header[#header + 1] = k == "count" and "merged_rtt_count" or ("merged_rtt_" .. k .. "_us")
+    end
+    local out = { line(header) }
+    for _, c in ipairs(cases) do
+        local case = type(c.case) == "table" and c.case or {}
+        for _, t in ipairs(type(c.tags) == "table" and c.tags or {}) do
+            if type(t) == "table" then
+                local text, n = {}, 0
+                local function put(v) n = n + 1; text[n] = field(v) end
+                put(c.case_id)
+                for _, k in ipairs(keys) do put(case[k]) end
+                put(t.tag)
+                for _, k in ipairs(TAG_COUNTS) do put(t[k]) end
+                local rt = type(t.round_trips_per_s) == "table" and t.round_trips_per_s or {}
+                put(rt.median); put(rt.min); put(rt.max)
+                local merged = type(t.rtt_merged_us) == "table" and t.rtt_merged_us or {}
+                for _, k in ipairs(MERGED) do put(merged[k]) end
+                out[#out + 1] = concat(text, ",")
+            end
+        end
+    end
+    return concat(out, "\n") .. "\n"
+end
+
 local function write(path, text)
     local ok, err = require("arkbench.core").write_file(path, text)
     if not ok then return nil, path .. ": " .. tostring(err) end
@@ -178,6 +226,12 @@ function _M.write(dir, runs, summary)
     if not ok then return nil, err end
     ok, err = write(paths[2], _M.cases(summary))
     if not ok then return nil, err end
+    local tags = _M.tags(summary)
+    if tags then
+        paths[3] = dir .. "/tags.csv"
+        ok, err = write(paths[3], tags)
+        if not ok then return nil, err end
+    end
     return paths
 end
 

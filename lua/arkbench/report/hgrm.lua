@@ -13,7 +13,8 @@
 --       encoding.
 --   hgrm.write(dir, runs, summary) -> paths | nil, err
 --       writes DIR/hgrm/<case>.rtt_us.hgrm (and .rtt_raw_us.hgrm for open
---       loop) per case, from the runs the summary counts (stats.counted).
+--       loop) per case, and DIR/hgrm/<case>.tag=<tag>.rtt_us.hgrm per tag
+--       of a tagged case, from the runs the summary counts (stats.counted).
 --
 -- Columns: Value (µs, the nearest-rank percentile of core.hist_percentile,
 -- the same numbers the run object and summary report), Percentile (a
@@ -87,6 +88,38 @@ end
 
 local FIELDS = { { "rtt_histogram", "rtt_us" }, { "rtt_raw_histogram", "rtt_raw_us" } }
 
+-- The merged distribution of encs written to path (nothing for no
+-- histogram or an empty one) -> true | nil, err
+local function write_one(path, encs, paths)
+    if #encs == 0 then return true end
+    local enc, merr = core.hist_merge(encs)
+    if not enc then return nil, path .. ": " .. tostring(merr) end
+    local text = _M.text(enc)
+    if not text then return true end
+    local wok, werr = core.write_file(path, text)
+    if not wok then return nil, path .. ": " .. tostring(werr) end
+    paths[#paths + 1] = path
+    return true
+end
+
+-- "<case>.tag=<tag>" per tag of the case (summary order), the tag made a
+-- file name like a case id; two tags that would get the same name get
+-- -2, -3...
+local function tag_stems(c)
+    local out, used = {}, {}
+    for _, t in ipairs(type(c.tags) == "table" and c.tags or {}) do
+        if type(t) == "table" and type(t.tag) == "string" then
+            local stem = _M.slug(c.case_id) .. ".tag=" .. t.tag:gsub("[^%w=%.%-]", "_")
+            local name, n = stem, 1
+            while used[name] do n = n + 1; name = stem .. "-" .. n end
+            used[name] = true
+            out[#out + 1] = { tag = t.tag, stem = name }
+        end
+    end
+    return out
+end
+_M.tag_stems = tag_stems
+
 function _M.write(dir, runs, summary)
     local by_case = {}
     for _, r in ipairs(runs) do
@@ -101,22 +134,27 @@ function _M.write(dir, runs, summary)
     if not made and code ~= "EEXIST" then return nil, sub .. ": " .. tostring(err) end
     local paths = {}
     for _, c in ipairs(summary.cases or {}) do
+        local counted = by_case[c.case_id] or {}
         for _, f in ipairs(FIELDS) do
             local encs = {}
-            for _, r in ipairs(by_case[c.case_id] or {}) do
+            for _, r in ipairs(counted) do
                 if type(r[f[1]]) == "string" then encs[#encs + 1] = r[f[1]] end
             end
-            if #encs > 0 then
-                local enc, merr = core.hist_merge(encs)
-                local text = enc and _M.text(enc)
-                if not enc then return nil, tostring(c.case_id) .. ": " .. tostring(merr) end
-                if text then
-                    local path = sub .. "/" .. _M.slug(c.case_id) .. "." .. f[2] .. ".hgrm"
-                    local wok, werr = core.write_file(path, text)
-                    if not wok then return nil, path .. ": " .. tostring(werr) end
-                    paths[#paths + 1] = path
+            local ok, werr = write_one(sub .. "/" .. _M.slug(c.case_id) .. "." .. f[2] .. ".hgrm", encs, paths)
+            if not ok then return nil, werr end
+        end
+        -- per tag: the same runs' histograms of that tag (the summary's
+        -- cases[i].tags[j].rtt_merged_us)
+        for _, ts in ipairs(tag_stems(c)) do
+            local encs = {}
+            for _, r in ipairs(counted) do
+                local t = type(r.tags) == "table" and r.tags[ts.tag]
+                if type(t) == "table" and type(t.rtt_histogram) == "string" then
+                    encs[#encs + 1] = t.rtt_histogram
                 end
             end
+            local ok, werr = write_one(sub .. "/" .. ts.stem .. ".rtt_us.hgrm", encs, paths)
+            if not ok then return nil, werr end
         end
     end
     return paths

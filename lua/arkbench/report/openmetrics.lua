@@ -17,6 +17,10 @@
 --       quantile 0.5 0.9 0.95 0.99 0.999 (and 1 for the max), _count, _sum
 --   arkbench_runs / arkbench_runs_counted  gauges: runs of the case, and
 --       how many count in the numbers
+-- A tagged case (summary cases[i].tags) adds, per tag, the same samples of
+-- arkbench_round_trips_per_second and arkbench_rtt_seconds with one more
+-- label, tag="get" (the case's own samples have none: {tag=""} selects
+-- them in PromQL).
 -- Seconds are SI (the µs of the summary / 1e6). A missing value (no run
 -- counted) is left out rather than written as NaN. The text ends in `# EOF`.
 
@@ -56,12 +60,26 @@ local function labels(scenario, c, keys)
         for _, k in ipairs(keys) do
             local v = c.case[k]
             if k:match("^[%a_][%w_]*$") and k ~= "scenario" and k ~= "case" and k ~= "quantile"
+               and k ~= "tag"
                and (type(v) == "string" or type(v) == "number" or type(v) == "boolean") then
                 parts[#parts + 1] = format('%s="%s"', k, escape(v))
             end
         end
     end
     return concat(parts, ",")
+end
+
+-- the tags of a case (summary cases[i].tags), each a table with a name
+local function tags_of(c)
+    local out = {}
+    for _, t in ipairs(type(c.tags) == "table" and c.tags or {}) do
+        if type(t) == "table" and type(t.tag) == "string" then out[#out + 1] = t end
+    end
+    return out
+end
+
+local function tag_labels(scenario, c, keys, t)
+    return labels(scenario, c, keys) .. format(',tag="%s"', escape(t.tag))
 end
 
 local function median(c, name)
@@ -93,22 +111,31 @@ function _M.text(summary)
         for _, c in ipairs(cases) do
             local v = median(c, g[2])
             if v then out[#out + 1] = format("%s{%s} %s", g[1], labels(scenario, c, keys), v) end
+            if g[2] == "round_trips_per_s" then
+                for _, t in ipairs(tags_of(c)) do
+                    local r = type(t.round_trips_per_s) == "table" and num(t.round_trips_per_s.median)
+                    if r then
+                        out[#out + 1] = format("%s{%s} %s", g[1], tag_labels(scenario, c, keys, t), r)
+                    end
+                end
+            end
         end
     end
     family("arkbench_rtt_seconds", "summary", "round-trip time of the merged histogram", "seconds")
-    for _, c in ipairs(cases) do
-        local h = c.rtt_merged_us
-        if type(h) == "table" and type(h.count) == "number" and h.count > 0 then
-            local l = labels(scenario, c, keys)
-            for _, q in ipairs(QUANTILES) do
-                local v = type(h[q[2]]) == "number" and num(h[q[2]] / 1e6)
-                if v then out[#out + 1] = format('arkbench_rtt_seconds{%s,quantile="%s"} %s', l, q[1], v) end
-            end
-            out[#out + 1] = format("arkbench_rtt_seconds_count{%s} %s", l, num(h.count))
-            if type(h.mean) == "number" then
-                out[#out + 1] = format("arkbench_rtt_seconds_sum{%s} %s", l, num(h.mean * h.count / 1e6))
-            end
+    local function rtt(h, l)
+        if type(h) ~= "table" or type(h.count) ~= "number" or h.count <= 0 then return end
+        for _, q in ipairs(QUANTILES) do
+            local v = type(h[q[2]]) == "number" and num(h[q[2]] / 1e6)
+            if v then out[#out + 1] = format('arkbench_rtt_seconds{%s,quantile="%s"} %s', l, q[1], v) end
         end
+        out[#out + 1] = format("arkbench_rtt_seconds_count{%s} %s", l, num(h.count))
+        if type(h.mean) == "number" then
+            out[#out + 1] = format("arkbench_rtt_seconds_sum{%s} %s", l, num(h.mean * h.count / 1e6))
+        end
+    end
+    for _, c in ipairs(cases) do
+        rtt(c.rtt_merged_us, labels(scenario, c, keys))
+        for _, t in ipairs(tags_of(c)) do rtt(t.rtt_merged_us, tag_labels(scenario, c, keys, t)) end
     end
     family("arkbench_runs", "gauge", "runs of the case")
     for _, c in ipairs(cases) do

@@ -40,7 +40,7 @@ _M.NAME_MAX = 64
 _M.OURS = {
     ["runs.jsonl"] = true, ["env.json"] = true, ["summary.json"] = true,
     ["report.md"] = true, ["report.html"] = true, ["charts"] = true,
-    ["runs.csv"] = true, ["cases.csv"] = true, ["workers.log"] = true,
+    ["runs.csv"] = true, ["cases.csv"] = true, ["tags.csv"] = true, ["workers.log"] = true,
     ["hgrm"] = true, ["metrics.om"] = true, [_M.LOCK] = true,
 }
 
