@@ -275,3 +275,61 @@ describe("compare.run", function()
         assert.are.equal("compare --pair KEY takes one result folder", err)
     end)
 end)
+
+describe("compare per tag", function()
+    -- runs of a case whose messages carry tags: tags = { name = { rt, p50, p99 } }
+    local function tagged(c, reps)
+        local out = {}
+        for rep, tags in ipairs(reps) do
+            local r = { case_id = c.case_id, case = c, repetition = rep, ok = true, status = "ok",
+                round_trips_per_s = 1000, rtt_us = { p99 = 10 }, cpu_percent = 50, tags = {} }
+            for name, v in pairs(tags) do
+                r.tags[name] = { sent = v[1], completed = v[1], drained = 0, errors = 0, warmup_sent = 0,
+                    round_trips_per_s = v[1] }
+            end
+            out[#out + 1] = r
+        end
+        return out
+    end
+
+    it("gives B/A of each tag both sides have, and names the tags of one side only", function()
+        local c = case(64, "shared:1")
+        local a = side("A", { tagged(c, { { get = { 900 }, set = { 100 } }, { get = { 700 }, set = { 100 } } }) })
+        local b = side("B", { tagged(c, { { get = { 1600 }, del = { 5 } }, { get = { 1600 }, del = { 5 } } }) })
+        -- the merged latency: set the summaries' percentiles by hand (the
+        -- unit runs have no histograms)
+        local function get(sd)
+            for _, t in ipairs(sd.summary.cases[1].tags) do if t.tag == "get" then return t end end
+        end
+        get(a).rtt_merged_us = { p50 = 10, p99 = 40 }
+        get(b).rtt_merged_us = { p50 = 5, p99 = 80 }
+        local result = compare.folders(a, b)
+        local row = result.rows[1]
+        assert.are.equal(1, #row.tags)
+        local t = row.tags[1]
+        assert.are.equal("get", t.tag)
+        approx(2, t.rt.r, "rt/s ratio (1600 / median 800)")
+        approx(1600 / 900, t.rt.lo, "lo")
+        approx(1600 / 700, t.rt.hi, "hi")
+        approx(0.5, t.p50.r, "p50")
+        approx(2, t.p99.r, "p99")
+        assert.same({ "set" }, row.tags_a_only)
+        assert.same({ "del" }, row.tags_b_only)
+        local text = compare.format(result)
+        assert.truthy(text:find("per tag, B/A", 1, true), text)
+        assert.truthy(text:find("payload=64 topology=shared:1  get     800   1,600  2.00x [1.78x, 2.29x]   0.50x      2.00x", 1, true), text)
+        assert.truthy(text:find("tags only in A for payload=64 topology=shared:1: set", 1, true), text)
+        assert.truthy(text:find("tags only in B for payload=64 topology=shared:1: del", 1, true), text)
+        -- tags do not enter the per-case medians
+        approx(1, result.medians.rt)
+    end)
+
+    it("prints no tag table when no case has tags", function()
+        local c = case(64, "shared:1")
+        local a = side("A", { runs_of(c, { { 100, 10, 50 } }) })
+        local b = side("B", { runs_of(c, { { 200, 10, 50 } }) })
+        local text = compare.format(compare.folders(a, b))
+        assert.falsy(text:find("per tag", 1, true), text)
+        assert.falsy(text:find("tags only", 1, true), text)
+    end)
+end)

@@ -23,7 +23,9 @@
 --   compare.regressions(result, max) -> { "regression: throughput ...", ... }
 --
 -- result = { title, a_name, b_name, rows = { { label, a = case, b = case,
---   rt, p99, cpu (ratios), why = "failed in A" } }, medians = { rt, p99,
+--   rt, p99, cpu (ratios), why = "failed in A", tags = { { tag, rt, p50,
+--   p99 (ratios; compare.tag_ratio), a_rt, b_rt } } for the tags both
+--   cases have, tags_a_only, tags_b_only = { name } } }, medians = { rt, p99,
 --   cpu, n }, by_value = { { value, rt = median, n } } (for --pair),
 --   by_axis = { { key, values = { { value, rt = median, n } } } } (for
 --   --pair: the median throughput ratio per value of each other key that
@@ -41,7 +43,7 @@ local concat, sort = table.concat, table.sort
 local num, stat = report.num, report.stat
 
 local _M = {}
-local key_difference
+local key_difference, tags_text
 
 _M.IGNORED = {
     warmup = true, duration = true, repetitions = true, index = true, case_id = true, name = true,
@@ -133,6 +135,61 @@ local function why_excluded(result, ca, cb)
     return nil
 end
 
+-- The tags of a summary case by name, and their names in its order.
+local function tags_by_name(c)
+    local by, order = {}, {}
+    for _, t in ipairs(type(c.tags) == "table" and c.tags or {}) do
+        if type(t) == "table" and type(t.tag) == "string" and not by[t.tag] then
+            by[t.tag] = t
+            order[#order + 1] = t.tag
+        end
+    end
+    return by, order
+end
+
+-- B/A of one tag of a pair (summary cases[i].tags entries ta, tb): rt/s
+-- as compare.ratio does it (medians, B min / A max .. B max / A min), p50
+-- and p99 of the merged histograms (one number each side, so no range).
+function _M.tag_ratio(ta, tb)
+    local ra = type(ta.round_trips_per_s) == "table" and ta.round_trips_per_s or {}
+    local rb = type(tb.round_trips_per_s) == "table" and tb.round_trips_per_s or {}
+    local out = { a_rt = num(ra.median), b_rt = num(rb.median) }
+    local ma, mb = num(ra.median), num(rb.median)
+    if ma and mb and ma > 0 then
+        out.rt = { r = mb / ma }
+        local la, ha, lb, hb = num(ra.min), num(ra.max), num(rb.min), num(rb.max)
+        if la and ha and lb and hb and la > 0 then out.rt.lo, out.rt.hi = lb / ha, hb / la end
+    end
+    local ha = type(ta.rtt_merged_us) == "table" and ta.rtt_merged_us or {}
+    local hb = type(tb.rtt_merged_us) == "table" and tb.rtt_merged_us or {}
+    for _, k in ipairs({ "p50", "p99" }) do
+        local a, b = num(ha[k]), num(hb[k])
+        if a and b and a > 0 then out[k] = { r = b / a } end
+    end
+    return out
+end
+
+-- Per tag both cases of a paired row have: row.tags = { { tag, rt, p50,
+-- p99, a_rt, b_rt } } (A's order); row.tags_a_only / tags_b_only: names.
+local function tag_rows(row)
+    local by_a, order_a = tags_by_name(row.a)
+    local by_b, order_b = tags_by_name(row.b)
+    if #order_a == 0 and #order_b == 0 then return end
+    row.tags, row.tags_a_only, row.tags_b_only = {}, {}, {}
+    for _, name in ipairs(order_a) do
+        if by_b[name] then
+            local r = _M.tag_ratio(by_a[name], by_b[name])
+            r.tag = name
+            row.tags[#row.tags + 1] = r
+        else
+            row.tags_a_only[#row.tags_a_only + 1] = name
+        end
+    end
+    for _, name in ipairs(order_b) do
+        if not by_a[name] then row.tags_b_only[#row.tags_b_only + 1] = name end
+    end
+end
+
 local function add_pair(result, label, ca, cb)
     local row = { label = label, a = ca, b = cb, why = why_excluded(result, ca, cb) }
     if not row.why then
@@ -141,6 +198,7 @@ local function add_pair(result, label, ca, cb)
         row.cpu = _M.ratio(ca, cb, "cpu_percent")
         if not row.rt then row.why = "no throughput value" end
     end
+    if not row.why then tag_rows(row) end
     result.rows[#result.rows + 1] = row
     return row
 end
@@ -330,6 +388,34 @@ local function aligned(header, rows, right)
     return concat(lines, "\n") .. "\n"
 end
 
+-- The per-tag table under the cases' (tags both cases of a pair have), and
+-- a line per case naming the tags only one side has; nil without tags.
+tags_text = function(result)
+    local rows, one_side = {}, {}
+    for _, row in ipairs(result.rows) do
+        for _, t in ipairs(row.tags or {}) do
+            rows[#rows + 1] = { row.label, t.tag, report.format_count(t.a_rt), report.format_count(t.b_rt),
+                ratio_text(t.rt), ratio_text(t.p50), ratio_text(t.p99) }
+        end
+        for _, side in ipairs({ { "A", row.tags_a_only }, { "B", row.tags_b_only } }) do
+            if side[2] and #side[2] > 0 then
+                one_side[#one_side + 1] = format("tags only in %s for %s: %s",
+                    side[1] == "A" and result.a_name or result.b_name, row.label, concat(side[2], ", "))
+            end
+        end
+    end
+    if #rows == 0 and #one_side == 0 then return nil end
+    local out = {}
+    if #rows > 0 then
+        out[1] = "per tag, B/A (tags both sides have; p50 and p99 of the merged histograms):\n"
+        out[2] = aligned({ "case", "tag", result.a_name .. " rt/s", result.b_name .. " rt/s",
+            "rt/s ratio [min, max]", "p50 ratio", "p99 ratio" }, rows,
+            { false, false, true, true, false, false, false })
+    end
+    for _, l in ipairs(one_side) do out[#out + 1] = l .. "\n" end
+    return concat(out)
+end
+
 function _M.format(result)
     local out = { result.title, "" }
     local header = { "case", result.a_name .. " rt/s", result.b_name .. " rt/s",
@@ -357,6 +443,8 @@ function _M.format(result)
         }
     end
     out[#out + 1] = aligned(header, rows, { false, true, true, false, false, false })
+    local tagged = tags_text(result)
+    if tagged then out[#out + 1] = tagged end
     local m = result.medians
     -- one line per value of the key; with a single value that line would
     -- repeat the overall median below, so it is left out
