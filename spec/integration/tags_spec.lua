@@ -83,6 +83,14 @@ describe("tags in execution = lua", function()
         assert_tag_books(r, true)
         local third = r.tags.third.sent / r.sent
         assert.is_true(third > 0.32 and third < 0.35, brief(r))
+        -- the end of the run prints a line per tag under the case's row,
+        -- with its round trips/s (docs/reports.md, "The terminal table")
+        local table_text = res.stdout
+        for _, name in ipairs({ "first", "third" }) do
+            local rate = table_text:match("\n  tag " .. name .. ": ([%d,]+) rt/s, p50 [%d.,]+ µs, p99 [%d.,]+ µs\n")
+            assert.is_truthy(rate, table_text)
+            assert.are.equal(math.floor(r.tags[name].round_trips_per_s + 0.5), tonumber((rate:gsub(",", ""))))
+        end
     end)
 
     it("refuses a 17th distinct tag as a script error at the call's line", function()

@@ -216,3 +216,43 @@ describe("report.terminal_table", function()
         assert.are.equal(2, #lines(out))
     end)
 end)
+
+describe("report.terminal_table of a tagged case", function()
+    -- two runs with tags (no histograms: the merged percentiles are set
+    -- on the summary below)
+    local function tagged_summary(long)
+        local rs = {}
+        for rep = 1, 2 do
+            local r = run("a", C1, rep, { 50000 + rep, 3.0, 19.0, 30.0, 99.0, 9437184 })
+            r.tags = {
+                get = { sent = 900, warmup_sent = 10, completed = 900, drained = 0, errors = 0,
+                    round_trips_per_s = 45000 + rep },
+                [long] = { sent = 100, warmup_sent = 1, completed = 97, drained = 0, errors = 3,
+                    round_trips_per_s = 4850 },
+            }
+            rs[#rs + 1] = r
+        end
+        local s = stats.summarize(rs, { scenario = "t" })
+        -- percentiles as the merge would give them
+        for _, t in ipairs(s.cases[1].tags) do
+            t.rtt_merged_us = t.tag == "get" and { p50 = 12.34, p99 = 250.6 } or { p50 = 1500, p99 = 98765 }
+        end
+        return s
+    end
+
+    it("prints a line per tag under the case's row: rt/s, p50, p99 (errors when not 0), within 80 columns", function()
+        local long = string.rep("x", 48)
+        local ls = lines(report.terminal_table(tagged_summary(long)))
+        assert.are.equal("  tag get: 45,002 rt/s, p50 12.3 µs, p99 251 µs", ls[4])
+        -- wrapped at a blank between parts, never between a number and its unit
+        assert.are.equal("  tag " .. long .. ": 4,850 rt/s,", ls[5])
+        assert.are.equal("    p50 1,500 µs, p99 98,765 µs, errors 6", ls[6])
+        assert.are.equal(6, #ls)
+        for i = 4, #ls do assert.is_true(chars(ls[i]) <= 80, ls[i]) end
+    end)
+
+    it("prints no tag line for a case without tags", function()
+        local t = report.terminal_table(summary())
+        assert.falsy(t:find("tag ", 1, true))
+    end)
+end)

@@ -186,12 +186,15 @@ local classes_text = require("arkbench.run.status").classes_text
 
 -- One line of text (ASCII, blanks collapsed) as lines of at most `width`
 -- characters: the first begins with `first`, the others with `rest`;
--- breaks at blanks, and inside a word only when it alone is too long.
+-- breaks at blanks, and inside a word only when it alone is too long
+-- (widths in characters; a word cut across lines is ASCII: the reasons
+-- are made ASCII first).
+local width_of = width
 local function wrap(text, width, first, rest)
     local out, line, lead = {}, first, first
     for word in text:gmatch("%S+") do
         local sep = line == lead and "" or " "
-        if #line + #sep + #word <= width then
+        if width_of(line) + #sep + width_of(word) <= width then
             line = line .. sep .. word
         else
             if line ~= lead then
@@ -254,6 +257,28 @@ local function reason_lines(c, failed_whole)
             local rep = num(d.repetition)
             add(format("%s degraded (rep %s): %s", _M.DEGRADED_MARK, rep and format("%d", rep) or "-",
                 reason_text(d, false)))
+        end
+    end
+    return out
+end
+
+-- The lines under a tagged case's row: per tag (summary cases[i].tags, in
+-- their order) "tag get: 93,266 rt/s, p50 5.9 µs, p99 34.6 µs" (and ",
+-- errors n" when not 0), wrapped at REASON_WIDTH.
+local function tag_lines(c)
+    local out = {}
+    for _, t in ipairs(type(c.tags) == "table" and c.tags or {}) do
+        if type(t) == "table" and type(t.tag) == "string" then
+            local rt = type(t.round_trips_per_s) == "table" and t.round_trips_per_s.median or nil
+            local h = type(t.rtt_merged_us) == "table" and t.rtt_merged_us or {}
+            -- "\1": a blank the lines do not break at (a number and its unit)
+            local text = format("tag %s: %s\1rt/s, p50\1%s\1µs, p99\1%s\1µs", ascii(t.tag),
+                _M.format_count(rt), _M.format_us(h.p50), _M.format_us(h.p99))
+            local errors = num(t.errors)
+            if errors and errors > 0 then text = text .. ", errors\1" .. _M.format_count(errors) end
+            for _, l in ipairs(wrap(text, _M.REASON_WIDTH, "  ", "    ")) do
+                out[#out + 1] = (l:gsub("\1", " "))
+            end
         end
     end
     return out
@@ -398,6 +423,7 @@ function _M.terminal_table(summary, axes)
         cells[#cells + 1] = pad(row[#cols], w[#cols], true)
         emit(cells)
         for _, l in ipairs(reason_lines(row.case, below)) do lines[#lines + 1] = l end
+        for _, l in ipairs(tag_lines(row.case)) do lines[#lines + 1] = l end
     end
     if open then
         lines[#lines + 1] = "* open loop: RTT from intended send (corrected for coordinated omission);"
