@@ -140,6 +140,20 @@ static int boot(lua_State *L) {
     lua_pop(L, 1);
   }
 
+  /* tag = "get": every message of a constant message carries it
+   * (scenario/check.lua allows it with a string message only) */
+  lua_getfield(L, hooks, "tag");
+  if (lua_type(L, -1) == LUA_TSTRING && mt == LUA_TSTRING) {
+    const char *why = NULL;
+    int id = ab__lx_tag_of(lx, lua_gettop(L), &why);
+    if (id < 0) {
+      lua_pushfstring(L, "%s: key 'tag': %s", path, why);
+      lua_error(L);
+    }
+    lx->msg_tag = (uint8_t)id;
+  }
+  lua_pop(L, 1);
+
   if (lx->ref_client != LUA_NOREF) {
     lx->mode = AB__LX_MODE_FULL;
     if (mt != LUA_TNIL || et != LUA_TNIL)

@@ -147,6 +147,8 @@ struct ab__lx_loop_s {
   /* tags (lua_exec_tags.c): the light form's tags of one pump's messages
    * (window entries), and the tag strings seen (pinned) with their ids */
   uint8_t *tagbuf;
+  uint8_t msg_tag;              /* a constant message's tag (the scenario's
+                                   `tag` key), 0: none */
   const char *tag_str[AB_TAGS_MAX];
   uint8_t tag_id[AB_TAGS_MAX];
   uint32_t ntag_cache;

@@ -142,6 +142,7 @@ void ab__lx_light_pump(ab__lx_conn_t *k) {
     if (lx->msg_fn) lua_pop(lx->L, 1);
   }
   if (lx->msg_fn) g.tags = lx->tagbuf; /* message's second values */
+  else g.tag = lx->msg_tag;              /* the scenario's tag key */
   /* built too late: never sent, never counted */
   if (ab__win_stamp(&c->h, &g, n, ab_now_ns()) == 0) return;
   k->msg_i += n;

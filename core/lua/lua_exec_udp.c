@@ -160,7 +160,7 @@ static void light_pump(ab__lx_conn_t *k) {
   while (g.n > 0) {
     const char *p = lx->msg;
     size_t len = lx->msg_len;
-    uint8_t tag = 0;
+    uint8_t tag = lx->msg_tag; /* the scenario's tag key (a constant message) */
     if (lx->msg_fn && ab__lx_light_message(lx, k, k->msg_i + 1, &p, &len, &tag) < 0) return;
     g.tag = tag; /* message's second value (engine/tags.h) */
     if (k->msg_i == 0) k->seq_base = g.seq;

@@ -114,10 +114,18 @@ return {
   part { label = "light", window = 4,
     message = function(i) return "n" .. i, i % 3 == 0 and "set" or "get" end,
     expect = function(d) return tonumber(d:match("^n(%d+)$")) end },
+  -- the scenario's tag key: every message of a constant message
+  part { label = "constant", window = 4, message = MSG, tag = "const" },
 }
 ]], { name = "udptags" })
         assert.are.equal(0, res.rc, res.stderr)
-        assert.are.equal(2, #res.runs)
+        assert.are.equal(3, #res.runs)
+        local const = table.remove(res.runs)
+        assert_ok(const)
+        assert.same({ "const" }, ark.keys(const.tags))
+        assert.are.equal(const.sent, const.tags.const.sent, brief(const))
+        assert.are.equal(const.completed, const.tags.const.completed, brief(const))
+        assert.are.equal(const.rtt_us.count, const.tags.const.rtt_us.count, brief(const))
         for _, r in ipairs(res.runs) do
             assert_ok(r)
             local get, set = r.tags.get, r.tags.set

@@ -93,6 +93,47 @@ describe("tags in execution = lua", function()
         end
     end)
 
+    it("the scenario's tag key: every message of a constant message carries it", function()
+        for _, loops in ipairs({ 1, 2 }) do
+            local res = ark.run_scenario(scenario(8, loops, [[
+    message = MSG, tag = "ping",]]))
+            assert.are.equal(0, res.rc, res.stdout .. res.stderr)
+            local r = res.runs[1]
+            ark.assert_identity(r)
+            assert.is_true(r.ok, brief(r))
+            assert.same({ "ping" }, ark.keys(r.tags))
+            assert_tag_books(r, false)
+            assert.are.equal(r.rtt_us.count, r.tags.ping.rtt_us.count, brief(r))
+        end
+    end)
+
+    it("refuses the tag key without a string message, or not a tag name, naming file:line and key", function()
+        local cases = {
+            { [[
+    message = function(i) return MSG end, expect = 64,
+    tag = "ping",]], "key 'tag': given without a string message (a function message returns its"
+                .. " tag as its second value: return bytes, tag)" },
+            { [[
+    client = function(conn) end,
+    tag = "ping",]], "key 'tag': given without a string message (client = function(conn) tags"
+                .. " each round trip itself: conn:call(request, expect, tag))" },
+            { [[
+    message = MSG,
+    tag = string.rep("t", 49),]], "key 'tag': got string \"ttt" },
+            { [[
+    message = MSG,
+    tag = 7,]], "key 'tag': got 7; expected a tag name: a string of 1 to 48 bytes without control"
+                .. " characters" },
+        }
+        for i, c in ipairs(cases) do
+            local res = ark.run_scenario(scenario(1, 1, c[1]), { name = "badtag" .. i })
+            assert.are.equal(2, res.rc, res.stderr)
+            -- the tag's line: line 5 of the file (HEAD is 4 lines)
+            assert.matches("badtag" .. i .. ".lua:5: " .. c[2], res.stderr, 1, true)
+            assert.are.equal(0, #res.runs)
+        end
+    end)
+
     it("refuses a 17th distinct tag as a script error at the call's line", function()
         local res = ark.run_scenario(scenario(1, 1, [[
     client = function(conn)

@@ -99,7 +99,7 @@ describe("scenario.load", function()
                 .. "label, description, protocol, framing, payload, clients, window, load, topology, "
                 .. "execution, work, warmup, duration, repetitions, rate, requests_per_connection, "
                 .. "connect_rate, interval, timeout, placement, processes, target, bind, tls, udp, "
-                .. "request, client, server, message, expect"
+                .. "request, client, server, message, expect, tag"
                 .. ", thresholds, max_error_rate, rate_strict",
                 load_err("unknown_far.lua"))
         end)

@@ -35,7 +35,7 @@ _M.KEYS = {
     "window", "load", "topology", "execution", "work", "warmup", "duration",
     "repetitions", "rate", "requests_per_connection", "connect_rate", "interval", "timeout",
     "placement", "processes", "target", "bind", "tls", "udp",
-    "request", "client", "server", "message", "expect",
+    "request", "client", "server", "message", "expect", "tag",
     "thresholds", "max_error_rate", "rate_strict",
 }
 local KNOWN = {}
@@ -64,7 +64,9 @@ local TLS_KEYS = { "version", "ciphers", "sni", "alpn", "resume", "ca", "verify"
 -- server_recv_buffer sets the server socket's alone (a tiny one forces loss)
 local UDP_KEYS = { "send_buffer", "recv_buffer", "server_recv_buffer" }
 local LOAD_KEYS = { "clients", "window" }
-local HOOK_KEYS = { "client", "server", "message", "expect" }
+local HOOK_KEYS = { "client", "server", "message", "expect", "tag" }
+-- a tag name (core/engine/tags.h AB_TAG_NAME_MAX)
+local TAG_NAME_MAX = 48
 
 ---------------------------------------------------------------------------
 -- small helpers
@@ -492,6 +494,12 @@ local function check_hooks(ctx, t, hooks)
     want("expect", function(v)
         return type(v) == "function" or v == "line" or (is_integer(v) and v > 0)
     end, 'a function(buf), a positive integer (bytes) or "line"')
+    -- tag = "get": the tag of every message of a constant message
+    -- (docs/lua-api.md "Tags"); which message it needs is check_lua's
+    want("tag", function(v)
+        return type(v) == "string" and #v >= 1 and #v <= TAG_NAME_MAX and not str_find(v, "%c")
+    end, str_format("a tag name: a string of 1 to %d bytes without control characters",
+        TAG_NAME_MAX))
     if t.client ~= nil and t.message ~= nil then
         local at = where(ctx, "client")
         fail(ctx, "message", "key 'message': given together with key 'client' (" .. at
@@ -800,6 +808,19 @@ local function check_lua(ctx, spec, window_key)
         fail(ctx, "message", "key 'message': message is a function, so expect is needed (a"
              .. " length, \"line\" or function(buf)); see docs/lua-api.md")
     end
+    if h.tag ~= nil and type(h.message) ~= "string" then
+        local why
+        if h.client ~= nil then
+            why = "client = function(conn) tags each round trip itself: conn:call(request, expect, tag)"
+        elseif type(h.message) == "function" then
+            why = "a function message returns its tag as its second value: return bytes, tag"
+        else
+            why = "no message is given"
+        end
+        fail(ctx, "tag", "key 'tag': given without a string message (" .. why .. "); expected"
+             .. " message = the request's bytes, each of which then carries the tag; see"
+             .. " docs/lua-api.md")
+    end
     if h.client ~= nil and window_key then
         warn(ctx, window_key, "key '" .. window_key .. "': window is not used by client ="
              .. " function(conn) (each conn:call is one round trip at a time)")
@@ -945,6 +966,11 @@ local function cross_check(ctx, t, spec)
     end
 
     if keys.request then request.cross_check(ctx, keys) end
+    if keys.request and spec.hooks.tag ~= nil then
+        fail(ctx, "tag", "key 'tag': given with key 'request' (" .. where(ctx, "request")
+             .. "); expected a tag in each request entry instead (request = { path = \"/\","
+             .. " tag = \"home\" }; docs/protocols.md)")
+    end
     if keys.tls and keys.tls.verify == false then
         warn(ctx, "tls", "key 'tls': verify = false: the server's certificate is NOT checked"
              .. " (chain and name), so nothing proves who answers; the run object says"

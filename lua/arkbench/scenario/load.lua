@@ -85,7 +85,7 @@ local DEFAULTS = {
 local TIMEOUT_DEFAULT, TIMEOUT_DEFAULT_UDP = 2, 0.2
 
 -- --set values of these keys are taken as text, never as numbers or lists
-local RAW_SET = { name = true, description = true, message = true }
+local RAW_SET = { name = true, description = true, message = true, tag = true }
 
 ---------------------------------------------------------------------------
 -- --set key=value
