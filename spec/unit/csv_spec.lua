@@ -147,3 +147,48 @@ describe("csv.write", function()
         assert.is_string(err)
     end)
 end)
+
+describe("csv.tags", function()
+    local C = { protocol = "tcp", payload = 64, clients = 2, window = 4 }
+    local function tagged(rep, get_rate)
+        return { case_id = "window=4", case = C, repetition = rep, ok = true, status = "ok",
+            round_trips_per_s = 1000, tags = {
+                ["get, \"x\""] = { sent = 10, warmup_sent = 2, completed = 9, drained = 1, errors = 0,
+                    round_trips_per_s = get_rate },
+                set = { sent = 4, warmup_sent = 1, completed = 3, drained = 0, errors = 1,
+                    round_trips_per_s = 3 },
+            } }
+    end
+
+    it("is nil when no case has tags", function()
+        assert.is_nil(csv.tags(stats.summarize(runs(), {})))
+    end)
+
+    it("has one row per case and tag: counts summed, rt/s median/min/max over the ok runs", function()
+        local recs = as_records(csv.tags(stats.summarize({ tagged(1, 9), tagged(2, 11) }, {})))
+        assert.are.equal(2, #recs)
+        local get, set = recs[1], recs[2]
+        assert.are.equal('get, "x"', get.tag) -- quoted on the wire, read back whole
+        assert.are.equal("window=4", get.case_id)
+        assert.are.equal("64", get.payload)
+        assert.are.equal("2", get.runs)
+        assert.are.equal("20", get.sent)
+        assert.are.equal("4", get.warmup_sent)
+        assert.are.equal("10", get.round_trips_per_s_median)
+        assert.are.equal("9", get.round_trips_per_s_min)
+        assert.are.equal("11", get.round_trips_per_s_max)
+        assert.are.equal("", get.merged_rtt_p99_us) -- no histograms in these runs
+        assert.are.equal("set", set.tag)
+        assert.are.equal("2", set.errors)
+    end)
+
+    it("is written as tags.csv beside the others when a case has tags", function()
+        local d = os.tmpname()
+        os.remove(d)
+        assert(os.execute("mkdir -p '" .. d .. "'"))
+        local rs = { tagged(1, 9) }
+        local paths = assert(csv.write(d, rs, stats.summarize(rs, {})))
+        assert.are.same({ d .. "/runs.csv", d .. "/cases.csv", d .. "/tags.csv" }, paths)
+        os.execute("rm -rf '" .. d .. "'")
+    end)
+end)

@@ -112,8 +112,8 @@ function _M.rows(cases)
     return rows
 end
 
-_M.NOTE = "Per tag (conn:call's third argument, the light form message's second value, a"
-    .. " request entry's `tag`): round trips/s is the median over the ok repetitions, sent,"
+_M.NOTE = "Per tag (conn:call's third argument, the light form message's second value or the"
+    .. " scenario's `tag` key, a request entry's `tag`): round trips/s is the median over the ok repetitions, sent,"
     .. " completed and errors (sent − completed − drained: timed out, failed or unfinished) are"
     .. " summed over them, and the latency columns are percentiles of their merged histograms."
 
