@@ -35,70 +35,15 @@ local write_file = files.write_file
 local sh_ok = proc.sh_ok
 local sh_out = proc.sh_out
 
-local dirs, pids = {}, {}
-local function tmpdir()
-    local p = os.tmpname()
-    os.remove(p)
-    p = p .. "_custom"
-    assert(sh_ok("mkdir -p " .. shq(p)))
-    dirs[#dirs + 1] = p
-    return p
-end
+local peers = require("helpers.peers")
+local have, start_on_free_port, make_cert = peers.have, peers.start_on_free_port, peers.make_cert
+
+local function tmpdir() return files.tmpdir("_custom") end
 
 teardown(function()
-    for _, pid in ipairs(pids) do os.execute("kill -TERM " .. pid .. " 2>/dev/null") end
-    for _, d in ipairs(dirs) do os.execute("rm -rf " .. shq(d)) end
+    peers.stop_started()
+    files.remove_tmpdirs()
 end)
-
-local function have(cmd)
-    return sh_ok("command -v " .. cmd .. " >/dev/null 2>&1")
-end
-
--- true once something accepts TCP connections on 127.0.0.1:port
-local function listening(port)
-    return sh_ok("bash -c 'exec 3<>/dev/tcp/127.0.0.1/" .. port .. "' 2>/dev/null")
-end
-
-local function port_free(port)
-    return not listening(port)
-end
-
--- Starts `cmd` (a shell command, its output to log) in the background under
--- `timeout`; returns its pid once `port` accepts connections, else nil.
-local function start_server(cmd, port, log)
-    local pid = tonumber(sh_out("timeout 300 " .. cmd .. " >" .. shq(log) .. " 2>&1 & echo $!"))
-    assert.is_truthy(pid, "could not start: " .. cmd)
-    pids[#pids + 1] = pid
-    for _ = 1, 100 do
-        if listening(port) then return pid end
-        if not sh_ok("kill -0 " .. pid .. " 2>/dev/null") then break end
-        sh_ok("sleep 0.05")
-    end
-    os.execute("kill -TERM " .. pid .. " 2>/dev/null")
-    return nil, read_file(log) or ""
-end
-
--- a port from 20000 up that nothing listens on
-local next_port = 20000 + (tonumber(sh_out("echo $$")) or 0) % 5000
-local function free_port()
-    for _ = 1, 200 do
-        next_port = next_port + 1
-        if port_free(next_port) then return next_port end
-    end
-    error("no free port found from 20000 up")
-end
-
--- Starts a server on a free port (retrying when another process took it).
-local function start_on_free_port(make_cmd, log)
-    local last
-    for _ = 1, 5 do
-        local port = free_port()
-        local pid, out = start_server(make_cmd(port), port, log)
-        if pid then return port, pid end
-        last = out
-    end
-    error("server did not start: " .. tostring(last))
-end
 
 local function run(args)
     local d = tmpdir()
@@ -155,39 +100,6 @@ return parts
     return file
 end
 
--- An EC P-256 key and a certificate for 127.0.0.1 / localhost in d.
-local function make_cert(d)
-    assert(sh_ok("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes"
-        .. " -keyout " .. shq(d .. "/key.pem") .. " -out " .. shq(d .. "/cert.pem")
-        .. " -days 1 -subj /CN=localhost"
-        .. " -addext subjectAltName=IP:127.0.0.1,DNS:localhost >/dev/null 2>&1"),
-        "openssl could not make a certificate")
-    return d .. "/cert.pem", d .. "/key.pem"
-end
-
-local NGINX_CONF = [[
-daemon off;
-master_process off;
-worker_processes 1;
-pid %s/nginx.pid;
-error_log %s/error.log warn;
-events { worker_connections 1024; }
-http {
-    access_log off;
-    client_body_temp_path %s/tmp/body;
-    proxy_temp_path %s/tmp/proxy;
-    fastcgi_temp_path %s/tmp/fastcgi;
-    uwsgi_temp_path %s/tmp/uwsgi;
-    scgi_temp_path %s/tmp/scgi;
-    keepalive_requests 100000000;
-    server {
-        listen 127.0.0.1:%d%s;
-        root %s/html;
-%s
-    }
-}
-]]
-
 describe("custom workloads against real servers", function()
     it("runs resp_ping.lua (PING, SET/GET over RESP) against redis-server", function()
         assert.is_true(have("redis-server") and have("redis-cli"),
@@ -216,13 +128,7 @@ describe("custom workloads against real servers", function()
     it("runs http_get.lua (GET / with keep-alive) against nginx", function()
         assert.is_true(have("nginx"), "nginx is needed (apt-get install nginx-light)")
         local d = tmpdir()
-        assert(sh_ok("mkdir -p " .. shq(d .. "/html") .. " " .. shq(d .. "/tmp")))
-        write_file(d .. "/html/index.html", string.rep("a", 1023) .. "\n")
-        local conf = d .. "/nginx.conf"
-        local port = start_on_free_port(function(p)
-            write_file(conf, NGINX_CONF:format(d, d, d, d, d, d, d, p, "", d, ""))
-            return "nginx -e " .. shq(d .. "/error.log") .. " -p " .. shq(d) .. " -c " .. shq(conf)
-        end, d .. "/nginx.out")
+        local port = peers.start_nginx(d, { html = { ["index.html"] = string.rep("a", 1023) .. "\n" } })
         local rc, runs, out = run({ "scenarios/custom/http_get.lua", "--set",
             "target=127.0.0.1:" .. port, "--quick" })
         assert.are.equal(0, rc, out .. (read_file(d .. "/error.log") or ""))
@@ -240,7 +146,7 @@ describe("custom workloads against real servers", function()
         local pid = tonumber(sh_out("timeout 120 " .. shq(BIN) .. " serve --protocol tls"
             .. " --framing raw --payload 64 --listen 127.0.0.1:0 --cert-out " .. shq(cert)
             .. " >" .. shq(log) .. " 2>&1 & echo $!"))
-        pids[#pids + 1] = pid
+        peers.track(pid)
         local port
         for _ = 1, 200 do
             port = (read_file(log) or ""):match("listening on [%d%.]+:(%d+)")
@@ -333,16 +239,9 @@ return {
     it("runs http_get.lua over tls (https) against nginx", function()
         assert.is_true(have("nginx") and have("openssl"), "nginx and openssl are needed")
         local d = tmpdir()
-        assert(sh_ok("mkdir -p " .. shq(d .. "/html") .. " " .. shq(d .. "/tmp")))
-        write_file(d .. "/html/index.html", string.rep("a", 1023) .. "\n")
-        local cert, key = make_cert(d)
-        local conf = d .. "/nginx.conf"
-        local port = start_on_free_port(function(p)
-            write_file(conf, NGINX_CONF:format(d, d, d, d, d, d, d, p, " ssl", d,
-                "        ssl_protocols TLSv1.2 TLSv1.3;\n        ssl_certificate " .. cert .. ";\n"
-                .. "        ssl_certificate_key " .. key .. ";"))
-            return "nginx -e " .. shq(d .. "/error.log") .. " -p " .. shq(d) .. " -c " .. shq(conf)
-        end, d .. "/nginx.out")
+        local port = peers.start_nginx(d, { tls = true,
+            html = { ["index.html"] = string.rep("a", 1023) .. "\n" } })
+        local cert = d .. "/cert.pem"
         local rc, runs, out = run({ over_tls(d, "scenarios/custom/http_get.lua", port, cert),
             "--quick" })
         assert.are.equal(0, rc, out .. (read_file(d .. "/error.log") or ""))

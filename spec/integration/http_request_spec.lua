@@ -32,48 +32,16 @@ local proc = require("helpers.proc")
 local shq, read_file, write_file = files.shq, files.read_file, files.write_file
 local sh_ok, sh_out = proc.sh_ok, proc.sh_out
 
-local pids = {}
+local peers = require("helpers.peers")
+
 local function tmpdir() return files.tmpdir("_httpreq") end
 
 teardown(function()
-    for _, pid in ipairs(pids) do os.execute("kill -TERM " .. pid .. " 2>/dev/null") end
+    peers.stop_started()
     files.remove_tmpdirs()
 end)
 
-local function listening(port)
-    return sh_ok("bash -c 'exec 3<>/dev/tcp/127.0.0.1/" .. port .. "' 2>/dev/null")
-end
-
-local next_port = 25000 + (tonumber(sh_out("echo $$")) or 0) % 5000
-local function free_port()
-    for _ = 1, 200 do
-        next_port = next_port + 1
-        if not listening(next_port) then return next_port end
-    end
-    error("no free port found from 25000 up")
-end
-
-local NGINX_CONF = [[
-daemon off;
-master_process off;
-worker_processes 1;
-pid {D}/nginx.pid;
-error_log {D}/error.log warn;
-events { worker_connections 1024; }
-http {
-    access_log off;
-    client_body_temp_path {D}/tmp/body;
-    proxy_temp_path {D}/tmp/proxy;
-    fastcgi_temp_path {D}/tmp/fastcgi;
-    uwsgi_temp_path {D}/tmp/uwsgi;
-    scgi_temp_path {D}/tmp/scgi;
-    # one connection for the whole run (a close would cost the requests on it)
-    keepalive_requests 100000000;
-    keepalive_timeout 300s;
-    server {
-        listen 127.0.0.1:{PORT}{SSL};
-        root {D}/html;
-{TLS}
+local LOCATIONS = [[
         location = /empty { return 204; }
         location = /same { return 304; }
         location = /status { stub_status; }
@@ -82,56 +50,20 @@ http {
             default_type text/plain;
             gzip on; gzip_min_length 0; gzip_types text/plain;
             alias {D}/html/page.txt;
-        }
-    }
-}
-]]
+        }]]
 
--- An EC P-256 key and a certificate for 127.0.0.1 / localhost in d.
-local function make_cert(d)
-    assert(sh_ok("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes"
-        .. " -keyout " .. shq(d .. "/key.pem") .. " -out " .. shq(d .. "/cert.pem")
-        .. " -days 1 -subj /CN=localhost"
-        .. " -addext subjectAltName=IP:127.0.0.1,DNS:localhost >/dev/null 2>&1"),
-        "openssl could not make a certificate")
-    return d .. "/cert.pem", d .. "/key.pem"
-end
-
--- Starts nginx (tls: with the certificate made in d); returns d, port.
-local function start_nginx(tls)
-    assert.is_true(sh_ok("command -v nginx >/dev/null 2>&1"), "nginx is needed (apt-get install nginx-light)")
+-- Starts nginx (tls: with a certificate made in d; opts.keepalive_requests);
+-- returns d, port.
+local function start_nginx(tls, opts)
     local d = tmpdir()
-    assert(sh_ok("mkdir -p " .. shq(d .. "/html") .. " " .. shq(d .. "/tmp")))
     -- 4 KiB of text: the page (Content-Length) and, gzip'd, the chunked answer
     local lines = {}
     for i = 1, 64 do lines[i] = string.format("line %04d ", i) .. string.rep("abcdef", 9) end
-    write_file(d .. "/html/index.html", table.concat(lines, "\n") .. "\n")
-    write_file(d .. "/html/page.txt", table.concat(lines, "\n") .. "\n")
-    local cert_lines = ""
-    if tls then
-        local cert, key = make_cert(d)
-        cert_lines = "        ssl_protocols TLSv1.2 TLSv1.3;\n        ssl_certificate " .. cert
-            .. ";\n        ssl_certificate_key " .. key .. ";"
-    end
-    local last
-    for _ = 1, 5 do
-        local port = free_port()
-        local conf = NGINX_CONF:gsub("{D}", d):gsub("{PORT}", tostring(port))
-            :gsub("{SSL}", tls and " ssl" or ""):gsub("{TLS}", cert_lines)
-        write_file(d .. "/nginx.conf", conf)
-        local pid = tonumber(sh_out("timeout 300 nginx -e " .. shq(d .. "/error.log") .. " -p "
-            .. shq(d) .. " -c " .. shq(d .. "/nginx.conf") .. " >" .. shq(d .. "/nginx.out")
-            .. " 2>&1 & echo $!"))
-        pids[#pids + 1] = pid
-        for _ = 1, 100 do
-            if listening(port) then return d, port end
-            if not sh_ok("kill -0 " .. pid .. " 2>/dev/null") then break end
-            sh_ok("sleep 0.05")
-        end
-        os.execute("kill -TERM " .. pid .. " 2>/dev/null")
-        last = (read_file(d .. "/nginx.out") or "") .. (read_file(d .. "/error.log") or "")
-    end
-    error("nginx did not start: " .. tostring(last))
+    local page = table.concat(lines, "\n") .. "\n"
+    local port = peers.start_nginx(d, { tls = tls, locations = LOCATIONS,
+        html = { ["index.html"] = page, ["page.txt"] = page },
+        keepalive_requests = opts and opts.keepalive_requests })
+    return d, port
 end
 
 -- Runs a scenario (the text of a table constructor's fields) against
