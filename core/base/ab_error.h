@@ -25,7 +25,8 @@
   X(ECLOSED, -4011, "peer closed the connection")                                \
   X(ECONFIG, -4012, "bad run configuration")                                  \
   X(EINTR, -4013, "interrupted")                                              \
-  X(EHTTPSTATUS, -4014, "HTTP response status outside 2xx")
+  X(EHTTPSTATUS, -4014, "HTTP response status outside 2xx")                   \
+  X(EPEERCLOSE, -4015, "the peer closes the connection after this reply")
 
 typedef enum {
   AB_OK = 0,

@@ -215,7 +215,7 @@ static int client_open(ab__dclient_t *c) {
     return -1;
   }
   ab__loop_t *l = c->h.loop; /* the home: the task runs in its connect callback */
-  r = ab__conn_setup(l, &c->conn, 1, 1);
+  r = ab__conn_setup(l, &c->conn, 1, 1, c->h.id);
   c->conn.data = c;
   /* shared:N: other threads may run it as soon as it is watched */
   c->conn.io.watch.lock = eng->shared ? &c->h.mu : NULL;
@@ -578,7 +578,7 @@ static void server_task_exit(ab_task_t *t, void *arg) {
 
 void ab__co_server_accept(ab__sconn_t *s) {
   ab__loop_t *l = s->loop;
-  int r = ab__conn_setup(l, &s->conn, 0, 1);
+  int r = ab__conn_setup(l, &s->conn, 0, 1, 0);
   s->conn.data = s;
   s->conn.io.watch.lock = l->eng->shared ? &s->mu : NULL; /* ab__conn_setup cleared it */
   if (r == 0) r = ab_task_c_new(l->d->sched, &s->task, STACK_SIZE, server_main, s);

@@ -265,7 +265,7 @@ void ab__client_ready(ab__dclient_t *c);
  * connection (client or server side) when the protocol has TLS, and, with
  * `codec` set, the protocol's codec (a client's knows the peer's host).
  * 0 or an error. */
-int ab__conn_setup(ab__loop_t *l, ab_conn_t *conn, int is_client, int codec);
+int ab__conn_setup(ab__loop_t *l, ab_conn_t *conn, int is_client, int codec, uint32_t id);
 /* The codec's counters of a closing client, into its loop's. */
 void ab__conn_fold_stats(ab__loop_t *l, const ab_conn_t *conn);
 

@@ -88,7 +88,7 @@ static void server_tls_done(ab_conn_t *conn, void *arg) {
   record_tls(l, conn, l->eng->cfg->role == AB_ROLE_SERVER, 1);
 }
 
-int ab__conn_setup(ab__loop_t *l, ab_conn_t *conn, int is_client, int codec) {
+int ab__conn_setup(ab__loop_t *l, ab_conn_t *conn, int is_client, int codec, uint32_t id) {
   ab__engine_t *eng = l->eng;
   uint64_t t0 = ab_now_ns(); /* the session's setup starts here (handshake_us) */
   ab_tls_conn_t *tls = NULL;
@@ -107,7 +107,7 @@ int ab__conn_setup(ab__loop_t *l, ab_conn_t *conn, int is_client, int codec) {
   r = ab_codec_create(vt, ab_conn_out(conn), max_msg, is_client, &conn->codec);
   if (r == 0 && is_client) r = ab_codec_set_peer_host(conn->codec, eng->dc->host);
   if (r == 0 && is_client && eng->dc->requests)
-    r = ab_codec_set_requests(conn->codec, eng->dc->requests);
+    r = ab_codec_set_requests(conn->codec, eng->dc->requests, id);
   return r;
 }
 
@@ -257,17 +257,21 @@ static void client_pump(ab__dclient_t *c, uint64_t now) {
 void ab__sclient_pump(ab__dclient_t *c) { client_pump(c, ab_now_ns()); }
 
 /* One reply: check it and account for it.  Returns 0 or an error code
- * (AB_ETIMEDOUT: it came later than the timeout). */
+ * (AB_ETIMEDOUT: it came later than the timeout; AB_EPEERCLOSE: it
+ * counted, and the server closes after it -- ab__client_fail takes that
+ * as the orderly end it is). */
 int ab__client_reply(ab__dclient_t *c, const ab_msgview_t *msg, uint64_t now) {
   if (c->h.loop->eng->dc->requests) {
     /* request mode: matched by position, judged by its status */
     int status = 0;
     int err = c->conn.codec->vt->reply_verdict(c->conn.codec, &status);
     int r = ab__win_complete_coded(&c->h, now, status > 0 ? (uint32_t)status : 0, err);
+    if (r >= 0 && ab_codec_closes_after(c->conn.codec)) return AB_EPEERCLOSE;
     return r < 0 ? r : 0;
   }
   if (msg->len != c->h.loop->eng->cfg->payload) return AB_ESIZE;
   int r = ab__win_reply(&c->h, msg->data, msg->len, now);
+  if (r >= 0 && ab_codec_closes_after(c->conn.codec)) return AB_EPEERCLOSE;
   return r < 0 ? r : 0;
 }
 
@@ -385,7 +389,7 @@ static void client_connected(uv_connect_t *req, int status) {
     handshake_failed(c, status, "connect", NULL);
     return;
   }
-  int r = ab__conn_setup(l, &c->conn, 1, 1);
+  int r = ab__conn_setup(l, &c->conn, 1, 1, c->h.id);
   if (r < 0) {
     handshake_failed(c, r, "connection setup", NULL);
     return;
@@ -639,7 +643,7 @@ static const ab_conn_cbs_t server_cbs = {
 void ab__sserver_accept(ab__sconn_t *s) {
   ab__loop_t *l = s->loop;
   ab__engine_t *eng = l->eng;
-  int r = ab__conn_setup(l, &s->conn, 0, 1);
+  int r = ab__conn_setup(l, &s->conn, 0, 1, 0);
   s->conn.data = s;
   if (r == 0 && eng->dc->use_ws) {
     s->ly.ws_hs = calloc(1, sizeof(ab_ws_hs_t));

@@ -78,9 +78,38 @@ int ab__client_recycle(ab__dclient_t *c) {
   return 1;
 }
 
+/* The server closes after the reply just counted, as that reply said
+ * (AB_EPEERCLOSE: HTTP Connection: close): counted in server_closes and
+ * reopened in its place (sweep.c: not a reconnect), no error.  Requests
+ * pipelined behind that reply can get no answer: message errors, under
+ * one ECLOSED that says why. */
+static void client_closed_in_order(ab__dclient_t *c) {
+  ab__loop_t *l = c->h.loop;
+  c->h.alive = 0;
+  if (c->task && ab_task_current() != c->task) ab_sched_cancel(c->task);
+  l->server_closes++;
+  if (c->h.win.inflight > 0 && l->phase != AB__PH_STOPPING) {
+    char msg[320];
+    snprintf(msg, sizeof(msg), "connection %u: the server closed it after a response that said"
+             " Connection: close, with %u more requests pipelined on it unanswered (raise the"
+             " server's keep-alive limit, e.g. nginx keepalive_requests, or use window = 1)",
+             c->h.id, (unsigned)c->h.win.inflight);
+    ab__loop_error(l, AB_ECLOSED, msg);
+  }
+  c->h.planned = 1; /* its reopen is no reconnect */
+  ab__client_lost(&c->h, AB_ECLOSED); /* reopened once closed */
+  ab__win_release(&c->h, &l->message_errors);
+  ab__client_close(c);
+  ab__loop_check_progress(l);
+}
+
 void ab__client_fail(ab__dclient_t *c, int code, const char *what) {
   ab__loop_t *l = c->h.loop;
   if (!c->h.alive) return;
+  if (code == AB_EPEERCLOSE) {
+    client_closed_in_order(c);
+    return;
+  }
   /* the server's orderly close is one class however it was met: a read of
    * its FIN, or a write that met the RST its kernel sent after it */
   code = ab_err_stream_end(code, AB_SIDE_CLIENT);

@@ -89,7 +89,11 @@ static int open_requests(ab__engine_t *eng, char *err, size_t errlen) {
   char why[200];
   int r = ab_http_plan_new(cfg->transport.http_requests, cfg->transport.http_nrequests, host,
                            &plan, why, sizeof(why));
+  if (r == 0 && cfg->transport.http_nconns > 0)
+    r = ab_http_plan_split(plan, cfg->transport.http_conn_counts, cfg->transport.http_nconns, why,
+                           sizeof(why));
   if (r < 0) {
+    ab_http_plan_free(plan);
     snprintf(err, errlen, "request: %s", r == AB_ENOMEM ? "out of memory" : why);
     free(eng->dc);
     eng->dc = NULL;

@@ -68,6 +68,10 @@ enum { AB_GROUP_RUN = 1, AB_GROUP_DATAGRAM = 2 };
   X(connections_used, AB_MERGE_SUM, AB_GROUP_RUN,                                          \
     "client connections that completed at least one measure-phase reply (a reopened one "   \
     "counts once)")                                                                         \
+  X(server_closes, AB_MERGE_SUM, AB_GROUP_RUN,                                              \
+    "stream connections the server closed in order after a reply that said it would "         \
+    "(`Connection: close`, or a 1.0 response without keep-alive; docs/protocols.md), any "    \
+    "phase: each reopened in its place, not an error and not in `reconnects`")               \
   X(warmup_completed, AB_MERGE_SUM, AB_GROUP_RUN,                                           \
     "warm-up replies received (their samples are dropped)")                                 \
   X(server_connections, AB_MERGE_SUM, AB_GROUP_RUN, "connections the server side accepted") \

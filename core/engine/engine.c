@@ -648,6 +648,9 @@ int ab_case_check(const ab_case_cfg_t *cfg, char *err, size_t errlen) {
   for (uint32_t i = 0; cfg->tag_rot && i < cfg->ntag_rot; i++)
     if (cfg->tag_rot[i] > cfg->ntag_names) BAD("tag rotation entry %u names no tag", i + 1);
   if ((cfg->ntag_names || cfg->ntag_rot) && !cfg->tagged) BAD("tags given for a case that is not tagged");
+  for (uint32_t k = 0; k < cfg->ntag_rot_conns; k++)
+    if (cfg->tag_rot_n[k] == 0 || cfg->tag_rot_first[k] + cfg->tag_rot_n[k] > cfg->ntag_rot)
+      BAD("connection %u's part of the tag rotation is not inside it", k);
   const ab_driver_t *d = cfg->driver;
   if (d == NULL) BAD("no driver runs this protocol with this execution");
   if (!d->case_open || !d->case_close || !d->loop_open || !d->loop_close || !d->client_start ||
@@ -757,6 +760,12 @@ static int alloc_loops(ab__engine_t *eng, ab_result_t *out) {
       c->id = cfg->id_base + (li + k * eng->nloops) * (cfg->id_stride ? cfg->id_stride : 1);
       if (ab__win_init(&c->win, cfg->window, win_kind, l->open_loop, history) < 0) return AB_ENOMEM;
       if (cfg->tagged && (c->win.tag = calloc(cfg->window, 1)) == NULL) return AB_ENOMEM;
+      c->win.tag_first = 0;
+      c->win.tag_n = l->ntag_rot;
+      if (l->ntag_rot && cfg->ntag_rot_conns > 0) {
+        c->win.tag_first = cfg->tag_rot_first[c->id % cfg->ntag_rot_conns];
+        c->win.tag_n = cfg->tag_rot_n[c->id % cfg->ntag_rot_conns];
+      }
       /* the phases are spread over every connection of the case: the
        * case's rate over its clients_total, of which this process has
        * cfg->clients at cfg->rate */

@@ -96,6 +96,12 @@ typedef struct {
   uint32_t ntag_names;
   const uint8_t *tag_rot;
   uint32_t ntag_rot;
+  /* with ntag_rot_conns > 0 each connection rotates through its own part
+   * of tag_rot: connection k (mod ntag_rot_conns) through the
+   * tag_rot_n[k] entries from tag_rot_first[k] (request = function(i,
+   * conn)) */
+  const uint32_t *tag_rot_first, *tag_rot_n;
+  uint32_t ntag_rot_conns;
   /* client roles: called on the coordinator thread with each finished
    * interval but the last, shortly after it ends (live.c); NULL: none.
    * Must not block (a write to a non-blocking pipe). */

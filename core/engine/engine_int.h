@@ -105,8 +105,10 @@ typedef struct ab__client_s {
                                    still closing, 2: closed) at reopen_at
                                    (0: at once) */
   uint8_t reopening;            /* its reopen's connect is under way */
-  uint8_t planned;              /* churn: the reopen replaces a connection
-                                   closed on purpose (not a reconnect) */
+  uint8_t planned;              /* churn, or the server's announced close
+                                   (server_closes): the reopen replaces a
+                                   connection closed on purpose (not a
+                                   reconnect) */
   uint32_t fails;               /* losses in a row with no reply between */
   uint64_t reopen_at;           /* ns */
   uint64_t mark_seq;            /* win.oldest_seq when it last came up */

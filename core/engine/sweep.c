@@ -33,6 +33,9 @@
  * and answered the driver closes it cleanly (ab__client_retire) and it is
  * replaced by the same reopening: connections_retired, and, for the new
  * connection, connections_opened (measure phase) instead of reconnects.
+ * A connection the server closed after a reply that announced it (the
+ * driver sets c->planned: a `Connection: close` reply) is reopened the
+ * same way and counted in server_closes instead of reconnects.
  */
 #include <errno.h>
 #include <string.h>
@@ -259,7 +262,7 @@ void ab__client_connect_done(ab__client_t *c) {
   c->reopening = 0;
   if (l->phase == AB__PH_STOPPING) return;
   if (c->alive) {
-    if (c->planned) c->planned = 0; /* a replacement, not a reconnect */
+    if (c->planned) c->planned = 0; /* a replacement or a server's close, not a reconnect */
     else l->reconnects++;
     c->mark_seq = c->win.oldest_seq;
     l->eng->drv->wake(c); /* fill its window (if a phase sends) */

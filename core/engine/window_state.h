@@ -49,6 +49,7 @@ typedef struct ab__win_s {
   uint8_t *phase;               /* AB_PHASE_* it was sent in */
   uint8_t *tag;                 /* its tag id (engine/tags.h; 0: none);
                                    NULL when the case is not tagged */
+  uint32_t tag_first, tag_n;    /* its part of the loop's tag rotation */
   /* open loop only (NULL / 0 in closed loop): the rate schedule */
   uint64_t *origin;             /* per slot: the message's intended send
                                    time, its RTT origin, ns */

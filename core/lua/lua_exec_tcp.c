@@ -125,7 +125,7 @@ static void on_connect(uv_connect_t *req, int status) {
     ab__client_reported(c);
     return;
   }
-  int r = ab__conn_setup(l, &c->conn, 1, 0);
+  int r = ab__conn_setup(l, &c->conn, 1, 0, c->h.id);
   c->conn.data = k;
   if (r == 0)
     r = ab_conn_start(&c->conn, &l->d->reactor, &c->tcp,
@@ -269,7 +269,7 @@ void ab__lx_server_accept(ab__sconn_t *s) {
   k->co_ref = LUA_NOREF;
   k->next = lx->sconns;
   lx->sconns = k;
-  int r = ab__conn_setup(l, &s->conn, 0, 0);
+  int r = ab__conn_setup(l, &s->conn, 0, 0, 0);
   s->conn.data = s;
   if (r < 0) {
     ab__sconn_error(s, r, "accept setup");

@@ -90,6 +90,49 @@ static int read_tag(lua_State *L, int t, ab_lua_requests_t *keep, uint32_t i, ch
   return 0;
 }
 
+/* case.request_conns (request = function(i, conn)): one list length per
+ * connection, summing to the requests read. */
+static int read_conn_counts(lua_State *L, ab_lua_requests_t *keep, char *err, size_t errlen) {
+  lua_getfield(L, 1, "request_conns");
+  if (lua_isnil(L, -1)) {
+    lua_pop(L, 1);
+    return 0;
+  }
+  int n = lua_istable(L, -1) ? (int)lua_objlen(L, -1) : 0;
+  uint64_t sum = 0;
+  if (n > 0) {
+    keep->conn_counts = calloc((size_t)n, sizeof(uint32_t));
+    keep->conn_first = calloc((size_t)n, sizeof(uint32_t));
+  }
+  if (n <= 0 || keep->conn_counts == NULL || keep->conn_first == NULL) {
+    lua_pop(L, 1);
+    snprintf(err, errlen, n <= 0 ? "request_conns must be a non-empty list of counts"
+                                 : "out of memory reading the requests");
+    return -1;
+  }
+  for (int k = 1; k <= n; k++) {
+    lua_rawgeti(L, -1, k);
+    double v = lua_tonumber(L, -1);
+    lua_pop(L, 1);
+    if (!(v >= 1 && v <= keep->n)) {
+      lua_pop(L, 1);
+      snprintf(err, errlen, "request_conns[%d] is not a count from 1 to %u", k, keep->n);
+      return -1;
+    }
+    keep->conn_counts[k - 1] = (uint32_t)v;
+    keep->conn_first[k - 1] = (uint32_t)sum;
+    sum += (uint32_t)v;
+  }
+  lua_pop(L, 1);
+  if (sum != keep->n) {
+    snprintf(err, errlen, "request_conns sum to %llu, not the %u requests",
+             (unsigned long long)sum, keep->n);
+    return -1;
+  }
+  keep->nconns = (uint32_t)n;
+  return 0;
+}
+
 int ab_lua_read_request(lua_State *L, ab_case_cfg_t *cfg, ab_lua_requests_t *keep, char *err,
                         size_t errlen) {
   memset(keep, 0, sizeof(*keep));
@@ -162,6 +205,7 @@ int ab_lua_read_request(lua_State *L, ab_case_cfg_t *cfg, ab_lua_requests_t *kee
     cfg->ntag_rot = keep->n;
   }
   lua_pop(L, 1);
+  if (read_conn_counts(L, keep, err, errlen) < 0) return -1;
   lua_getfield(L, 1, "target");
   const char *target = lua_tostring(L, -1);
   host_header(target ? target : "127.0.0.1", cfg->protocol == AB_PROTO_HTTPS, keep->host,
@@ -169,6 +213,14 @@ int ab_lua_read_request(lua_State *L, ab_case_cfg_t *cfg, ab_lua_requests_t *kee
   lua_pop(L, 1);
   cfg->transport.http_requests = keep->reqs;
   cfg->transport.http_nrequests = keep->n;
+  cfg->transport.http_conn_counts = keep->conn_counts;
+  cfg->transport.http_nconns = keep->nconns;
+  if (cfg->tagged && keep->nconns > 0) {
+    /* each connection's tags follow its own list */
+    cfg->tag_rot_first = keep->conn_first;
+    cfg->tag_rot_n = keep->conn_counts;
+    cfg->ntag_rot_conns = keep->nconns;
+  }
   cfg->transport.http_host = keep->host;
   return 0;
 nomem:
@@ -183,6 +235,8 @@ void ab_lua_requests_free(ab_lua_requests_t *keep) {
   free(keep->reqs);
   free(keep->status);
   free(keep->tag_rot);
+  free(keep->conn_counts);
+  free(keep->conn_first);
   memset(keep, 0, sizeof(*keep));
 }
 

@@ -17,6 +17,9 @@ typedef struct {
   char **headers;          /* one joined "Name: value\r\n..." per entry */
   uint16_t *status;        /* every entry's success set, back to back */
   uint32_t n;
+  uint32_t *conn_counts;   /* request_conns: each connection's list length */
+  uint32_t *conn_first;    /* ... and where it starts */
+  uint32_t nconns;
   char host[300];          /* the Host header: target, default port dropped */
   /* the entries' tags (engine/tags.h): distinct names in order of first
    * use (strings of the case table), and entry i's tag id (0: none) */
@@ -26,7 +29,9 @@ typedef struct {
 } ab_lua_requests_t;
 
 /* Reads case.request (a list of {method=, path=, headers={"Name: value",
- * ...}, body=, status={...}, tag=}, as the scenario check normalised it)
+ * ...}, body=, status={...}, tag=}, as the scenario check normalised it;
+ * with case.request_conns = {n1, n2, ...}, connection k's own list is the
+ * next n(k+1) of them: request = function(i, conn), arkbench.cmd.worker)
  * and tls.verify from the case table at index 1 into cfg->transport, and
  * the entries' tags into cfg's tag fields (a tagged case when any entry
  * has one).  0, or -1 with a sentence in err. */

@@ -35,7 +35,8 @@
  * too (optional members, NULL = the default), so that drivers never name a
  * codec: the peer's host name a client puts in its requests, the rule for
  * an end of stream, the codec's own counters, whether a request is its own
- * reply (echo straight from the read buffer) and whether every message has
+ * reply (echo straight from the read buffer), whether the peer announced
+ * it closes after a reply (HTTP Connection: close), whether every message has
  * exactly max_msg bytes, and the request mode (a codec that writes whole
  * prepared requests and judges each reply: set_requests, client_request,
  * reply_verdict).  Call them through the ab_codec_* helpers below.
@@ -96,8 +97,9 @@ typedef struct {
   void (*stats)(const ab_codec_t *c, ab_codec_stats_t *st);
   /* Optional: request mode (HTTP's request key).  Client: from now on the
    * requests are the prepared ones of `plan` (the codec's own type, built
-   * once per case: http.h), not payloads.  0 or AB_EINVAL. */
-  int (*set_requests)(ab_codec_t *c, const void *plan);
+   * once per case: http.h) for connection conn_id, not payloads.  0 or
+   * AB_EINVAL. */
+  int (*set_requests)(ab_codec_t *c, const void *plan, uint32_t conn_id);
   /* Request mode: writes message seq's request whole at dst (room for the
    * plan's longest) and returns its size.  Sequences are the window's:
    * consecutive, the same one again after a batch that was never sent. */
@@ -106,6 +108,10 @@ typedef struct {
    * (0) or as a failed message of error class < 0 (AB_ERR_HTTP(status));
    * *status is its status code (0 when none). */
   int (*reply_verdict)(const ab_codec_t *c, int *status);
+  /* Optional.  Client: the reply the last parse returned said the peer
+   * closes the connection after it (HTTP Connection: close, HTTP/1.0
+   * without keep-alive): 1, else 0. */
+  int (*closes_after)(const ab_codec_t *c);
   int request_is_reply; /* server_reply(msg) appends exactly the request's
                            bytes: a server may echo them in place */
   int fixed_size;       /* every message is exactly max_msg bytes */
@@ -154,8 +160,12 @@ static inline int ab_codec_client_eof(ab_codec_t *c) {
   return c->vt->client_eof ? c->vt->client_eof(c) : 0;
 }
 
-static inline int ab_codec_set_requests(ab_codec_t *c, const void *plan) {
-  return c->vt->set_requests ? c->vt->set_requests(c, plan) : AB_EINVAL;
+static inline int ab_codec_set_requests(ab_codec_t *c, const void *plan, uint32_t conn_id) {
+  return c->vt->set_requests ? c->vt->set_requests(c, plan, conn_id) : AB_EINVAL;
+}
+
+static inline int ab_codec_closes_after(const ab_codec_t *c) {
+  return c->vt->closes_after ? c->vt->closes_after(c) : 0;
 }
 
 static inline void ab_codec_stats(const ab_codec_t *c, ab_codec_stats_t *st) {

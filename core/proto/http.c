@@ -47,9 +47,12 @@ typedef struct {
   uint64_t non2xx;
   ab_codec_stats_t statuses; /* non2xx by status (the echo) */
   const ab_http_plan_t *plan;   /* request mode, else NULL (the echo) */
+  const ab_http_req_t *reqs;    /* this connection's list: nreq entries */
+  uint32_t nreq;
   int seq_known;                /* request mode: reply_seq is set */
   uint64_t reply_seq;           /* the sequence the next final response answers */
   int last_status, last_ok;     /* the last final response */
+  int last_close;               /* ... said the server closes after it */
   size_t req_len;
   char req[REQ_PREFIX_MAX];
   /* server */
@@ -105,7 +108,7 @@ static int keep_body(hstate_t *s, uint64_t limit) {
 
 /* The request the next final response answers (request mode). */
 static const ab_http_req_t *answered_req(const hstate_t *s) {
-  return &s->plan->reqs[s->reply_seq % s->plan->n];
+  return &s->reqs[s->reply_seq % s->nreq];
 }
 
 /* Request mode, a final response's headers: no body for HEAD (1: llhttp
@@ -209,6 +212,7 @@ static int client_on_message_complete(llhttp_t *p) {
   int status = p->status_code;
   s->in_msg = 0;
   if (status < 200) return 0; /* interim: the final response follows */
+  s->last_close = !llhttp_should_keep_alive(p);
   if (s->plan) {
     /* request mode: judged per message (reply_verdict), counted by the
      * window, not here */
@@ -379,10 +383,17 @@ static int http_server_reply(ab_codec_t *c, const uint8_t *payload, size_t len) 
   return close ? AB_ECLOSED : 0;
 }
 
-static int http_set_requests(ab_codec_t *c, const void *plan) {
+static int http_set_requests(ab_codec_t *c, const void *plan, uint32_t conn_id) {
   hstate_t *s = S(c);
   if (!s->is_client || plan == NULL) return AB_EINVAL;
-  s->plan = plan;
+  const ab_http_plan_t *p = plan;
+  s->plan = p;
+  s->reqs = p->reqs;
+  s->nreq = p->n;
+  if (p->nconns > 0) {
+    s->reqs = p->reqs + p->conns[conn_id % p->nconns].first;
+    s->nreq = p->conns[conn_id % p->nconns].n;
+  }
   return 0;
 }
 
@@ -392,7 +403,7 @@ static size_t http_client_request(ab_codec_t *c, uint8_t *dst, uint64_t seq) {
     s->reply_seq = seq;
     s->seq_known = 1;
   }
-  const ab_http_req_t *r = &s->plan->reqs[seq % s->plan->n];
+  const ab_http_req_t *r = &s->reqs[seq % s->nreq];
   memcpy(dst, r->bytes, r->len);
   return r->len;
 }
@@ -401,6 +412,10 @@ static int http_reply_verdict(const ab_codec_t *c, int *status) {
   const hstate_t *s = (const hstate_t *)(c + 1);
   *status = s->last_status;
   return s->last_ok ? 0 : AB_ERR_HTTP(s->last_status);
+}
+
+static int http_closes_after(const ab_codec_t *c) {
+  return ((const hstate_t *)(c + 1))->last_close;
 }
 
 int ab_http_client_eof(ab_codec_t *c) {
@@ -439,4 +454,5 @@ const ab_codec_vt_t ab_codec_http = {
     .set_requests = http_set_requests,
     .client_request = http_client_request,
     .reply_verdict = http_reply_verdict,
+    .closes_after = http_closes_after,
 };

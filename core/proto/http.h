@@ -26,7 +26,8 @@
  *
  * Client, request mode (ab_http_plan_new, set through the codec's
  * set_requests): the requests are a case's prepared rotation instead of
- * POST /echo -- message seq of a connection is entry seq mod n, written
+ * POST /echo -- message seq of a connection is entry seq mod n of its
+ * list (the plan's, or the connection's own: ab_http_plan_split), written
  * whole by client_request (no payload).  A response is any final HTTP/1.1
  * response (Content-Length or chunked; no body for HEAD, 1xx, 204, 304),
  * its body read past, never kept; one without a length that would end at
@@ -65,6 +66,11 @@ typedef struct {
   ab_http_req_t *reqs;
   uint32_t n;
   size_t max_len;     /* the longest request */
+  /* per-connection lists (ab_http_plan_split), else nconns 0 */
+  uint32_t nconns;
+  struct {
+    uint32_t first, n;
+  } *conns;
 } ab_http_plan_t;
 
 /* Builds the plan of n (>= 1) entries: each request is
@@ -80,6 +86,13 @@ typedef struct {
 int ab_http_plan_new(const ab_http_request_opts_t *reqs, uint32_t n, const char *host,
                      ab_http_plan_t **out, char *err, size_t errlen);
 void ab_http_plan_free(ab_http_plan_t *p);
+
+/* Gives each connection its own list: connection k (mod nconns) rotates
+ * through the counts[k] entries that follow the lists of connections
+ * 0..k-1 (each count >= 1, their sum p->n).  0, AB_ENOMEM, or AB_EINVAL
+ * with a sentence in err. */
+int ab_http_plan_split(ab_http_plan_t *p, const uint32_t *counts, uint32_t nconns, char *err,
+                       size_t errlen);
 
 static inline int ab_http_req_ok(const ab_http_req_t *r, int status) {
   return status >= 0 && status < AB_HTTP_STATUS_END &&

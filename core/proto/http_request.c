@@ -128,8 +128,35 @@ int ab_http_plan_new(const ab_http_request_opts_t *reqs, uint32_t n, const char 
   return 0;
 }
 
+int ab_http_plan_split(ab_http_plan_t *p, const uint32_t *counts, uint32_t nconns, char *err,
+                       size_t errlen) {
+  uint64_t sum = 0;
+  for (uint32_t k = 0; k < nconns; k++) {
+    if (counts[k] == 0) {
+      snprintf(err, errlen, "connection %u has no request", k);
+      return AB_EINVAL;
+    }
+    sum += counts[k];
+  }
+  if (nconns == 0 || sum != p->n) {
+    snprintf(err, errlen, "the connections' lists hold %llu requests, the plan %u",
+             (unsigned long long)sum, p->n);
+    return AB_EINVAL;
+  }
+  if ((p->conns = calloc(nconns, sizeof(*p->conns))) == NULL) return AB_ENOMEM;
+  uint32_t first = 0;
+  for (uint32_t k = 0; k < nconns; k++) {
+    p->conns[k].first = first;
+    p->conns[k].n = counts[k];
+    first += counts[k];
+  }
+  p->nconns = nconns;
+  return 0;
+}
+
 void ab_http_plan_free(ab_http_plan_t *p) {
   if (p == NULL) return;
+  free(p->conns);
   for (uint32_t i = 0; i < p->n; i++) free(p->reqs[i].bytes);
   free(p->reqs);
   free(p);

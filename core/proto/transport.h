@@ -39,6 +39,12 @@ typedef struct {
    * POST /echo); http_host is the Host header then ("host[:port]") */
   const ab_http_request_opts_t *http_requests;
   uint32_t http_nrequests;
+  /* request = function(i, conn): connection k's own list is the next
+   * http_conn_counts[k] entries of http_requests, the lists back to back
+   * (http_nconns of them, one per client; 0: every connection rotates
+   * through all http_requests) */
+  const uint32_t *http_conn_counts;
+  uint32_t http_nconns;
   const char *http_host;
   /* udp: socket buffers to request (bytes; 0 = the defaults 64 KiB send,
    * 4 MiB receive); server_recv_buffer applies to the server socket */

@@ -164,6 +164,7 @@ http {
     scgi_temp_path {D}/tmp/scgi;
     keepalive_requests {KEEPALIVE};
     keepalive_timeout 300s;
+{HTTP}
     server {
         listen 127.0.0.1:{PORT}{SSL};
         root {D}/html;
@@ -176,7 +177,8 @@ http {
 -- Starts nginx (nginx-light) in the foreground of its own process, serving
 -- d/html (made here; opts.html = { [name] = text } written into it) with
 -- a config written to d/nginx.conf: opts.tls (a certificate made in d),
--- opts.locations (lines inside the server block), opts.keepalive_requests
+-- opts.locations (lines inside the server block), opts.http_lines (lines
+-- in the http block, e.g. a log_format), opts.keepalive_requests
 -- (default 100000000: one connection for the whole run, since a close
 -- costs the requests pipelined on it). Returns port, pid; its logs are
 -- d/nginx.out and d/error.log.
@@ -196,6 +198,7 @@ function M.start_nginx(d, opts)
         -- opts.locations may name {D} too
         local text = NGINX_CONF:gsub("{TLS}", function() return tls_lines end)
             :gsub("{LOCATIONS}", function() return opts.locations or "" end)
+            :gsub("{HTTP}", function() return opts.http_lines or "" end)
             :gsub("{D}", function() return d end):gsub("{PORT}", tostring(port))
             :gsub("{SSL}", opts.tls and " ssl" or "")
             :gsub("{KEEPALIVE}", tostring(opts.keepalive_requests or 100000000))

@@ -46,6 +46,7 @@ local LOCATIONS = [[
         location = /same { return 304; }
         location = /status { stub_status; }
         location = /text { default_type text/plain; return 200 "hello\n"; }
+        location /fn/ { access_log {D}/fn.log fn; default_type text/plain; return 200 "fn\n"; }
         location = /chunked {
             default_type text/plain;
             gzip on; gzip_min_length 0; gzip_types text/plain;
@@ -61,6 +62,7 @@ local function start_nginx(tls, opts)
     for i = 1, 64 do lines[i] = string.format("line %04d ", i) .. string.rep("abcdef", 9) end
     local page = table.concat(lines, "\n") .. "\n"
     local port = peers.start_nginx(d, { tls = tls, locations = LOCATIONS,
+        http_lines = "    log_format fn '$connection $request_uri';",
         html = { ["index.html"] = page, ["page.txt"] = page },
         keepalive_requests = opts and opts.keepalive_requests })
     return d, port
@@ -211,6 +213,110 @@ describe("http request mode against nginx", function()
             assert.are.equal(0, r.message_errors, brief(r))
             assert.are.equal(r.completed + r.drained, r.http.status["404"], brief(r))
         end
+    end)
+end)
+
+-- nginx's log of /fn/ requests: { [nginx connection] = { uri, ... } } in order
+local function fn_log(d)
+    local by = {}
+    for line in (read_file(d .. "/fn.log") or ""):gmatch("[^\n]+") do
+        local c, uri = line:match("^(%d+) (%S+)$")
+        if c then
+            by[c] = by[c] or {}
+            table.insert(by[c], uri)
+        end
+    end
+    return by
+end
+
+describe("http request mode, request = function(i, conn)", function()
+    it("gives each connection its own list, built up front and rotated from its start", function()
+        local d, port = start_nginx(false)
+        local rc, runs, out = run(d, port, [[protocol = "http", clients = 4,
+            execution = { "callback", "coroutine" },
+            request = function(i, conn)
+                if i > conn.id + 1 then return nil end      -- connection k: k + 1 requests
+                return { path = "/fn/" .. conn.id .. "/" .. i }
+            end]])
+        assert.are.equal(0, rc, out)
+        assert.are.equal(2, #runs, out)
+        for _, r in ipairs(runs) do
+            assert.is_true(r.ok, brief(r))
+            balanced(r)
+            assert.are.equal("function", r.case.request)
+        end
+        -- every nginx connection saw one client's list, in order from entry 1
+        local ids, conns = {}, 0
+        for c, uris in pairs(fn_log(d)) do
+            conns = conns + 1
+            local id = assert(uris[1]:match("^/fn/(%d+)/1$"), c .. ": " .. uris[1])
+            ids[id] = (ids[id] or 0) + 1
+            local n = tonumber(id) + 1
+            for k, uri in ipairs(uris) do
+                assert.are.equal(("/fn/%s/%d"):format(id, (k - 1) % n + 1), uri, c)
+            end
+        end
+        assert.are.equal(8, conns) -- 4 clients, 2 runs
+        for id = 0, 3 do assert.are.equal(2, ids[tostring(id)], cjson.encode(ids)) end
+    end)
+
+    it("fails the run with the function's file:line when it errors or returns a bad value", function()
+        local d, port = start_nginx(false)
+        local rc, runs, out = run(d, port, [[protocol = "http",
+            request = function(i, conn)
+                if i > 1 then return nil end
+                if conn.id == 3 then error("no request for 3") end
+                return { path = "/fn/" .. conn.id }
+            end]])
+        assert.are.equal(1, rc, out)
+        local e = tostring(runs[1].error)
+        assert.truthy(e:find("s%d+%.lua:4: key 'request': the function failed for i = 1,"
+            .. " connection 3: .*s%d+%.lua:6: no request for 3"), e)
+        rc, runs, out = run(d, port, [[protocol = "http",
+            request = function(i, conn) return i == 1 and "/fn/" or nil end]])
+        assert.are.equal(1, rc, out)
+        e = tostring(runs[1].error)
+        assert.truthy(e:find("s%d+%.lua:4: key 'request': the function returned string \"/fn/\" for"
+            .. " i = 1, connection 0; expected a table", 1), e)
+        rc, runs, out = run(d, port, [[protocol = "http",
+            request = function(i, conn) return { path = "/fn/" .. i } end]])
+        assert.are.equal(1, rc, out)
+        e = tostring(runs[1].error)
+        assert.truthy(e:find("returned a request for i = 1001, connection 0; expected nil by i = 1001",
+            1, true), e)
+    end)
+end)
+
+-- nginx closes a keep-alive connection after keepalive_requests responses,
+-- the last one saying Connection: close
+describe("http request mode against a server that closes (Connection: close)", function()
+    it("reopens the connection in its place, counted in server_closes, no error", function()
+        local d, port = start_nginx(false, { keepalive_requests = 10 })
+        local rc, runs, out = run(d, port, [[protocol = "http", clients = 4,
+            execution = { "callback", "coroutine" }, request = { path = "/fn/close" }]])
+        assert.are.equal(0, rc, out .. (read_file(d .. "/error.log") or ""))
+        assert.are.equal(2, #runs, out)
+        local served = 0
+        for c, uris in pairs(fn_log(d)) do
+            assert.is_true(#uris <= 10, c .. ": " .. #uris)
+            served = served + #uris
+        end
+        local closes = 0
+        for _, r in ipairs(runs) do
+            assert.is_true(r.ok, brief(r))
+            assert.is_nil(next(r.errors), brief(r))
+            balanced(r)
+            assert.are.equal(0, r.reconnects, brief(r))
+            assert.are.equal(0, r.message_errors + r.timed_out + r.unfinished, brief(r))
+            -- each connection closes after every 10th response, in any phase
+            local answered = r.sent + r.warmup_completed
+            assert.is_true(r.server_closes > 0, brief(r))
+            assert.is_true(r.server_closes * 10 <= answered
+                and r.server_closes * 10 > answered - 4 * 10, brief(r) .. " closes "
+                .. r.server_closes .. " answered " .. answered)
+            closes = closes + r.server_closes
+        end
+        assert.is_true(served >= closes * 10, served .. " " .. closes)
     end)
 end)
 

@@ -62,17 +62,41 @@ describe("scenario key request", function()
         }, "\n"), load_err("request_bad.lua"))
     end)
 
-    it("refuses a function form as not supported yet, and other shapes", function()
-        local path = file_with([[{ protocol = "http",
+    it("keeps a function form as a hook; the case says \"function\"", function()
+        local path = file_with([[{ protocol = "http", clients = 2,
             request = function(i, conn) return { path = "/" } end }]])
         finally(function() os.remove(path) end)
-        local _, err = scenario.load(path)
-        assert.equals(path .. ":2: key 'request': got a function; a function form (of i and conn) is"
-            .. " not supported yet; expected a table {method=, path=, headers=, body=, status=} or a"
-            .. " list of them", err)
+        local spec = assert(scenario.load(path))
+        assert.equals("function", spec.keys.request)
+        assert.equals("function", type(spec.hooks.request))
+        assert.equals("function", matrix.expand(spec)[1].request)
+    end)
+
+    it("expands a function form per connection, until nil, each entry checked", function()
+        local request = require("arkbench.scenario.request")
+        local list, counts = request.expand_function(function(i, conn)
+            if i > conn.id + 1 then return nil end
+            return { path = "/" .. conn.id .. "/" .. i .. "/" .. conn.vars.v, method = "HEAD" }
+        end, 3, { v = "x" })
+        assert.same({ 1, 2, 3 }, counts)
+        assert.equals(6, #list)
+        assert.same({ method = "HEAD", path = "/0/1/x", headers = {} }, list[1])
+        assert.equals("/2/3/x", list[6].path)
+        local line = debug.getinfo(1, "l").currentline + 1
+        local fn = function(i) if i == 2 then return { path = "/", bogus = 1 } end return { } end
+        local _, err = request.expand_function(fn, 1)
+        local at = "spec/unit/request_spec.lua:" .. line
+        assert.equals(at .. ": key 'request': the function's request for i = 2, connection 0:"
+            .. " unknown key 'bogus'; known keys: method, path, headers, body, status", err)
+        _, err = request.expand_function(function() return nil end, 2)
+        assert.truthy(err:find(": key 'request': the function returned nil for i = 1, connection 0;"
+            .. " expected at least one request per connection", 1, true), err)
+    end)
+
+    it("refuses other shapes", function()
         local path2 = file_with([[{ protocol = "http", request = { { path = "/" }, "GET /" } }]])
         finally(function() os.remove(path2) end)
-        _, err = scenario.load(path2)
+        local _, err = scenario.load(path2)
         assert.equals(path2 .. ":1: key 'request' element 2: got string \"GET /\"; expected a table"
             .. " {method=, path=, headers=, body=, status=, tag=}", err)
         local path3 = file_with([[{ protocol = "http", request = { headers = { "X-A: 1" } } }]])

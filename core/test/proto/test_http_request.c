@@ -83,13 +83,17 @@ typedef struct {
   int got;
   int status[8];
   int verdict[8];
+  int closes[8];
 } verdicts_t;
 
 static void on_reply(void *ctx, const uint8_t *p, size_t n) {
   verdicts_t *v = ctx;
   (void)p;
   CHECK(n == 0); /* bodies are read past, never handed out */
-  if (v->got < 8) v->verdict[v->got] = v->c->vt->reply_verdict(v->c, &v->status[v->got]);
+  if (v->got < 8) {
+    v->verdict[v->got] = v->c->vt->reply_verdict(v->c, &v->status[v->got]);
+    v->closes[v->got] = ab_codec_closes_after(v->c);
+  }
   v->got++;
 }
 
@@ -98,7 +102,7 @@ static void on_reply(void *ctx, const uint8_t *p, size_t n) {
 static ab_codec_t *client_on(const ab_http_plan_t *p, uint64_t seq0, size_t nsend) {
   ab_codec_t *c = NULL;
   CHECK(ab_codec_create(&ab_codec_http, NULL, 16, 1, &c) == 0); /* max_msg 16: bodies are not kept */
-  CHECK(ab_codec_set_requests(c, p) == 0);
+  CHECK(ab_codec_set_requests(c, p, 0) == 0);
   uint8_t buf[512];
   for (size_t i = 0; i < nsend; i++) {
     size_t n = c->vt->client_request(c, buf, seq0 + i);
@@ -187,14 +191,77 @@ static void test_close_delimited(void) {
   ab_outbuf_init(&ob);
   ab_codec_t *s = NULL;
   CHECK(ab_codec_create(&ab_codec_http, &ob, 100, 0, &s) == 0);
-  CHECK(ab_codec_set_requests(s, p) == AB_EINVAL);
+  CHECK(ab_codec_set_requests(s, p, 0) == AB_EINVAL);
   ab_codec_destroy(s);
   ab_outbuf_free(&ob);
   /* nor do the other codecs */
   ab_codec_t *l = NULL;
   CHECK(ab_codec_create(&ab_codec_length, NULL, 100, 1, &l) == 0);
-  CHECK(ab_codec_set_requests(l, p) == AB_EINVAL);
+  CHECK(ab_codec_set_requests(l, p, 0) == AB_EINVAL);
   ab_codec_destroy(l);
+  ab_http_plan_free(p);
+}
+
+/* Connection: close and HTTP/1.0 without keep-alive say the server closes
+ * after that response (the driver reopens: server_closes); a 1.1 response
+ * or a 1.0 one with keep-alive do not. */
+static void test_closes_after(void) {
+  ab_http_request_opts_t o = {.method = "GET", .path = "/"};
+  ab_http_plan_t *p = NULL;
+  char err[200];
+  CHECK(ab_http_plan_new(&o, 1, "h", &p, err, sizeof(err)) == 0);
+  static const char r[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+                          "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok";
+  static const char r10[] = "HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\nok"
+                            "HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok";
+  const char *in[] = {r, r10};
+  size_t len[] = {sizeof(r) - 1, sizeof(r10) - 1};
+  for (int k = 0; k < 2; k++) {
+    ab_codec_t *c = client_on(p, 0, 2);
+    verdicts_t v = {.c = c};
+    CHECK(feed(c, ab_codec_http.client_parse, (const uint8_t *)in[k], len[k], 0, on_reply, &v) ==
+          2);
+    CHECK(v.got == 2 && v.verdict[0] == 0 && v.verdict[1] == 0);
+    CHECK(v.closes[0] == 0 && v.closes[1] == 1);
+    ab_codec_destroy(c);
+  }
+  ab_http_plan_free(p);
+}
+
+/* request = function(i, conn): each connection rotates through its own
+ * list (ab_http_plan_split), never another's. */
+static void test_per_connection_lists(void) {
+  ab_http_request_opts_t o[] = {
+      {.method = "GET", .path = "/a0"}, {.method = "GET", .path = "/a1"},
+      {.method = "GET", .path = "/b0"},
+      {.method = "GET", .path = "/c0"}, {.method = "GET", .path = "/c1"}, {.method = "GET", .path = "/c2"},
+  };
+  uint32_t counts[] = {2, 1, 3};
+  ab_http_plan_t *p = NULL;
+  char err[200];
+  CHECK(ab_http_plan_new(o, N(o), "h", &p, err, sizeof(err)) == 0);
+  uint32_t short_counts[] = {2, 1, 2}, zero[] = {2, 0, 4};
+  CHECK(ab_http_plan_split(p, short_counts, 3, err, sizeof(err)) == AB_EINVAL);
+  CHECK(ab_http_plan_split(p, zero, 3, err, sizeof(err)) == AB_EINVAL);
+  CHECK(ab_http_plan_split(p, counts, 3, err, sizeof(err)) == 0);
+  const char *want[3][7] = {
+      {"/a0", "/a1", "/a0", "/a1", "/a0", "/a1", "/a0"},
+      {"/b0", "/b0", "/b0", "/b0", "/b0", "/b0", "/b0"},
+      {"/c0", "/c1", "/c2", "/c0", "/c1", "/c2", "/c0"},
+  };
+  for (uint32_t id = 0; id < 4; id++) { /* connection 3 has list 0 again */
+    ab_codec_t *c = NULL;
+    CHECK(ab_codec_create(&ab_codec_http, NULL, 16, 1, &c) == 0);
+    CHECK(ab_codec_set_requests(c, p, id) == 0);
+    for (uint64_t seq = 0; seq < 7; seq++) {
+      uint8_t buf[256];
+      size_t n = c->vt->client_request(c, buf, seq);
+      char line[32];
+      snprintf(line, sizeof(line), "GET %s HTTP/1.1\r\n", want[id % 3][seq]);
+      CHECK(n > strlen(line) && memcmp(buf, line, strlen(line)) == 0);
+    }
+    ab_codec_destroy(c);
+  }
   ab_http_plan_free(p);
 }
 
@@ -203,5 +270,7 @@ int main(void) {
   test_plan_refuses();
   test_rotation_replies();
   test_close_delimited();
+  test_closes_after();
+  test_per_connection_lists();
   TEST_DONE();
 }

@@ -24,7 +24,8 @@ local status = require("arkbench.run.status")
 local group = require("arkbench.run.group")
 local merge_runs = require("arkbench.run.merge")
 local sources = require("arkbench.run.sources")
-
+local request = require("arkbench.scenario.request")
+local boot = require("arkbench.exec.boot")
 
 local ipairs, pairs, type, tonumber = ipairs, pairs, type, tonumber
 local io_stdout, io_stderr = io.stdout, io.stderr
@@ -255,6 +256,26 @@ function _M.main(args)
             tls.ca = h.cert
             run.tls = tls
         end
+    end
+    if case.request == request.FUNCTION then
+        -- request = function(i, conn): every connection's list, built now,
+        -- before anything is timed
+        local hooks, herr = boot.hooks(o.path, o.sets, o.quick, case.index, case.case_id)
+        local list, counts
+        if hooks and type(hooks.request) == "function" then
+            -- every connection of the case (a part of processes = N has
+            -- the case's ids: clients_total of them)
+            list, counts = request.expand_function(hooks.request,
+                case.clients_total or case.clients or 1, case.vars)
+        else
+            counts = herr or "the scenario part of this case has no request function"
+        end
+        if not list then
+            obj.error = counts
+            if server then stop_server(server) end
+            return finish(1)
+        end
+        run.request, run.request_conns = list, counts
     end
     if case.execution == "lua" then
         -- the loops load the scenario themselves (their own Lua states)

@@ -661,7 +661,11 @@ local function validate(ctx, t)
     if t.bind ~= nil then keys.bind = check_bind(ctx, t.bind) end
     if t.tls ~= nil then keys.tls = check_tls(ctx, t.tls) end
     if t.udp ~= nil then keys.udp = check_udp(ctx, t.udp) end
-    if t.request ~= nil then keys.request = request.check(ctx, t.request) end
+    if t.request ~= nil then
+        keys.request = request.check(ctx, t.request)
+        -- the function form stays a hook: the worker calls it (request.lua)
+        if keys.request == request.FUNCTION then hooks.request = t.request end
+    end
     check_hooks(ctx, t, hooks)
     if t.thresholds ~= nil then keys.thresholds = check_thresholds(ctx, t.thresholds) end
     if t.rate_strict ~= nil then

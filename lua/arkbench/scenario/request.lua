@@ -3,11 +3,13 @@
 -- path =, headers = { Name = "value" }, body =, status = { 200, 404 },
 -- tag = "name" } or
 -- a non-empty list of them, checked field by field and normalised for the
--- case (and core.run_case, core/lua/lua_request.c). A function form is
--- refused as not supported yet. Problems go into the validation context
--- (arkbench.scenario.msg) under the key 'request'.
+-- case (and core.run_case, core/lua/lua_request.c), or a function(i, conn)
+-- that the worker calls up front, once per connection and i = 1, 2, ...
+-- until it returns nil, for that connection's own list (expand_function).
+-- Problems go into the validation context (arkbench.scenario.msg) under
+-- the key 'request'.
 
-local type, pairs, ipairs, tostring, next = type, pairs, ipairs, tostring, next
+local type, pairs, ipairs, tostring, next, pcall = type, pairs, ipairs, tostring, next, pcall
 local str_find, str_lower, str_format = string.find, string.lower, string.format
 local tbl_concat, tbl_sort = table.concat, table.sort
 local math_floor, math_huge = math.floor, math.huge
@@ -131,16 +133,17 @@ local function check_request_entry(ctx, v, label)
     return ok and out or nil
 end
 
+-- What a case's `request` says for the function form: the function itself
+-- stays in the scenario's hooks (the worker finds it there), the case
+-- carries this string.
+_M.FUNCTION = "function"
+
 -- request = one table or a non-empty list of them -> a list of normalised
--- entries (connection i's k-th message uses entry k mod n, from 0)
+-- entries (connection i's k-th message uses entry k mod n, from 0); a
+-- function -> _M.FUNCTION (expand_function makes the lists)
 function _M.check(ctx, v)
     local label = "key 'request'"
-    if type(v) == "function" then
-        fail(ctx, "request", label .. ": got a function; a function form (of i and conn) is not"
-             .. " supported yet; expected a table {method=, path=, headers=, body=, status=}"
-             .. " or a list of them")
-        return nil
-    end
+    if type(v) == "function" then return _M.FUNCTION end
     if type(v) ~= "table" then
         fail(ctx, "request", label .. ": got " .. describe(v) .. "; expected a table {method=,"
              .. " path=, headers=, body=, status=} or a non-empty list of them")
@@ -190,6 +193,72 @@ function _M.check(ctx, v)
         end
     end
     return ok and out or nil
+end
+
+-- A connection's list holds at most MAX_PER_CONN requests, all
+-- connections' at most MAX_TOTAL (they are built before the run, kept for
+-- its length).
+_M.MAX_PER_CONN = 1000
+_M.MAX_TOTAL = 1000000
+
+-- "path:line" where fn is defined
+local function defined_at(fn)
+    local info = debug.getinfo(fn, "S")
+    return tostring(info.short_src) .. ":" .. tostring(info.linedefined)
+end
+
+-- request = function(i, conn): called for connection ids 0 .. clients - 1
+-- (conn = { id = id, clients = clients, vars = vars }) and i = 1, 2, ...
+-- until it returns nil, each entry checked as a table entry is. Returns the
+-- entries back to back and each connection's count (core.run_case's
+-- `request` and `request_conns`), or nil and one message naming where fn
+-- is defined (or where it failed), i and the connection.
+function _M.expand_function(fn, clients, vars)
+    local at = defined_at(fn)
+    local all, counts = {}, {}
+    for id = 0, clients - 1 do
+        local conn = { id = id, clients = clients, vars = vars }
+        local n = 0
+        while true do
+            local i = n + 1
+            local which = str_format("i = %d, connection %d", i, id)
+            local ok, v = pcall(fn, i, conn)
+            if not ok then
+                return nil, str_format("%s: key 'request': the function failed for %s: %s", at,
+                                       which, tostring(v))
+            end
+            if v == nil then break end
+            if i > _M.MAX_PER_CONN then
+                return nil, str_format("%s: key 'request': the function returned a request for %s;"
+                    .. " expected nil by i = %d (a connection's list holds at most %d requests:"
+                    .. " return nil after the last)", at, which, _M.MAX_PER_CONN + 1,
+                    _M.MAX_PER_CONN)
+            end
+            if #all >= _M.MAX_TOTAL then
+                return nil, str_format("%s: key 'request': the function's lists hold more than %d"
+                    .. " requests in all (at %s); expected shorter lists or fewer clients", at,
+                    _M.MAX_TOTAL, which)
+            end
+            if type(v) ~= "table" then
+                return nil, str_format("%s: key 'request': the function returned %s for %s;"
+                    .. " expected a table {method=, path=, headers=, body=, status=}, or nil after"
+                    .. " the last request", at, describe(v), which)
+            end
+            local ectx = msg.new_ctx(at, "")
+            ectx.origin.request = at
+            local e = check_request_entry(ectx, v, "key 'request': the function's request for "
+                                          .. which)
+            if not e then return nil, ectx.errors[1].text end
+            all[#all + 1] = e
+            n = i
+        end
+        if n == 0 then
+            return nil, str_format("%s: key 'request': the function returned nil for i = 1,"
+                .. " connection %d; expected at least one request per connection", at, id)
+        end
+        counts[id + 1] = n
+    end
+    return all, counts
 end
 
 -- Across keys: every case has protocol http or https and the built-in
