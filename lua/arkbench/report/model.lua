@@ -67,6 +67,13 @@ function _M.varying(cases)
                     keys[#keys + 1] = k
                 end
             end
+            -- the user axes (scenario key vars)
+            for k, v in pairs(type(c.case.vars) == "table" and c.case.vars or {}) do
+                if type(k) == "string" and scalar(v) ~= nil and not seen[k] then
+                    seen[k] = true
+                    keys[#keys + 1] = k
+                end
+            end
         end
     end
     report.sort_axes(keys)

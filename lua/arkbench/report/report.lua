@@ -141,6 +141,8 @@ end
 local function case_value(c, key)
     if type(c.case) ~= "table" then return nil end
     local v = c.case[key]
+    -- a user axis (scenario key vars)
+    if v == nil and type(c.case.vars) == "table" then v = c.case.vars[key] end
     if type(v) == "number" or type(v) == "string" or type(v) == "boolean" then return v end
     return nil
 end
@@ -160,6 +162,20 @@ function _M.axes(summary)
             end
         end
         if differs then out[#out + 1] = key end
+    end
+    -- then the user axes (vars), by name
+    local names, seen = {}, {}
+    for _, c in ipairs(cases) do
+        for name in pairs(type(c.case) == "table" and type(c.case.vars) == "table" and c.case.vars or {}) do
+            if not seen[name] then seen[name] = true; names[#names + 1] = name end
+        end
+    end
+    table.sort(names)
+    for _, name in ipairs(names) do
+        local first = case_value(cases[1], name)
+        for i = 2, #cases do
+            if case_value(cases[i], name) ~= first then out[#out + 1] = name break end
+        end
     end
     return out
 end

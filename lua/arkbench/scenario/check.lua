@@ -21,6 +21,7 @@ local core = require("arkbench.core")
 local matrix = require("arkbench.scenario.matrix")
 local msg = require("arkbench.scenario.msg")
 local request = require("arkbench.scenario.request")
+local vars = require("arkbench.scenario.vars")
 local units = require("arkbench.util.units")
 
 local list_length, describe, unknown_key = msg.list_length, msg.describe, msg.unknown_key
@@ -31,7 +32,7 @@ local _M = {}
 -- Every key a scenario table may hold, in the order they are documented
 -- (and listed in "known keys: ...").
 _M.KEYS = {
-    "name", "label", "description", "protocol", "framing", "payload", "clients",
+    "name", "label", "vars", "description", "protocol", "framing", "payload", "clients",
     "window", "load", "topology", "execution", "work", "warmup", "duration",
     "repetitions", "rate", "requests_per_connection", "connect_rate", "interval", "timeout",
     "placement", "processes", "target", "bind", "tls", "udp",
@@ -608,6 +609,7 @@ local function validate(ctx, t)
                  .. " (it names this part's cases in reports)")
         end
     end
+    if t.vars ~= nil then keys.vars = vars.check(ctx, t.vars, KNOWN) end
     if t.description ~= nil then
         if type(t.description) == "string" then
             keys.description = t.description

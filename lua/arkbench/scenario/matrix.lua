@@ -25,6 +25,8 @@ local unit_match
 local str_match, str_format = string.match, string.format
 local tbl_concat = table.concat
 
+local vars = require("arkbench.scenario.vars")
+
 local _M = {}
 
 -- Canonical axis order: the order of expansion (first varies slowest) and of
@@ -101,7 +103,7 @@ function _M.count(spec)
             if type(v) == "table" and k ~= "load" then n = n * math.max(#v, 1)
             elseif k == "load" and type(v) == "table" and type(v[1]) == "table" then n = n * #v end
         end
-        total = total + n
+        total = total + n * vars.count(part.keys.vars)
     end
     return total
 end
@@ -168,12 +170,14 @@ function _M.expand(spec)
         for _, c in ipairs(cases) do c.part = part; all[#all + 1] = c end
     end
     name_cases(all, _M.ID_KEYS)
+    vars.name_cases(all)
     -- parts that differ only in a key outside ID_KEYS: name them by it too
     if #_M.duplicate_ids(all) > 0 then
         local keys = {}
         for _, k in ipairs(_M.ID_KEYS) do keys[#keys + 1] = k end
         for _, k in ipairs(_M.MORE_ID_KEYS) do keys[#keys + 1] = k end
         name_cases(all, keys)
+        vars.name_cases(all)
     end
     for i, c in ipairs(all) do
         c.index = i
@@ -193,7 +197,33 @@ function _M.duplicate_ids(cases)
     return out
 end
 
+-- The part's cases times its user axes (keys.vars): each case once per
+-- combination, with case.vars and `name=value` in its id for the names that
+-- vary.
+local function with_vars(keys, cases)
+    if not keys.vars then return cases end
+    local out = {}
+    for _, c in ipairs(cases) do
+        for _, combo in ipairs(vars.combinations(keys.vars)) do
+            local copy = {}
+            for k, v in pairs(c) do copy[k] = v end
+            copy.vars = combo
+            copy.index = #out + 1
+            out[#out + 1] = copy
+        end
+    end
+    vars.name_cases(out)
+    return out
+end
+
+local expand_base
+
 expand_one = function(spec)
+    local cases, dropped = expand_base(spec)
+    return with_vars(spec.keys, cases), dropped
+end
+
+expand_base = function(spec)
     local keys = spec.keys
 
     local dims = {}
@@ -292,7 +322,9 @@ end
 local function distinct_values(cases, key)
     local seen, out = {}, {}
     for _, c in ipairs(cases) do
-        local s = tostring(c[key])
+        local v = c[key]
+        if v == nil and not IS_FILTER_KEY[key] and c.vars then v = c.vars[key] end
+        local s = tostring(v)
         if not seen[s] then
             seen[s] = true
             out[#out + 1] = s
@@ -336,7 +368,11 @@ function _M.filter(cases, filters)
         if not key then
             return nil, "--filter " .. f .. ": expected key=value"
         end
-        if not IS_FILTER_KEY[key] then
+        local is_var = false
+        for _, c in ipairs(cases) do
+            if c.vars and c.vars[key] ~= nil then is_var = true break end
+        end
+        if not IS_FILTER_KEY[key] and not is_var then
             local msg = "--filter key '" .. key .. "' is not a scenario key"
             local near = suggest_filter_key(key)
             if near then msg = msg .. "; did you mean '" .. near .. "'?" end
@@ -354,7 +390,9 @@ function _M.filter(cases, filters)
     for _, key in ipairs(order) do
         local set, next_kept = wanted[key], {}
         for _, c in ipairs(kept) do
-            if set[tostring(c[key])] or unit_match(key, set, c[key]) then next_kept[#next_kept + 1] = c end
+            local v = c[key]
+            if v == nil and not IS_FILTER_KEY[key] and c.vars then v = c.vars[key] end
+            if set[tostring(v)] or unit_match(key, set, v) then next_kept[#next_kept + 1] = c end
         end
         if #next_kept == 0 then
             local scope = "in this scenario"
