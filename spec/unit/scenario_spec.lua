@@ -96,7 +96,7 @@ describe("scenario.load", function()
 
         it("lists the known keys when nothing is near", function()
             assert.equals(F .. "unknown_far.lua:2: unknown key 'frobnicate'; known keys: name, "
-                .. "label, description, protocol, framing, payload, clients, window, load, topology, "
+                .. "label, vars, description, protocol, framing, payload, clients, window, load, topology, "
                 .. "execution, work, warmup, duration, repetitions, rate, requests_per_connection, "
                 .. "connect_rate, interval, timeout, placement, processes, target, bind, tls, udp, "
                 .. "request, client, server, message, expect, tag"
