@@ -948,8 +948,8 @@ static void measure(ab__engine_t *eng, ab_result_t *out) {
       if (!eng->aborted) drain_s = end_now(eng, &t_end), ended = 1;
       dur_ns = t_end - t_start; /* the loops' new deadline */
     }
-  } else if (eng->interrupted) {
-    dur_ns = 0; /* interrupted before anything was measured */
+  } else {
+    dur_ns = 0; /* failed, aborted or interrupted before anything was measured */
   }
   ab_cpu_sample(&c1);
   uint64_t t_cpu1 = ab_now_ns();
@@ -1113,9 +1113,12 @@ static void judge(const ab__engine_t *eng, ab_result_t *out, int fatal) {
   if (out->interrupted) {
     /* the numbers are kept, but this is not the run that was asked for */
     out->ok = 0;
-    if (out->error[0] == '\0')
+    if (out->error[0] == '\0' && out->measured_s > 0)
       snprintf(out->error, sizeof(out->error), "interrupted after %.3f s of the %g s measure phase",
                out->measured_s, eng->cfg->duration_s);
+    else if (out->error[0] == '\0')
+      snprintf(out->error, sizeof(out->error), "interrupted during connect/warm-up, before the"
+               " %g s measure phase began (nothing measured)", eng->cfg->duration_s);
   }
   if (out->status == AB_RUN_DEGRADED && out->error[0] == '\0')
     snprintf(out->error, sizeof(out->error),

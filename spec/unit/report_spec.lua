@@ -154,7 +154,7 @@ describe("report.terminal_table", function()
         assert.matches("FAILED %(crashed: SIGSEGV%)%s+0/1\n$", report.terminal_table(s))
     end)
 
-    it("puts a long failure text whole under its row, wrapped at 80, widening no column, ASCII", function()
+    it("puts a long failure text whole under its row, wrapped at 80, widening no column, UTF-8", function()
         local long = "ECONNREFUSED \226\128\148 connection refused\nconnecting to 127.0.0.1:40001 "
             .. string.rep("x", 80)
         local s = stats.summarize({
@@ -166,7 +166,7 @@ describe("report.terminal_table", function()
             run("a", C1, 1, { 1000, 1, 10, 20, 50, 1048576 }) }, {})))
         -- the number columns are as wide as without the failed case
         assert.are.equal(alone[1]:match("round trips/s.*$"), ls[1]:match("round trips/s.*$"))
-        assert.are.equal("  FAILED (failed: ECONNREFUSED ? connection refused connecting to", ls[5])
+        assert.are.equal("  FAILED (failed: ECONNREFUSED \226\128\148 connection refused connecting to", ls[5])
         assert.are.equal("    127.0.0.1:40001", ls[6])
         assert.are.equal("    " .. string.rep("x", 76), ls[7])
         assert.are.equal("    xxxx)", ls[8])
@@ -175,8 +175,24 @@ describe("report.terminal_table", function()
         assert.are.equal(chars(ls[1]), chars(ls[4]))
         assert.are.equal(chars(ls[1]), chars(ls[3]))
         for _, l in ipairs(ls) do
-            assert.is_nil(l:gsub("µ", ""):find("[\128-\255]"))
+            assert.are.equal(l, report.printable(l)) -- valid UTF-8, no control characters
         end
+    end)
+
+    it("prints non-ASCII labels as they are, columns aligned by characters", function()
+        local s = stats.summarize({
+            run("a", { label = "gr\195\182\195\159e", payload = 64 }, 1, { 1000, 1, 10, 20, 50, 1048576 }),
+            run("b", { label = "\230\151\165\230\156\172", payload = 64 }, 1, { 1000, 1, 10, 20, 50, 1048576 }),
+        }, {})
+        local ls = lines(report.terminal_table(s))
+        assert.truthy(ls[3]:find("^gr\195\182\195\159e  "), ls[3])
+        assert.truthy(ls[4]:find("^\230\151\165\230\156\172     "), ls[4])
+        assert.are.equal(chars(ls[1]), chars(ls[3]))
+        assert.are.equal(chars(ls[3]), chars(ls[4]))
+        -- control characters and bytes that are no UTF-8 show as "?"
+        assert.are.equal("a?b?c??d", report.printable("a\tb\255c\192\175d"))
+        assert.are.equal("x?y", report.printable("x\194\133y")) -- C1 control NEL
+        assert.are.equal("\240\159\152\128", report.printable("\240\159\152\128"))
     end)
 
     it("prints the same table from a summary read back from JSON", function()

@@ -11,8 +11,10 @@
 --
 -- The summary may come fresh from stats.summarize or decoded from
 -- summary.json: a missing value is nil or json.null, both shown as "-".
--- Output is ASCII except the "µ" of the unit headers; widths are counted in
--- characters, not bytes, so columns line up on a UTF-8 terminal.
+-- Output is UTF-8: text from the scenario (labels, vars, case ids, reasons)
+-- keeps its characters, control characters and invalid bytes show as "?";
+-- widths are counted in characters (code points), not bytes, so columns
+-- line up on a UTF-8 terminal.
 --
 -- The files of a result folder (docs/reports.md):
 --   report.write_reports(dir, runs, summary) -> { path, ... }, nil, model | nil, err
@@ -104,9 +106,49 @@ local function width(s)
     return #s - cont
 end
 
--- One "?" per non-ASCII character (UTF-8 sequence) or control byte.
-local function ascii(s)
-    return (tostring(s):gsub("[\192-\255][\128-\191]*", "?"):gsub("[^\32-\126]", "?"))
+-- The length of the valid UTF-8 character that starts at byte i of s (a
+-- printable one: no C0 or C1 control, no overlong form, no surrogate), or
+-- nil.
+local function char_len(s, i)
+    local b = s:byte(i)
+    if b < 0x80 then return (b >= 32 and b ~= 127) and 1 or nil end
+    local len, lo, hi = 0, 0x80, 0xBF
+    if b >= 0xC2 and b <= 0xDF then len = 2; if b == 0xC2 then lo = 0xA0 end
+    elseif b >= 0xE0 and b <= 0xEF then len = 3
+        if b == 0xE0 then lo = 0xA0 elseif b == 0xED then hi = 0x9F end
+    elseif b >= 0xF0 and b <= 0xF4 then len = 4
+        if b == 0xF0 then lo = 0x90 elseif b == 0xF4 then hi = 0x8F end
+    else return nil end
+    for k = 1, len - 1 do
+        local c = s:byte(i + k)
+        if not c or c < (k == 1 and lo or 0x80) or c > (k == 1 and hi or 0xBF) then return nil end
+    end
+    return len
+end
+
+-- s as the terminal should show it: its UTF-8 characters kept, one "?" per
+-- control character or byte that is not part of a valid character.
+local function printable(s)
+    s = tostring(s)
+    if not s:find("[^\32-\126]") then return s end
+    local out, i, n = {}, 1, #s
+    while i <= n do
+        local len = char_len(s, i)
+        out[#out + 1] = len and s:sub(i, i + len - 1) or "?"
+        i = i + (len or 1)
+    end
+    return table.concat(out)
+end
+_M.printable = printable
+
+-- The first n characters of s (valid UTF-8) and the rest.
+local function split_chars(s, n)
+    local i = 1
+    for _ = 1, n do
+        if i > #s then break end
+        i = i + (char_len(s, i) or 1)
+    end
+    return s:sub(1, i - 1), s:sub(i)
 end
 
 -- s without trailing blanks, in linear time (gsub("%s+$", "") retries the
@@ -186,7 +228,7 @@ local function axis_text(v)
         if v == floor(v) and v > -1e15 and v < 1e15 then return format("%.0f", v) end
         return format("%.14g", v)
     end
-    return ascii(v)
+    return printable(v)
 end
 
 -- Terminal table -----------------------------------------------------------
@@ -200,27 +242,26 @@ end
 -- "ECONNRESET 1, ETIMEDOUT 3", or nil
 local classes_text = require("arkbench.run.status").classes_text
 
--- One line of text (ASCII, blanks collapsed) as lines of at most `width`
--- characters: the first begins with `first`, the others with `rest`;
--- breaks at blanks, and inside a word only when it alone is too long
--- (widths in characters; a word cut across lines is ASCII: the reasons
--- are made ASCII first).
-local width_of = width
+-- One line of text (blanks collapsed) as lines of at most `width`
+-- characters (code points): the first begins with `first`, the others with `rest`;
+-- breaks at blanks, and inside a word only when it alone is too long.
+local chars = width
+
 local function wrap(text, width, first, rest)
     local out, line, lead = {}, first, first
     for word in text:gmatch("%S+") do
         local sep = line == lead and "" or " "
-        if width_of(line) + #sep + width_of(word) <= width then
+        if chars(line) + #sep + chars(word) <= width then
             line = line .. sep .. word
         else
             if line ~= lead then
                 out[#out + 1] = line
                 line, lead = rest, rest
             end
-            while #line + #word > width do
-                local room = width - #line
-                out[#out + 1] = line .. word:sub(1, room)
-                word = word:sub(room + 1)
+            while chars(line) + chars(word) > width do
+                local head, tail = split_chars(word, width - chars(line))
+                out[#out + 1] = line .. head
+                word = tail
                 line, lead = rest, rest
             end
             line = line .. word
@@ -248,7 +289,7 @@ local function reason_text(f, with_status)
         local n = num(f[k[1]])
         if n and n > 0 then s = s .. format("; %s %s", k[2], _M.format_count(n)) end
     end
-    return ascii(s:gsub("%s+", " "))
+    return printable(s:gsub("%s+", " "))
 end
 
 -- The row's text of a case without an ok run, and the whole of it.
@@ -257,7 +298,7 @@ local function failure_text(c)
     if type(f) ~= "table" then return "FAILED", "FAILED" end
     local status = type(f.status) == "string" and f.status or "failed"
     local whole = "FAILED (" .. reason_text(f, true) .. ")"
-    return whole, "FAILED (" .. ascii(status) .. ", below)"
+    return whole, "FAILED (" .. printable(status) .. ", below)"
 end
 
 -- The lines under a row: a failure that did not fit it, and each degraded
@@ -288,7 +329,7 @@ local function tag_lines(c)
             local rt = type(t.round_trips_per_s) == "table" and t.round_trips_per_s.median or nil
             local h = type(t.rtt_merged_us) == "table" and t.rtt_merged_us or {}
             -- "\1": a blank the lines do not break at (a number and its unit)
-            local text = format("tag %s: %s\1rt/s, p50\1%s\1µs, p99\1%s\1µs", ascii(t.tag),
+            local text = format("tag %s: %s\1rt/s, p50\1%s\1µs, p99\1%s\1µs", printable(t.tag),
                 _M.format_count(rt), _M.format_us(h.p50), _M.format_us(h.p99))
             local errors = num(t.errors)
             if errors and errors > 0 then text = text .. ", errors\1" .. _M.format_count(errors) end
@@ -308,7 +349,7 @@ function _M.terminal_table(summary, axes)
     local cols, rows = {}, {}
     local key_cols = {}
     if #axes == 0 and #cases > 1 then
-        key_cols[1] = { title = "case", get = function(c) return ascii(c.case_id or "-") end }
+        key_cols[1] = { title = "case", get = function(c) return printable(c.case_id or "-") end }
     else
         for _, key in ipairs(axes) do
             local all_numbers = true
