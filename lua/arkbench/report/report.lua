@@ -106,24 +106,23 @@ local function width(s)
     return #s - cont
 end
 
--- The length of the valid UTF-8 character that starts at byte i of s (a
--- printable one: no C0 or C1 control, no overlong form, no surrogate), or
--- nil.
-local function char_len(s, i)
+-- The character that starts at byte i of s: its length in bytes and
+-- whether it is printable (not a C0 or C1 control, an overlong form or a
+-- surrogate); 1, false for a byte that starts no UTF-8 sequence.
+local function char_at(s, i)
     local b = s:byte(i)
-    if b < 0x80 then return (b >= 32 and b ~= 127) and 1 or nil end
-    local len, lo, hi = 0, 0x80, 0xBF
-    if b >= 0xC2 and b <= 0xDF then len = 2; if b == 0xC2 then lo = 0xA0 end
-    elseif b >= 0xE0 and b <= 0xEF then len = 3
-        if b == 0xE0 then lo = 0xA0 elseif b == 0xED then hi = 0x9F end
-    elseif b >= 0xF0 and b <= 0xF4 then len = 4
-        if b == 0xF0 then lo = 0x90 elseif b == 0xF4 then hi = 0x8F end
-    else return nil end
+    if b < 0x80 then return 1, b >= 32 and b ~= 127 end
+    local len = (b >= 0xC2 and b <= 0xDF) and 2 or (b >= 0xE0 and b <= 0xEF) and 3
+        or (b >= 0xF0 and b <= 0xF4) and 4 or 0
+    if len == 0 then return 1, false end
     for k = 1, len - 1 do
         local c = s:byte(i + k)
-        if not c or c < (k == 1 and lo or 0x80) or c > (k == 1 and hi or 0xBF) then return nil end
+        if not c or c < 0x80 or c > 0xBF then return 1, false end
     end
-    return len
+    local c = s:byte(i + 1)
+    local bad = (b == 0xC2 and c < 0xA0) or (b == 0xE0 and c < 0xA0) or (b == 0xED and c > 0x9F)
+        or (b == 0xF0 and c < 0x90) or (b == 0xF4 and c > 0x8F)
+    return len, not bad
 end
 
 -- s as the terminal should show it: its UTF-8 characters kept, one "?" per
@@ -133,9 +132,9 @@ local function printable(s)
     if not s:find("[^\32-\126]") then return s end
     local out, i, n = {}, 1, #s
     while i <= n do
-        local len = char_len(s, i)
-        out[#out + 1] = len and s:sub(i, i + len - 1) or "?"
-        i = i + (len or 1)
+        local len, ok = char_at(s, i)
+        out[#out + 1] = ok and s:sub(i, i + len - 1) or "?"
+        i = i + len
     end
     return table.concat(out)
 end
@@ -146,7 +145,7 @@ local function split_chars(s, n)
     local i = 1
     for _ = 1, n do
         if i > #s then break end
-        i = i + (char_len(s, i) or 1)
+        i = i + (char_at(s, i))
     end
     return s:sub(1, i - 1), s:sub(i)
 end
