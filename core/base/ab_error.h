@@ -26,7 +26,8 @@
   X(ECONFIG, -4012, "bad run configuration")                                  \
   X(EINTR, -4013, "interrupted")                                              \
   X(EHTTPSTATUS, -4014, "HTTP response status outside 2xx")                   \
-  X(EPEERCLOSE, -4015, "the peer closes the connection after this reply")
+  X(EPEERCLOSE, -4015, "the peer closes the connection after this reply")                \
+  X(ECONNTIMEDOUT, -4016, "connect got no answer within the connect timeout")
 
 typedef enum {
   AB_OK = 0,
@@ -79,7 +80,10 @@ const char *ab_strerror(int err);
   X("EHOSTUNREACH", "unreachable", "unreachable: no route to the target host")                  \
   X("ENETUNREACH", "unreachable", "unreachable: no route to the target network")                \
   X("ETIMEDOUT", "timed_out",                                                                   \
-    "timed out: a connect, handshake or reply did not come within `timeout`")                   \
+    "timed out: a handshake or reply did not come within `timeout`")                            \
+  X("ECONNTIMEDOUT", "timed_out",                                                               \
+    "connect timed out: a TCP connect got no answer within `connect_timeout` (a blackholed "    \
+    "address, a listener whose backlog is full)")                                               \
   X("EPROTO", "bad_reply",                                                                      \
     "bad reply: the protocol's rules were broken (TLS alert or bad record, HTTP or WebSocket "  \
     "syntax, premature EOF); the codec's or OpenSSL's reason is in `error_reasons`")            \

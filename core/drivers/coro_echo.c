@@ -209,6 +209,13 @@ static int client_open(ab__dclient_t *c) {
   ab__engine_t *eng = c->h.loop->eng;
   int r = client_connect(c);
   uint64_t now = ab_now_ns();
+  if (r == AB_ECONNTIMEDOUT) {
+    /* no answer by the connect timeout: counted with the address, closed */
+    ab__client_connect_timed_out(c);
+    c->h.alive = 0;
+    ab__client_reported(c);
+    return -1;
+  }
   ab_hist_record(&c->h.loop->connect, now - c->connect_start_ns);
   if (r < 0) {
     client_setup_failed(c, r, "connect", r == AB_ETIMEDOUT ? "did not finish within the timeout" : NULL);
@@ -371,9 +378,10 @@ void ab__co_client_start(ab__dclient_t *c) {
 void ab__co_client_wake(ab__dclient_t *c) { wake(c->task, &c->co_waiting); }
 
 void ab__co_client_connect_expired(ab__dclient_t *c) {
-  /* a task waiting for its connect or its handshakes is told */
+  /* a task waiting for its connect or its handshakes is told: a connect
+   * with no answer is its own class (client_open) */
   if (c->ly.reported || c->task == NULL || !c->co_waiting) return;
-  c->co_err = AB_ETIMEDOUT;
+  c->co_err = c->conn.data == NULL ? AB_ECONNTIMEDOUT : AB_ETIMEDOUT;
   wake(c->task, &c->co_waiting);
 }
 

@@ -56,6 +56,8 @@ typedef struct ab__dclient_s {
   };
   uv_connect_t creq;
   uint64_t connect_start_ns;
+  uint8_t connect_timed_out;    /* its TCP connect was cancelled at the
+                                   connect timeout (ECONNTIMEDOUT) */
   ab__layers_t ly;              /* layered protocols only */
   /* execution = coroutine (coro_echo.c) */
   ab_task_t *task;
@@ -210,6 +212,13 @@ int ab__client_tcp_bind(ab__loop_t *l, uv_tcp_t *tcp, uint32_t id);
 void ab__client_connect(ab__dclient_t *c, const struct sockaddr *addr);
 void ab__client_pump(ab__dclient_t *c);
 void ab__client_fail(ab__dclient_t *c, int code, const char *what);
+/* Any driver: c's TCP connect has had no answer for the connect timeout:
+ * counts ECONNTIMEDOUT (with the address and the limit in its reason) and
+ * cancels it (closes the handle: the connect callback gets UV_ECANCELED
+ * with c->connect_timed_out set). */
+void ab__client_connect_timed_out(ab__dclient_t *c);
+/* The plain tcp driver's connect_expired (driver.h). */
+void ab__client_connect_expired(ab__dclient_t *c);
 void ab__client_close(ab__dclient_t *c);
 /* Churn: c's connection has done its requests_per_connection round trips
  * (ab__win_spent): closed (a FIN: nothing is unread) to be replaced

@@ -224,6 +224,7 @@ static void co_start(ab__client_t *c) {
   ab__co_client_start(AB__DC(c));
 }
 static void co_wake(ab__client_t *c) { ab__co_client_wake(AB__DC(c)); }
+static void tcp_expired(ab__client_t *c) { ab__client_connect_expired(AB__DC(c)); }
 static void stream_expired(ab__client_t *c) { ab__sclient_connect_expired(AB__DC(c)); }
 static void co_expired(ab__client_t *c) { ab__co_client_connect_expired(AB__DC(c)); }
 static void client_fail(ab__client_t *c, int code, const char *what) {
@@ -242,6 +243,7 @@ const ab_driver_t ab__driver_tcp_callback = {
     .wake = tcp_wake,
     .accept = ab__server_accept_plain,
     .client_fail = client_fail,
+    .connect_expired = tcp_expired,
     .work_done = tcp_work_done,
     .stop = stream_stop,
 };

@@ -410,8 +410,13 @@ static void client_connected(uv_connect_t *req, int status) {
 
 void ab__sclient_connect_expired(ab__dclient_t *c) {
   if (c->ly.reported || c->h.closing) return;
-  handshake_failed(c, AB_ETIMEDOUT, c->conn.data ? "handshake" : "connect",
-                   "did not finish within the timeout (ETIMEDOUT)");
+  if (c->conn.data == NULL) {
+    /* still in its TCP connect (client_connected sees UV_ECANCELED) */
+    ab__client_connect_timed_out(c);
+    ab__client_reported(c);
+    return;
+  }
+  handshake_failed(c, AB_ETIMEDOUT, "handshake", "did not finish within the timeout (ETIMEDOUT)");
 }
 
 void ab__sclient_connect(ab__dclient_t *c, const struct sockaddr *addr) {

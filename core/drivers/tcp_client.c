@@ -238,9 +238,38 @@ static void on_readable(ab_sockio_t *io) {
   }
 }
 
+void ab__client_connect_timed_out(ab__dclient_t *c) {
+  ab__loop_t *l = c->h.loop;
+  char addr[64] = "?", msg[256];
+  const struct sockaddr_storage *a = &l->connect_addr;
+  if (a->ss_family == AF_INET6) {
+    char ip[48] = "?";
+    uv_ip6_name((const struct sockaddr_in6 *)a, ip, sizeof(ip));
+    snprintf(addr, sizeof(addr), "[%s]:%u", ip, ntohs(((const struct sockaddr_in6 *)a)->sin6_port));
+  } else {
+    char ip[20] = "?";
+    uv_ip4_name((const struct sockaddr_in *)a, ip, sizeof(ip));
+    snprintf(addr, sizeof(addr), "%s:%u", ip, ntohs(((const struct sockaddr_in *)a)->sin_port));
+  }
+  snprintf(msg, sizeof(msg), "connection %u: connect to %s: no answer within the connect timeout"
+           " of %g s (ECONNTIMEDOUT)", c->h.id, addr, ab__connect_timeout_s(l->eng->cfg));
+  ab__loop_error(l, AB_ECONNTIMEDOUT, msg);
+  c->connect_timed_out = 1;
+  ab__client_close(c);
+}
+
+void ab__client_connect_expired(ab__dclient_t *c) {
+  if (c->h.alive || c->h.closing || c->tcp.data == NULL || c->connect_timed_out) return;
+  ab__client_connect_timed_out(c);
+}
+
 static void on_connect(uv_connect_t *req, int status) {
   ab__dclient_t *c = req->data;
   ab__loop_t *l = c->h.loop;
+  if (status == UV_ECANCELED && c->connect_timed_out) {
+    ab__client_connect_done(&c->h); /* counted already */
+    return;
+  }
   if (status == UV_ECANCELED && l->phase == AB__PH_STOPPING) {
     ab__client_connect_done(&c->h); /* a reopen cut short by the end */
     return;

@@ -377,13 +377,16 @@ void ab__loop_connect_more(ab__loop_t *l) {
 }
 
 /* The connect limit: a loop whose connects have made no progress for the
- * scenario's timeout fails the ones still going (docs/scenarios.md,
- * timeout).  The phase timer is idle until warm-up, so it serves. */
+ * scenario's connect_timeout (default: timeout) fails the ones still going
+ * (docs/scenarios.md, connect_timeout): a bare connect with ECONNTIMEDOUT,
+ * a handshake with ETIMEDOUT.  The phase timer is idle until warm-up, so
+ * it serves. */
 static void connect_timer_cb(uv_timer_t *t);
 
 static void arm_connect_timer(ab__loop_t *l) {
-  if (l->eng->drv->connect_expired && l->eng->cfg->timeout_s > 0)
-    uv_timer_start(&l->phase_timer, connect_timer_cb, (uint64_t)(l->eng->cfg->timeout_s * 1000.0 + 0.5), 0);
+  double s = ab__connect_timeout_s(l->eng->cfg);
+  if (l->eng->drv->connect_expired && s > 0)
+    uv_timer_start(&l->phase_timer, connect_timer_cb, (uint64_t)(s * 1000.0 + 0.5), 0);
 }
 
 static void connect_timer_cb(uv_timer_t *t) {
@@ -857,16 +860,18 @@ static void topology_notes(const ab__engine_t *eng, uint32_t workers, ab_result_
 static void connect_clients(ab__engine_t *eng, ab_result_t *out) {
   const ab_case_cfg_t *cfg = eng->cfg;
   uint64_t t0 = ab_now_ns();
-  /* paced connects take clients / connect_rate on top */
+  /* the loops expire their connects (connect_timeout): this is the
+   * backstop; paced connects take clients / connect_rate on top */
   double pace_s = cfg->connect_rate > 0 ? (double)cfg->clients / cfg->connect_rate : 0;
   send_cmd(eng, AB__CMD_CONNECT, t0, 0);
-  /* the loops fail connects that make no progress for `timeout`; this
+  /* the loops fail connects that make no progress for connect_timeout; this
    * backstop waits as long as connects keep finishing (100,000 of them on
-   * a busy host take minutes), timeout + 10 s at a time */
+   * a busy host take minutes), connect_timeout + timeout + 10 s at a time */
   int all = 0;
   unsigned seen = 0;
   for (int first = 1;; first = 0) {
-    all = wait_stage(eng, AB__ST_CONNECTED, cfg->timeout_s + 10 + (first ? pace_s : 0), 1);
+    all = wait_stage(eng, AB__ST_CONNECTED,
+                     ab__connect_timeout_s(cfg) + cfg->timeout_s + 10 + (first ? pace_s : 0), 1);
     unsigned now = atomic_load_explicit(&eng->connects_done, memory_order_relaxed);
     if (all || now == seen || eng->aborted || eng->interrupted) break;
     seen = now;

@@ -55,6 +55,8 @@ typedef struct {
   double warmup_s;   /* >= 0 */
   double duration_s; /* > 0 */
   double timeout_s;  /* per-message reply timeout, > 0 */
+  double connect_timeout_s; /* a connect with no answer fails after this
+                               (ECONNTIMEDOUT); 0 = timeout_s */
   double rate;       /* open loop: messages/s for the whole case, spread
                         evenly over the clients; 0 = closed loop */
   double interval_s; /* time series interval, 0.01 .. duration (0: 1 s) */

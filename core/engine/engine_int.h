@@ -371,4 +371,9 @@ static inline void ab__client_give(ab__loop_t *l, ab__client_t *c) {
   if (l->eng->shared) pthread_mutex_unlock(&c->mu);
 }
 
+/* The case's connect timeout: connect_timeout_s, else timeout_s. */
+static inline double ab__connect_timeout_s(const ab_case_cfg_t *cfg) {
+  return cfg->connect_timeout_s > 0 ? cfg->connect_timeout_s : cfg->timeout_s;
+}
+
 #endif

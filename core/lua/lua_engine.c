@@ -330,6 +330,7 @@ static const char *read_shape(lua_State *L, ab_case_cfg_t *cfg) {
   cfg->warmup_s = opt_number(L, "warmup", 0.25);
   cfg->duration_s = opt_number(L, "duration", 1);
   cfg->timeout_s = opt_number(L, "timeout", 2);
+  cfg->connect_timeout_s = opt_number(L, "connect_timeout", 0);
   /* the time series' interval: 1 s unless given; never longer than the
    * duration (--quick shortens the duration after the scenario check) */
   cfg->interval_s = opt_number(L, "interval", 1);

@@ -183,8 +183,12 @@ void ab__lx_client_start(ab__client_t *hc) {
 
 void ab__lx_client_connect_expired(ab__client_t *hc) {
   ab__dclient_t *c = AB__DC(hc);
-  /* one still in its TCP connect is left to the coordinator's limit */
-  if (c->ly.reported || c->h.closing || c->conn.data == NULL || c->conn.ready) return;
+  if (c->ly.reported || c->h.closing || c->conn.ready) return;
+  if (c->conn.data == NULL) {
+    /* in its TCP connect: cancelled (on_connect sees it closing) */
+    ab__client_connect_timed_out(c);
+    return;
+  }
   client_on_error(&c->conn, AB_ETIMEDOUT);
 }
 

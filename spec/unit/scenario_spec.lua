@@ -98,7 +98,7 @@ describe("scenario.load", function()
             assert.equals(F .. "unknown_far.lua:2: unknown key 'frobnicate'; known keys: name, "
                 .. "label, vars, description, protocol, framing, payload, clients, window, load, topology, "
                 .. "execution, work, warmup, duration, repetitions, rate, requests_per_connection, "
-                .. "connect_rate, interval, timeout, placement, processes, target, bind, tls, udp, "
+                .. "connect_rate, interval, timeout, connect_timeout, placement, processes, target, bind, tls, udp, "
                 .. "request, client, server, message, expect, tag"
                 .. ", thresholds, max_error_rate, rate_strict",
                 load_err("unknown_far.lua"))

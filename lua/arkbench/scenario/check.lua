@@ -35,7 +35,7 @@ _M.KEYS = {
     "name", "label", "vars", "description", "protocol", "framing", "payload", "clients",
     "window", "load", "topology", "execution", "work", "warmup", "duration",
     "repetitions", "rate", "requests_per_connection", "connect_rate", "interval", "timeout",
-    "placement", "processes", "target", "bind", "tls", "udp",
+    "connect_timeout", "placement", "processes", "target", "bind", "tls", "udp",
     "request", "client", "server", "message", "expect", "tag",
     "thresholds", "max_error_rate", "rate_strict",
 }
@@ -166,6 +166,7 @@ local RULES = {
                               .. " clients together)", LIMITS.connect_rate_max),
     },
     timeout = seconds(false),
+    connect_timeout = seconds(false),
     max_error_rate = {
         test = function(v) return is_finite(v) and v >= 0 and v <= 1 end,
         expected = "a number from 0 to 1 (the highest (timed_out + message_errors) / sent a"
@@ -544,7 +545,7 @@ end
 -- before the rules, so every later step and the results see numbers; a
 -- string that is not a unit value is left as it is, for its rule to refuse.
 
-local SECONDS_KEYS = { "warmup", "duration", "timeout", "interval" }
+local SECONDS_KEYS = { "warmup", "duration", "timeout", "connect_timeout", "interval" }
 local BYTES_KEYS = { "payload" }
 
 local function resolve(v, conv)
@@ -647,6 +648,17 @@ local function validate(ctx, t)
         if #both > 0 then
             fail(ctx, "load", "key 'load': given together with " .. tbl_concat(both, " and ")
                  .. "; expected either load pairs or clients/window, not both")
+        end
+    end
+
+    if t.connect_timeout ~= nil then
+        local v = t.connect_timeout
+        if type(v) == "table" then
+            fail(ctx, "connect_timeout", "key 'connect_timeout': got a list; expected "
+                 .. RULES.connect_timeout.expected .. ", one value (connect_timeout is not a matrix"
+                 .. " axis)")
+        elseif check_value(ctx, "connect_timeout", "key 'connect_timeout'", v, RULES.connect_timeout) then
+            keys.connect_timeout = v
         end
     end
 

@@ -42,7 +42,7 @@ _M.AXES = {
 local FILTER_KEYS = {
     "name", "label", "protocol", "framing", "payload", "clients", "window", "topology",
     "execution", "work", "warmup", "duration", "repetitions", "rate",
-    "requests_per_connection", "connect_rate", "timeout", "placement", "processes", "target",
+    "requests_per_connection", "connect_rate", "timeout", "connect_timeout", "placement", "processes", "target",
 }
 local IS_FILTER_KEY = {}
 for _, k in ipairs(FILTER_KEYS) do IS_FILTER_KEY[k] = true end
@@ -247,6 +247,7 @@ expand_base = function(spec)
             udp = keys.udp,
             request = keys.request,
             interval = keys.interval,
+            connect_timeout = keys.connect_timeout,
             max_error_rate = keys.max_error_rate,
             rate_strict = keys.rate_strict,
             bind = keys.bind,
