@@ -217,6 +217,8 @@ void ab__client_fail(ab__dclient_t *c, int code, const char *what);
  * cancels it (closes the handle: the connect callback gets UV_ECANCELED
  * with c->connect_timed_out set). */
 void ab__client_connect_timed_out(ab__dclient_t *c);
+/* "127.0.0.1:7000" or "[::1]:7000" into out[0..cap); returns out. */
+const char *ab__addr_text(const struct sockaddr_storage *a, char *out, size_t cap);
 /* The plain tcp driver's connect_expired (driver.h). */
 void ab__client_connect_expired(ab__dclient_t *c);
 void ab__client_close(ab__dclient_t *c);

@@ -238,19 +238,22 @@ static void on_readable(ab_sockio_t *io) {
   }
 }
 
+const char *ab__addr_text(const struct sockaddr_storage *a, char *out, size_t cap) {
+  char ip[48] = "?";
+  if (a->ss_family == AF_INET6) {
+    uv_ip6_name((const struct sockaddr_in6 *)a, ip, sizeof(ip));
+    snprintf(out, cap, "[%s]:%u", ip, ntohs(((const struct sockaddr_in6 *)a)->sin6_port));
+  } else {
+    uv_ip4_name((const struct sockaddr_in *)a, ip, sizeof(ip));
+    snprintf(out, cap, "%s:%u", ip, ntohs(((const struct sockaddr_in *)a)->sin_port));
+  }
+  return out;
+}
+
 void ab__client_connect_timed_out(ab__dclient_t *c) {
   ab__loop_t *l = c->h.loop;
-  char addr[64] = "?", msg[256];
-  const struct sockaddr_storage *a = &l->connect_addr;
-  if (a->ss_family == AF_INET6) {
-    char ip[48] = "?";
-    uv_ip6_name((const struct sockaddr_in6 *)a, ip, sizeof(ip));
-    snprintf(addr, sizeof(addr), "[%s]:%u", ip, ntohs(((const struct sockaddr_in6 *)a)->sin6_port));
-  } else {
-    char ip[20] = "?";
-    uv_ip4_name((const struct sockaddr_in *)a, ip, sizeof(ip));
-    snprintf(addr, sizeof(addr), "%s:%u", ip, ntohs(((const struct sockaddr_in *)a)->sin_port));
-  }
+  char addr[64], msg[256];
+  ab__addr_text(&l->connect_addr, addr, sizeof(addr));
   snprintf(msg, sizeof(msg), "connection %u: connect to %s: no answer within the connect timeout"
            " of %g s (ECONNTIMEDOUT)", c->h.id, addr, ab__connect_timeout_s(l->eng->cfg));
   ab__loop_error(l, AB_ECONNTIMEDOUT, msg);

@@ -154,6 +154,23 @@ void ab__udp_free(ab__loop_t *l) {
 
 /* ---- client ------------------------------------------------------------ */
 
+/* A client socket's error (a failure path), worded with the address:
+ * ECONNREFUSED on a connected UDP socket is the kernel passing on an ICMP
+ * port unreachable for an earlier datagram. */
+static void udp_client_error(ab__dclient_t *c, int code, const char *op) {
+  ab__loop_t *l = c->h.loop;
+  char addr[64], msg[320];
+  ab__addr_text(&l->connect_addr, addr, sizeof(addr));
+  if (code == UV_ECONNREFUSED)
+    snprintf(msg, sizeof(msg), "connection %u: udp %s, server %s: ECONNREFUSED: an ICMP port"
+             " unreachable came back for a datagram sent there (nothing listens on that UDP port)",
+             c->h.id, op, addr);
+  else
+    snprintf(msg, sizeof(msg), "connection %u: udp %s, server %s: %s (%s)", c->h.id, op, addr,
+             ab_strerror(code), ab_err_name(code));
+  ab__loop_error(l, code, msg);
+}
+
 static void on_calloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
   ab__dclient_t *c = h->data;
   (void)hint;
@@ -168,7 +185,7 @@ static void on_crecv(uv_udp_t *u, ssize_t n, const uv_buf_t *buf,
   (void)from;
   if (n < 0) {
     /* ECONNREFUSED from an ICMP port unreachable: count, keep going */
-    ab__loop_error(l, (int)n, "udp client: receive");
+    udp_client_error(c, (int)n, "receive");
     return;
   }
   if (n == 0 || !c->h.alive) return;
@@ -204,6 +221,12 @@ void ab__udp_pump(ab__dclient_t *c) {
        * sent and lost so the identity holds; try again later */
       ab__errors_add(l->errors, &l->nerrors, r, 1,
                      "udp send: the socket buffer was full, the message was lost here");
+      return;
+    }
+    if (r == UV_ECONNREFUSED) {
+      /* the ICMP error of an earlier datagram, reported on this send:
+       * counted, this message lost (sent and timed out) */
+      udp_client_error(c, r, "send");
       return;
     }
     if (r < 0) {
