@@ -104,6 +104,22 @@ describe("arkbench URL", function()
         assert.truthy(so:find("; " .. tostring(r.unsent) .. " unsent\n", 1, true), so)
     end)
 
+    it("reports a rate below 1/s as met by its schedule, not as more than asked", function()
+        -- 0.5/s over 1 s intends one send (at the start): achieved 0.5/s,
+        -- not 1 send / 1 s
+        for _, c in ipairs({ { "0.5", "1s", 1 }, { "0.5", "3s", 2 } }) do
+            local out = files.tmpdir("_ol") .. "/out"
+            local rc, so, se = run({ "tcp://127.0.0.1:" .. ports.tcp, "-R", c[1], "-c", "4", "-d", c[2],
+                "--warmup", "50ms", "--out", out })
+            assert.equals(0, rc, so .. se)
+            local r = only_run(out)
+            assert.equals(c[3], r.sent, c[2])
+            assert.equals(0, r.unsent)
+            assert.equals(0.5, r.rate_achieved, c[2])
+            assert.is_true(r.rate_met)
+        end
+    end)
+
     it("passes --threshold to the run: a crossed rule exits 3", function()
         local out = files.tmpdir("_ol") .. "/out"
         local rc, so, se = run(with({ "tcp://127.0.0.1:" .. ports.tcp, "--threshold", "p99_us < 0.001" },
