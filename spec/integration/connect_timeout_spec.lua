@@ -57,6 +57,18 @@ describe("a connect that never completes", function()
         end)
     end
 
+    it("takes --connect-timeout in the one-liner", function()
+        local d = files.tmpdir()
+        local rc, so, se = proc.run_cmd({ ark.BIN, "tcp://127.0.0.1:" .. port, "-c", "2", "-d", "300ms",
+            "--connect-timeout", "300ms", "--json", "--out", d .. "/r" }, { limit = 60 })
+        assert.are.equal(1, rc, so .. se)
+        local v = ark.cjson.decode(so)
+        assert.is_false(v.ok)
+        assert.are.same({ ECONNTIMEDOUT = 2 }, v.error_classes, so)
+        assert.are.equal(0, v.measured_s)
+        assert.truthy(v.error:find("connect timeout of 0.3 s", 1, true), v.error)
+    end)
+
     it("says an interrupt came while connecting, not after 0 s of measuring", function()
         local d = files.tmpdir()
         local file = d .. "/never.lua"

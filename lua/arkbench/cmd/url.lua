@@ -58,6 +58,8 @@ usage: arkbench URL [options]
   -b, --body TEXT     request body (http/https)
       --payload B     echo message size, e.g. 64, 16KiB (echo schemes)
       --timeout T     a reply later than T is timed out (default 2s)
+      --connect-timeout T  a connect with no answer by then fails
+                      (ECONNTIMEDOUT; default: --timeout)
       --ca FILE       trust the certificates in FILE (https, wss, tls)
   -k, --insecure      do not verify the server's certificate (said loudly)
       --execution E   callback (default) or coroutine
@@ -119,6 +121,7 @@ local FLAGS = {
     b = { "body", "text" }, body = { "body", "text" },
     payload = { "payload", "bytes" },
     timeout = { "timeout", "seconds" },
+    ["connect-timeout"] = { "connect_timeout", "seconds" },
     ca = { "ca", "text" },
     k = { "insecure", "flag" }, insecure = { "insecure", "flag" },
     execution = { "execution", "text" },
@@ -241,6 +244,7 @@ function _M.scenario(o)
     local function add(s) lines[#lines + 1] = "    " .. s .. "," end
     if o.rate then add("rate = " .. format("%.17g", o.rate)) end
     if o.timeout then add("timeout = " .. format("%.17g", o.timeout)) end
+    if o.connect_timeout then add("connect_timeout = " .. format("%.17g", o.connect_timeout)) end
     if o.payload then add("payload = " .. format("%d", o.payload)) end
     if o.execution then add("execution = " .. q(o.execution)) end
     if u.protocol == "http" or u.protocol == "https" then
@@ -284,7 +288,7 @@ function _M.numbers(run)
         payload_mib_per_s = run.payload_mib_per_s, load_model = run.load_model,
         rate_asked = run.rate_asked, rate_achieved = run.rate_achieved, rate_met = run.rate_met,
         latency_us = {}, http_status = run.http and run.http.status or nil,
-        unsent = run.unsent, reconnects = run.reconnects,
+        unsent = run.unsent, reconnects = run.reconnects, server_closes = run.server_closes,
     }
     -- open loop: the raw view (from the actual sends: what a closed-loop
     -- tool would show) and how late the sends went out
