@@ -318,6 +318,22 @@ describe("http request mode against a server that closes (Connection: close)", f
         end
         assert.is_true(served >= closes * 10, served .. " " .. closes)
     end)
+
+    it("counts requests pipelined behind the closing response as ECLOSED message errors", function()
+        local d, port = start_nginx(false, { keepalive_requests = 10 })
+        local rc, runs, out = run(d, port, [[protocol = "http", clients = 2, window = 4,
+            request = { path = "/fn/close" }]])
+        assert.are.equal(1, rc, out)
+        local r = runs[1]
+        assert.are.equal("degraded", r.status, brief(r))
+        balanced(r)
+        assert.is_true(r.server_closes > 0 and r.completed > 0, brief(r))
+        assert.are.equal(0, r.reconnects, brief(r))
+        -- each close leaves the 3 requests written behind the 10th unanswered
+        assert.is_true(r.message_errors > 0 and r.message_errors <= 3 * r.server_closes, brief(r))
+        assert.truthy(r.error_reasons.ECLOSED:find("Connection: close, with [123] more requests"
+            .. " pipelined on it unanswered"), brief(r))
+    end)
 end)
 
 -- nginx's own count of the requests it handled (stub_status; the query is one)
