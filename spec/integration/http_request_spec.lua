@@ -260,6 +260,30 @@ describe("http request mode, request = function(i, conn)", function()
         for id = 0, 3 do assert.are.equal(2, ids[tostring(id)], cjson.encode(ids)) end
     end)
 
+    it("tags each connection's messages by its own list's entries", function()
+        local d, port = start_nginx(false)
+        -- connection k sends k + 1 requests in turn, all tagged "c<k>"
+        local rc, runs, out = run(d, port, [[protocol = "http", clients = 3,
+            request = function(i, conn)
+                if i > conn.id + 1 then return nil end
+                return { path = "/fn/" .. conn.id .. "/" .. i, tag = "c" .. conn.id }
+            end]])
+        assert.are.equal(0, rc, out)
+        local r = runs[1]
+        assert.is_true(r.ok, brief(r))
+        local per = {}
+        for _, uris in pairs(fn_log(d)) do
+            local id = uris[1]:match("^/fn/(%d+)/")
+            per[id] = (per[id] or 0) + #uris
+        end
+        for id = 0, 2 do
+            local t = r.tags["c" .. id]
+            assert.is_table(t, cjson.encode(r.tags))
+            -- what nginx was sent on connection k is that tag's sends
+            assert.are.equal(per[tostring(id)], t.sent + t.warmup_sent, cjson.encode(r.tags))
+        end
+    end)
+
     it("fails the run with the function's file:line when it errors or returns a bad value", function()
         local d, port = start_nginx(false)
         local rc, runs, out = run(d, port, [[protocol = "http",

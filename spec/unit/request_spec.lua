@@ -87,7 +87,7 @@ describe("scenario key request", function()
         local _, err = request.expand_function(fn, 1)
         local at = "spec/unit/request_spec.lua:" .. line
         assert.equals(at .. ": key 'request': the function's request for i = 2, connection 0:"
-            .. " unknown key 'bogus'; known keys: method, path, headers, body, status", err)
+            .. " unknown key 'bogus'; known keys: method, path, headers, body, status, tag", err)
         _, err = request.expand_function(function() return nil end, 2)
         assert.truthy(err:find(": key 'request': the function returned nil for i = 1, connection 0;"
             .. " expected at least one request per connection", 1, true), err)
