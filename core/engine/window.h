@@ -184,7 +184,9 @@ static inline uint32_t ab__win_grant(ab__client_t *c, uint64_t now, ab__win_gran
  * in its slot s and counted as sent in its phase (engine/tags.h). */
 static inline void ab__win_tag(ab__loop_t *l, ab__win_t *w, const ab__win_grant_t *g, uint32_t s,
                                uint64_t seq, uint32_t i) {
-  uint8_t tg = l->ntag_rot ? l->tag_rot[w->tag_first + seq % w->tag_n] : g->tags ? g->tags[i] : g->tag;
+  /* a window set up without its part (tag_n 0) rotates through all */
+  uint32_t rn = w->tag_n ? w->tag_n : l->ntag_rot;
+  uint8_t tg = l->ntag_rot ? l->tag_rot[w->tag_first + seq % rn] : g->tags ? g->tags[i] : g->tag;
   w->tag[s] = tg;
   if (tg == 0) return;
   if (g->phase == AB_PHASE_MEASURE) l->tags[tg - 1].sent++;
