@@ -4,8 +4,9 @@
 //
 //   asio_echo [--mode both|server|client] [--style callback|coroutine]
 //             [--topology shared:N|sharded:N] [--clients C] [--window W]
-//             [--payload B] [--work N] [--warmup S] [--duration S]
-//             [--listen HOST:PORT] [--connect HOST:PORT] [--no-check]
+//             [--framing length|raw] [--payload B] [--work N]
+//             [--warmup S] [--duration S] [--listen HOST:PORT]
+//             [--connect HOST:PORT] [--no-check]
 //
 // --topology shared:N   one io_context run by N threads (Asio's
 //                       "1 context x N threads");
@@ -22,13 +23,23 @@
 //        client         run the clients against --connect (e.g. `arkbench
 //                       serve --protocol tcp`).
 //
-// The wire format is arkbench's `tcp` with `framing = "length"`
+// The wire format (--framing length, the default) is arkbench's `tcp` with
+// `framing = "length"`
 // (docs/protocols.md): a minimal length prefix (1 byte < 254, 254 + u16 LE,
 // 255 + u64 LE) before each message, and each message of >= 16 bytes starts
 // with arkbench's 16-byte header ('A','B', phase, 0, connection id u32 LE,
 // sequence u64 LE) followed by its pattern, so the two programs can talk to
 // each other either way.  The server echoes whole frames unchanged, doing
 // --work iterations of xorshift64 per frame first (arkbench's `work`).
+//
+// --framing raw is arkbench's `framing = "raw"`: no prefix, every message
+// exactly --payload bytes (1 .. 16 MiB).  The server is then the classic
+// Asio echo: whatever a read returns is written back as it is (a message
+// may arrive in pieces; the stream is echoed unchanged), and --payload only
+// counts messages (server_messages = bytes echoed / payload) and places
+// --work (once per message completed by a read).  The client's messages are
+// arkbench's header and pattern when payload >= 16, else a pattern of
+// (connection, index); the echo is still compared byte for byte.
 //
 // The client has the reference's batch shape: a connection writes
 // window x payload bytes (window frames in one write), reads the whole echo
@@ -75,13 +86,15 @@ struct Options {
   int clients = 1;
   int window = 1;
   size_t payload = 1024;
+  bool raw = false; // --framing raw
   uint64_t work = 0;
   double warmup = 0.25;
   double duration = 1.0;
   bool check = true;
 };
 
-const size_t kMinPayload = 16;
+const size_t kMinPayload = 16;   // --framing length: room for the header
+const size_t kMinRawPayload = 1; // --framing raw
 const size_t kMaxPayload = 16u * 1024 * 1024;
 // a batch is written whole before its echo is read: past the loopback
 // socket buffers (a few MiB) both ends would wait on each other
@@ -90,8 +103,9 @@ const size_t kMaxBatch = 1u * 1024 * 1024;
 const char *const kUsage =
     "usage: asio_echo [--mode both|server|client] [--style callback|coroutine]\n"
     "                 [--topology shared:N|sharded:N] [--clients C] [--window W]\n"
-    "                 [--payload B] [--work N] [--warmup S] [--duration S]\n"
-    "                 [--listen HOST:PORT] [--connect HOST:PORT] [--no-check]\n";
+    "                 [--framing length|raw] [--payload B] [--work N]\n"
+    "                 [--warmup S] [--duration S] [--listen HOST:PORT]\n"
+    "                 [--connect HOST:PORT] [--no-check]\n";
 
 [[noreturn]] void usage(const std::string &why) {
   std::fprintf(stderr, "asio_echo: %s\n%s", why.c_str(), kUsage);
@@ -130,7 +144,7 @@ Options parse(int argc, char **argv) {
     }
     static const char *const with_value[] = {"--mode",    "--style",  "--topology", "--clients",
                                              "--window",  "--payload", "--work",    "--warmup",
-                                             "--duration", "--listen", "--connect"};
+                                             "--duration", "--listen", "--connect", "--framing"};
     bool known = false;
     for (const char *k : with_value) known = known || a == k;
     if (!known) usage("unknown option '" + a + "'");
@@ -155,8 +169,12 @@ Options parse(int argc, char **argv) {
       o.clients = (int)to_int(a, v, 1, 100000);
     } else if (a == "--window") {
       o.window = (int)to_int(a, v, 1, 4096);
+    } else if (a == "--framing") {
+      if (v != "length" && v != "raw")
+        usage("--framing: got '" + v + "'; expected length or raw");
+      o.raw = v == "raw";
     } else if (a == "--payload") {
-      o.payload = (size_t)to_int(a, v, kMinPayload, kMaxPayload);
+      o.payload = (size_t)to_int(a, v, 1, kMaxPayload);
     } else if (a == "--work") {
       o.work = (uint64_t)to_int(a, v, 0, 10000000);
     } else if (a == "--warmup") {
@@ -171,6 +189,9 @@ Options parse(int argc, char **argv) {
       usage("unknown option '" + a + "'");
     }
   }
+  if (o.payload < (o.raw ? kMinRawPayload : kMinPayload))
+    usage("--payload: got " + std::to_string(o.payload) + "; expected at least 16 with "
+          "--framing length (the header), or --framing raw for 1 .. 15");
   if (o.mode == "client" && o.connect.empty()) usage("--mode client needs --connect HOST:PORT");
   if (o.mode != "server" && (size_t)o.window * (o.payload + 9) > kMaxBatch)
     usage("--window x --payload: a batch of " + std::to_string(o.window) + " x " +
@@ -237,9 +258,15 @@ void put_u64(uint8_t *p, uint64_t v) {
   for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
 }
 
-// one message body: the 16-byte header, then the pattern of (conn, seq)
+// one message body: the 16-byte header, then the pattern of (conn, seq);
+// below 16 bytes (raw framing only) a pattern of (conn, seq) alone
 void msg_fill(uint8_t *p, size_t len, uint32_t conn, uint64_t seq) {
   const uint64_t golden = 0x9E3779B97F4A7C15ull;
+  if (len < kMinPayload) {
+    uint64_t w = (seq + 1) * golden ^ ((uint64_t)conn * 0xBF58476D1CE4E5B9ull);
+    for (size_t i = 0; i < len; i++) p[i] = (uint8_t)(w >> (8 * (i % 8)));
+    return;
+  }
   p[0] = 'A';
   p[1] = 'B';
   p[2] = 2; // the measure phase
@@ -267,7 +294,7 @@ uint64_t do_work(uint64_t iterations, uint64_t seed) {
 
 struct alignas(64) Slot {
   std::atomic<uint64_t> echoed{0}; // client: frames whose echo came back
-  std::atomic<uint64_t> served{0}; // server: frames echoed
+  std::atomic<uint64_t> served{0}; // server: frames echoed (raw: messages completed)
   uint64_t sink = 0;               // keeps the work loop from being dropped
 };
 
@@ -302,6 +329,7 @@ struct Framer {
   std::vector<uint8_t> buf = std::vector<uint8_t>(65536);
   size_t have = 0;
   size_t need = 0; // bytes the partial frame at the front needs in all
+  uint64_t total = 0; // raw: bytes read so far (messages = total / payload)
 
   asio::mutable_buffer space() {
     if (buf.size() < need) buf.resize(need);
@@ -314,6 +342,15 @@ struct Framer {
     size_t off = 0, frames = 0;
     Slot &slot = sh.slots[t_slot];
     need = 0;
+    if (sh.opt.raw) { // the stream is echoed as it comes; messages only counted
+      uint64_t before = total / sh.opt.payload;
+      total += n;
+      frames = (size_t)(total / sh.opt.payload - before);
+      if (sh.opt.work)
+        for (size_t i = 0; i < frames; i++) slot.sink ^= do_work(sh.opt.work, slot.sink + i);
+      add(slot.served, frames);
+      return (long long)have;
+    }
     while (off < have) {
       uint64_t len = 0;
       int p = prefix_decode(buf.data() + off, have - off, &len);
@@ -406,7 +443,7 @@ struct Batch {
   std::vector<uint8_t> out, in;
   Batch(const Options &o, uint32_t conn) {
     uint8_t pre[9];
-    size_t p = prefix_encode(pre, o.payload);
+    size_t p = o.raw ? 0 : prefix_encode(pre, o.payload);
     out.resize((p + o.payload) * (size_t)o.window);
     for (int k = 0; k < o.window; k++) {
       uint8_t *f = out.data() + (p + o.payload) * (size_t)k;
@@ -525,11 +562,11 @@ void print_line(Shared &sh, double measured, uint64_t round_trips) {
   uint64_t served = 0;
   for (auto &s : sh.slots) served += s.served.load(std::memory_order_relaxed);
   std::printf("{\"tool\":\"asio_echo\",\"mode\":\"%s\",\"style\":\"%s\",\"topology\":\"%s:%d\","
-              "\"contexts\":%d,\"threads\":%d,\"clients\":%d,\"window\":%d,\"payload\":%zu,"
+              "\"framing\":\"%s\",\"contexts\":%d,\"threads\":%d,\"clients\":%d,\"window\":%d,\"payload\":%zu,"
               "\"work\":%" PRIu64 ",\"warmup_s\":%g,\"duration_s\":%g,\"measured_s\":%.6f,"
               "\"round_trips\":%" PRIu64 ",\"round_trips_per_s\":%.1f,\"server_messages\":%" PRIu64
               ",\"server_connections\":%" PRIu64 ",\"errors\":%" PRIu64 ",\"error\":%s}\n",
-              o.mode.c_str(), o.style.c_str(), o.model.c_str(), o.n,
+              o.mode.c_str(), o.style.c_str(), o.model.c_str(), o.n, o.raw ? "raw" : "length",
               o.model == "shared" ? 1 : o.n, o.n, o.clients, o.window, o.payload, o.work,
               o.warmup, o.duration, measured, round_trips,
               measured > 0 ? (double)round_trips / measured : 0.0, served,
