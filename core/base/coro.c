@@ -9,6 +9,7 @@
  */
 #include "base/coro.h"
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -250,6 +251,34 @@ int ab_coro_done(const ab_coro_t *co) { return co->state == CORO_DONE; }
 
 int ab_coro_started(const ab_coro_t *co) { return co->state != CORO_NEW; }
 
+/* ARKBENCH_CORO_STACK_USE set (non-empty, not "0"): every coroutine freed
+ * adds its stack's high-water mark to the process's peak (read once). */
+static int track_use(void) {
+  static atomic_int on = -1;
+  int v = atomic_load_explicit(&on, memory_order_relaxed);
+  if (v < 0) {
+    const char *e = getenv("ARKBENCH_CORO_STACK_USE");
+    v = e != NULL && e[0] != 0 && strcmp(e, "0") != 0;
+    atomic_store_explicit(&on, v, memory_order_relaxed);
+  }
+  return v;
+}
+static atomic_size_t stack_peak;
+
+#if defined(AB_CORO_ASAN)
+__attribute__((no_sanitize_address))
+#endif
+size_t ab_coro_stack_used(const ab_coro_t *co) {
+  /* the stack grows down from stack_lo + stack_size; the mapping starts
+   * zeroed, so the lowest non-zero word is the deepest one written */
+  const uint64_t *w = (const uint64_t *)co->stack_lo;
+  size_t n = co->stack_size / sizeof(*w), i = 0;
+  while (i < n && w[i] == 0) i++;
+  return (n - i) * sizeof(*w);
+}
+
+size_t ab_coro_stack_peak(void) { return atomic_load(&stack_peak); }
+
 void ab_coro_free(ab_coro_t *co) {
   if (co == NULL) return;
   if (co->state == CORO_RUNNING) die("ab_coro_free of a running coroutine");
@@ -262,6 +291,10 @@ void ab_coro_free(ab_coro_t *co) {
 #if defined(AB_CORO_TSAN)
   __tsan_destroy_fiber(co->tsan_fiber);
 #endif
+  if (co->state != CORO_NEW && track_use()) {
+    size_t used = ab_coro_stack_used(co), peak = atomic_load(&stack_peak);
+    while (used > peak && !atomic_compare_exchange_weak(&stack_peak, &peak, used)) {}
+  }
   munmap(co->map, co->map_size);
   free(co);
 }

@@ -103,6 +103,18 @@ void ab_coro_free(ab_coro_t *co);
  * just below *lo. */
 void ab_coro_stack(const ab_coro_t *co, void **lo, size_t *size);
 
+/* The deepest co's stack has been written so far, in bytes from its top
+ * (a high-water mark: the stack starts zeroed, and the lowest non-zero
+ * 8-byte word counts; a deeper frame that wrote only zeros is missed).
+ * Reads the whole stack: a measurement, not for a hot path.  Any state. */
+size_t ab_coro_stack_used(const ab_coro_t *co);
+
+/* With ARKBENCH_CORO_STACK_USE=1 in the environment, ab_coro_free adds the
+ * stack use of every coroutine that ran to a process-wide peak: the
+ * largest ab_coro_stack_used seen (0 without the variable, or before a
+ * coroutine that ran was freed).  Any thread. */
+size_t ab_coro_stack_peak(void);
+
 /* "x86_64", "aarch64" or "ucontext": the switch compiled in. */
 const char *ab_coro_backend(void);
 

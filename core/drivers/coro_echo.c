@@ -46,6 +46,7 @@
 
 #include "base/ab_error.h"
 #include "base/clock.h"
+#include "proto/caps.h"
 #include "proto/codecs.h"
 #include "drivers/drivers_int.h"
 #include "engine/window.h"
@@ -53,7 +54,9 @@
 #include "io/scheduler.h"
 #include "base/work.h"
 
-#define STACK_SIZE (64 * 1024)
+/* the scenario's coroutine_stack, or the capability table's default */
+#define STACK_SIZE(l) ((size_t)((l)->eng->cfg->coro_stack ? (l)->eng->cfg->coro_stack \
+                                 : ab_caps_limits()->coroutine_stack_default))
 #define READ_CHUNK 65536
 /* What one readable callback appends before the task parses it (the rest
  * stays in the socket: level-triggered, the callback runs again). */
@@ -362,7 +365,7 @@ void ab__co_client_start(ab__dclient_t *c) {
     uv_tcp_nodelay(&c->tcp, 1);
     c->connect_start_ns = ab_now_ns();
     r = ab__client_tcp_bind(l, &c->tcp, c->h.id);
-    if (r == 0) r = ab_task_c_new(l->d->sched, &c->task, STACK_SIZE, client_main, c);
+    if (r == 0) r = ab_task_c_new(l->d->sched, &c->task, STACK_SIZE(l), client_main, c);
   }
   if (r < 0) {
     c->task = NULL;
@@ -589,7 +592,7 @@ void ab__co_server_accept(ab__sconn_t *s) {
   int r = ab__conn_setup(l, &s->conn, 0, 1, 0);
   s->conn.data = s;
   s->conn.io.watch.lock = l->eng->shared ? &s->mu : NULL; /* ab__conn_setup cleared it */
-  if (r == 0) r = ab_task_c_new(l->d->sched, &s->task, STACK_SIZE, server_main, s);
+  if (r == 0) r = ab_task_c_new(l->d->sched, &s->task, STACK_SIZE(l), server_main, s);
   if (r < 0) {
     s->task = NULL;
     ab__sconn_error(s, r, "accept setup");

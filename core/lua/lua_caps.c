@@ -14,7 +14,8 @@
  *     models = { "sharded", "shared", "pool" },   -- topology = "MODEL:N"
  *     limits = { payload_min, payload_max, clients_min, clients_max,
  *                window_min, window_max, threads_min, threads_max, work_max,
- *                inflight_max, open_loop = boolean,
+ *                inflight_max, coroutine_stack_min, coroutine_stack_max,
+ *                coroutine_stack_default (bytes), open_loop = boolean,
  *                requests_per_connection_max, connect_rate_max,
  *                churn_shared = boolean },
  *   }
@@ -106,6 +107,9 @@ static int l_capabilities(lua_State *L) {
   SETNUM("threads_max", lim->threads_max);
   SETNUM("work_max", lim->work_max);
   SETNUM("inflight_max", lim->inflight_max);
+  SETNUM("coroutine_stack_min", lim->coroutine_stack_min);
+  SETNUM("coroutine_stack_max", lim->coroutine_stack_max);
+  SETNUM("coroutine_stack_default", lim->coroutine_stack_default);
   lua_pushboolean(L, lim->open_loop);
   lua_setfield(L, -2, "open_loop");
   SETNUM("requests_per_connection_max", lim->requests_per_connection_max);

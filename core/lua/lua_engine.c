@@ -44,6 +44,7 @@
 #include <lauxlib.h>
 
 #include "base/ab_error.h"
+#include "base/coro.h"
 #include "drivers/registry.h"
 #include "engine/engine.h"
 #include "io/proc.h"
@@ -335,6 +336,7 @@ static const char *read_shape(lua_State *L, ab_case_cfg_t *cfg) {
    * duration (--quick shortens the duration after the scenario check) */
   cfg->interval_s = opt_number(L, "interval", 1);
   if (cfg->interval_s > cfg->duration_s) cfg->interval_s = cfg->duration_s;
+  cfg->coro_stack = (uint32_t)opt_number(L, "coroutine_stack", 0);
   return NULL;
 }
 
@@ -706,6 +708,9 @@ static void push_result(lua_State *L, const ab_case_cfg_t *cfg, const ab_result_
     lua_setfield(L, -2, "interrupted");
   }
   push_hists(L, r);
+  /* the stack each coroutine had (the key's value or the default) */
+  if (cfg->execution == AB_EXEC_COROUTINE)
+    SETNUM("coroutine_stack", cfg->coro_stack ? cfg->coro_stack : ab_caps_limits()->coroutine_stack_default);
   if (cfg->protocol == AB_PROTO_TLS || cfg->protocol == AB_PROTO_WSS ||
       cfg->protocol == AB_PROTO_HTTPS)
     push_tls(L, r);
@@ -797,6 +802,10 @@ static int l_run_case(lua_State *L) {
     return ab_lua_fail(L, AB_ENOMEM);
   }
   int rc = ab_run_case(&cfg, r);
+  /* ARKBENCH_CORO_STACK_USE=1: the deepest coroutine stack of the process
+   * so far (base/coro.h), for sizing coroutine_stack (docs/execution.md) */
+  if (ab_coro_stack_peak() > 0)
+    fprintf(stderr, "arkbench: coroutine stack high-water: %zu bytes\n", ab_coro_stack_peak());
   if (rc < 0) {
     lua_pushnil(L);
     lua_pushfstring(L, "%s: %s", ab_err_name(rc), r->error);

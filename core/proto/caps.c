@@ -60,6 +60,12 @@ static const ab_caps_limits_t limits = {
     .threads_max = 256,
     .work_max = 10000000,
     .inflight_max = 1073741824, /* 1 GiB */
+    /* the echo's coroutines use at most ~8.5 KiB (TLS; plain tcp ~5 KiB),
+     * measured with ARKBENCH_CORO_STACK_USE=1 (docs/execution.md): the
+     * default keeps ~4x that, the minimum ~2x; only touched pages cost RSS */
+    .coroutine_stack_min = 16 * 1024,
+    .coroutine_stack_max = 8 * 1024 * 1024,
+    .coroutine_stack_default = 32 * 1024,
     .open_loop = 1,
     .requests_per_connection_max = 1000000000,
     .connect_rate_max = 1e7,

@@ -69,6 +69,9 @@ typedef struct {
   uint32_t threads_min, threads_max; /* N of sharded:N / shared:N / pool:N */
   uint64_t work_max;                 /* iterations of server work per echo */
   uint64_t inflight_max;             /* bytes: clients x window x payload */
+  /* bytes per coroutine stack (execution = "coroutine", scenario key
+   * coroutine_stack): the guard page comes on top (base/coro.h) */
+  uint32_t coroutine_stack_min, coroutine_stack_max, coroutine_stack_default;
   int open_loop;                     /* 1 when rate (open-loop load) is
                                         built (it is); 0 refuses a rate */
   uint32_t requests_per_connection_max; /* churn quota, round trips */

@@ -76,6 +76,8 @@ describe("core.capabilities()", function()
             window_min = 1, window_max = 4096, threads_min = 1, threads_max = 256,
             work_max = 10000000, inflight_max = 1073741824, open_loop = true,
             requests_per_connection_max = 1000000000, connect_rate_max = 1e7, churn_shared = false,
+            coroutine_stack_min = 16384, coroutine_stack_max = 8388608,
+            coroutine_stack_default = 32768,
         }, caps.limits)
     end)
 

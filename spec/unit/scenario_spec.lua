@@ -97,7 +97,7 @@ describe("scenario.load", function()
         it("lists the known keys when nothing is near", function()
             assert.equals(F .. "unknown_far.lua:2: unknown key 'frobnicate'; known keys: name, "
                 .. "label, vars, description, protocol, framing, payload, clients, window, load, topology, "
-                .. "execution, work, warmup, duration, repetitions, rate, requests_per_connection, "
+                .. "execution, coroutine_stack, work, warmup, duration, repetitions, rate, requests_per_connection, "
                 .. "connect_rate, interval, timeout, connect_timeout, placement, processes, target, bind, tls, udp, "
                 .. "request, client, server, message, expect, tag"
                 .. ", thresholds, max_error_rate, rate_strict",
@@ -598,6 +598,39 @@ describe("scenario.load", function()
             local none, err = scenario.load(path)
             assert.is_nil(none)
             assert.equals(path .. ":3: key 'max_error_rate': got string \"1%\"; " .. expected, err)
+        end)
+
+        it("takes coroutine_stack in bytes or a size, 16 KiB to 8 MiB, one value, into every case",
+           function()
+            assert.equals(16384, caps.limits.coroutine_stack_min)
+            assert.equals(32768, caps.limits.coroutine_stack_default)
+            local spec = assert(scenario.load(F .. "minimal.lua",
+                { "coroutine_stack=16KiB", "execution=coroutine" }))
+            assert.equals(16384, spec.keys.coroutine_stack)
+            for _, c in ipairs(matrix.expand(spec)) do assert.equals(16384, c.coroutine_stack) end
+            local plain = assert(scenario.load(F .. "minimal.lua"))
+            for _, c in ipairs(matrix.expand(plain)) do assert.is_nil(c.coroutine_stack) end
+            local expected = "expected an integer from 16384 to 8388608 (bytes per coroutine"
+                .. " stack, default 32 KiB) or a size such as \"64B\", \"16KiB\", \"1MiB\""
+            assert.equals("--set coroutine_stack=8KiB: key 'coroutine_stack': got 8192; " .. expected,
+                load_err("minimal.lua", { "coroutine_stack=8KiB" }))
+            assert.matches("coroutine_stack is not a matrix axis",
+                load_err("minimal.lua", { "coroutine_stack=16KiB,32KiB" }))
+            -- in a file: the file, the line and the key
+            local path = os.tmpname()
+            finally(function() os.remove(path) end)
+            local f = io.open(path, "w")
+            f:write('return {\n    execution = "coroutine",\n    coroutine_stack = "16 kilos",\n}\n')
+            f:close()
+            local none, err = scenario.load(path)
+            assert.is_nil(none)
+            assert.equals(path .. ":3: key 'coroutine_stack': got string \"16 kilos\"; " .. expected, err)
+        end)
+
+        it("warns when coroutine_stack is given and no case runs coroutines", function()
+            local spec = assert(scenario.load(F .. "minimal.lua", { "coroutine_stack=64KiB" }))
+            local text = table.concat(spec.warnings or {}, "\n")
+            assert.matches("key 'coroutine_stack': used only when execution = \"coroutine\"", text)
         end)
 
         it("takes the in-flight limit from the table", function()

@@ -531,7 +531,49 @@ static void test_misuse(void) {
   CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
 }
 
+/* ---- stack use (the measurement behind coroutine_stack) ----------------- */
+
+static void dig(void *p) {
+  size_t n = *(size_t *)p;
+  volatile uint8_t buf[n]; /* n bytes deep, the yield's frames below them */
+  for (size_t i = 0; i < n; i++) buf[i] = (uint8_t)(i | 1);
+  ab_coro_yield();
+  (void)buf[0];
+}
+
+static void test_stack_use(void) {
+  size_t sizes[] = {1024, 12 * 1024, 24 * 1024};
+  size_t prev = 0;
+  for (size_t k = 0; k < 3; k++) {
+    ab_coro_t *co = NULL;
+    CHECK(ab_coro_new(&co, 64 * 1024, dig, &sizes[k]) == 0);
+    size_t fresh = ab_coro_stack_used(co);
+    CHECK(fresh <= 512); /* the first frame only */
+    ab_coro_resume(co);
+    size_t used = ab_coro_stack_used(co);
+    /* the n bytes written at least, and not much more (the frames above:
+     * the trampoline's and dig's own, well under 4 KiB) */
+    CHECK(used >= sizes[k]);
+    CHECK(used <= sizes[k] + 4096);
+    CHECK(used >= prev); /* deeper writes, higher mark */
+    prev = used;
+    ab_coro_resume(co);
+    CHECK(ab_coro_done(co));
+    ab_coro_free(co);
+    /* ARKBENCH_CORO_STACK_USE is set by main: the peak follows */
+    CHECK(ab_coro_stack_peak() >= used);
+  }
+  /* never started: not counted, nothing read beyond the first frame */
+  ab_coro_t *co = NULL;
+  size_t before = ab_coro_stack_peak();
+  CHECK(ab_coro_new(&co, 0, dig, &sizes[0]) == 0);
+  ab_coro_free(co);
+  CHECK(ab_coro_stack_peak() == before);
+}
+
 int main(void) {
+  /* before any ab_coro_free: the variable is read once */
+  setenv("ARKBENCH_CORO_STACK_USE", "1", 1);
   printf("coroutine switch: %s\n", ab_coro_backend());
   test_values();
   test_nesting();
@@ -543,5 +585,6 @@ int main(void) {
   test_threads();
   test_migrate();
   test_misuse();
+  test_stack_use();
   TEST_DONE();
 }

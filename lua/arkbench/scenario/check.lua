@@ -33,7 +33,7 @@ local _M = {}
 -- (and listed in "known keys: ...").
 _M.KEYS = {
     "name", "label", "vars", "description", "protocol", "framing", "payload", "clients",
-    "window", "load", "topology", "execution", "work", "warmup", "duration",
+    "window", "load", "topology", "execution", "coroutine_stack", "work", "warmup", "duration",
     "repetitions", "rate", "requests_per_connection", "connect_rate", "interval", "timeout",
     "connect_timeout", "placement", "processes", "target", "bind", "tls", "udp",
     "request", "client", "server", "message", "expect", "tag",
@@ -150,6 +150,9 @@ local RULES = {
                               LIMITS.threads_min, LIMITS.threads_max),
     },
     execution = one_of(CAPS.executions),
+    coroutine_stack = int_range(LIMITS.coroutine_stack_min, LIMITS.coroutine_stack_max,
+        str_format(" (bytes per coroutine stack, default %d KiB) %s",
+                   LIMITS.coroutine_stack_default / 1024, units.SIZE_HINT)),
     work = int_range(0, LIMITS.work_max),
     warmup = seconds(true),
     duration = seconds(false),
@@ -546,7 +549,7 @@ end
 -- string that is not a unit value is left as it is, for its rule to refuse.
 
 local SECONDS_KEYS = { "warmup", "duration", "timeout", "connect_timeout", "interval" }
-local BYTES_KEYS = { "payload" }
+local BYTES_KEYS = { "payload", "coroutine_stack" }
 
 local function resolve(v, conv)
     if type(v) == "string" then return conv(v) or v end
@@ -669,6 +672,16 @@ local function validate(ctx, t)
                  .. RULES.interval.expected .. ", one value (interval is not a matrix axis)")
         elseif check_value(ctx, "interval", "key 'interval'", v, RULES.interval) then
             keys.interval = v
+        end
+    end
+
+    if t.coroutine_stack ~= nil then
+        local v = t.coroutine_stack
+        if type(v) == "table" then
+            fail(ctx, "coroutine_stack", "key 'coroutine_stack': got a list; expected "
+                 .. RULES.coroutine_stack.expected .. ", one value (coroutine_stack is not a matrix axis)")
+        elseif check_value(ctx, "coroutine_stack", "key 'coroutine_stack'", v, RULES.coroutine_stack) then
+            keys.coroutine_stack = v
         end
     end
 
@@ -1002,6 +1015,11 @@ local function cross_check(ctx, t, spec)
             warn(ctx, "tls", "key 'tls': no case uses protocol " .. or_list(TLS_NAMES)
                  .. ", so it has no effect")
         end
+    end
+
+    if keys.coroutine_stack ~= nil and not contains(keys.execution, "coroutine") then
+        warn(ctx, "coroutine_stack", "key 'coroutine_stack': used only when execution ="
+             .. " \"coroutine\", and no case has it")
     end
 
     if contains(keys.execution, "lua") then

@@ -115,7 +115,7 @@ _M.ID_KEYS = { "label", "protocol", "framing", "payload", "clients", "window", "
                "execution", "work", "rate", "requests_per_connection", "connect_rate", "warmup",
                "duration", "placement", "processes", "target" }
 -- and, only when parts would otherwise share an id, these
-_M.MORE_ID_KEYS = { "timeout", "interval", "tls", "udp" }
+_M.MORE_ID_KEYS = { "timeout", "interval", "coroutine_stack", "tls", "udp" }
 
 local function sorted_pairs_text(t)
     local keys = {}
@@ -248,6 +248,7 @@ expand_base = function(spec)
             request = keys.request,
             interval = keys.interval,
             connect_timeout = keys.connect_timeout,
+            coroutine_stack = keys.coroutine_stack,
             max_error_rate = keys.max_error_rate,
             rate_strict = keys.rate_strict,
             bind = keys.bind,
