@@ -18,8 +18,8 @@ teardown(function() files.remove_tmpdirs() end)
 local function run_with_use(text)
     local d = files.tmpdir()
     files.write_file(d .. "/cs.lua", text)
-    local rc, _, se = proc.run_cmd({ "env", "ARKBENCH_CORO_STACK_USE=1", ark.BIN, "run",
-        d .. "/cs.lua", "--out", d .. "/out" }, { limit = 90 })
+    local rc, _, se = proc.run_cmd({ ark.BIN, "run", d .. "/cs.lua", "--out", d .. "/out" },
+        { limit = 90, env = { "ARKBENCH_CORO_STACK_USE=1" } })
     return rc, ark.read_runs(d .. "/out/runs.jsonl"), se
 end
 
