@@ -55,7 +55,7 @@
 #include "base/work.h"
 
 /* the scenario's coroutine_stack, or the capability table's default */
-#define STACK_SIZE(l) ((size_t)((l)->eng->cfg->coro_stack ? (l)->eng->cfg->coro_stack \
+#define STACK_SIZE(l) ((size_t)((l)->eng->cfg->task_stack ? (l)->eng->cfg->task_stack \
                                  : ab_caps_limits()->coroutine_stack_default))
 #define READ_CHUNK 65536
 /* What one readable callback appends before the task parses it (the rest

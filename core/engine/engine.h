@@ -69,8 +69,9 @@ typedef struct {
    * share), spaced evenly; 0 = as fast as the listen backlog allows (at
    * most CONNECTS_IN_FLIGHT per loop at once, engine.c) */
   double connect_rate;
-  uint32_t coro_stack; /* execution coroutine: bytes per coroutine stack,
-                          0 = the capability table's default */
+  uint32_t task_stack; /* bytes per stack of the driver's stackful tasks
+                          (its execution's stack key, docs/scenarios.md;
+                          checked by the host layer), 0 = its default */
   /* role: AB_ROLE_BOTH runs both ends here over loopback; AB_ROLE_CLIENT
    * connects to `addr` (scenario key target); AB_ROLE_SERVER listens on
    * `addr` (port 0 = any; several loops share it with SO_REUSEPORT), calls

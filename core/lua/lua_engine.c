@@ -336,7 +336,13 @@ static const char *read_shape(lua_State *L, ab_case_cfg_t *cfg) {
    * duration (--quick shortens the duration after the scenario check) */
   cfg->interval_s = opt_number(L, "interval", 1);
   if (cfg->interval_s > cfg->duration_s) cfg->interval_s = cfg->duration_s;
-  cfg->coro_stack = (uint32_t)opt_number(L, "coroutine_stack", 0);
+  /* checked here: the engine leaves stacks to the drivers */
+  const ab_caps_limits_t *lim = ab_caps_limits();
+  double stack = opt_number(L, "coroutine_stack", 0);
+  if (stack != 0 && !(stack >= lim->coroutine_stack_min && stack <= lim->coroutine_stack_max))
+    return lua_pushfstring(L, "coroutine_stack must be %d .. %d bytes", (int)lim->coroutine_stack_min,
+                           (int)lim->coroutine_stack_max);
+  cfg->task_stack = (uint32_t)stack;
   return NULL;
 }
 
@@ -710,7 +716,7 @@ static void push_result(lua_State *L, const ab_case_cfg_t *cfg, const ab_result_
   push_hists(L, r);
   /* the stack each coroutine had (the key's value or the default) */
   if (cfg->execution == AB_EXEC_COROUTINE)
-    SETNUM("coroutine_stack", cfg->coro_stack ? cfg->coro_stack : ab_caps_limits()->coroutine_stack_default);
+    SETNUM("coroutine_stack", cfg->task_stack ? cfg->task_stack : ab_caps_limits()->coroutine_stack_default);
   if (cfg->protocol == AB_PROTO_TLS || cfg->protocol == AB_PROTO_WSS ||
       cfg->protocol == AB_PROTO_HTTPS)
     push_tls(L, r);
