@@ -13,7 +13,9 @@ local files = require("helpers.files")
 local proc = require("helpers.proc")
 local peers = require("helpers.peers")
 
-local BUILD = ark.BIN:match("^(.*)/[^/]+$") or "build"
+-- the build folder of $ARKBENCH_BIN (ctest's); without it, the checkout's
+-- build/ -- never bin/, which holds the launcher, not a build
+local BUILD = os.getenv("ARKBENCH_BIN") and ark.BIN:match("^(.*)/[^/]+$") or (ark.ROOT .. "/build")
 local ASIO = BUILD .. "/asio_echo"
 local HAVE_ASIO = proc.sh_ok("test -x " .. files.shq(ASIO))
 
