@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdio.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
@@ -534,6 +535,10 @@ static void ctl_cb(uv_async_t *a) {
 
 static void loop_main(void *arg) {
   ab__loop_t *l = arg;
+  /* open loop: the rate timerfd's expirations exact to the nanosecond
+   * (the default timer slack lets the kernel fire a normal thread's timer
+   * up to 50 us late, all of it send lag) */
+  if (l->open_loop) prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
   uv_run(&l->loop, UV_RUN_DEFAULT);
 }
 
