@@ -145,3 +145,40 @@ describe("processes", function()
         assert.equals(8, runs[1].connections_used)
     end)
 end)
+
+-- tags (docs/run-object.md, "Tags") survive the merge of the processes:
+-- every message is tagged, so the tags' counts add up to the run's and
+-- their histograms merge to the run's
+describe("processes = 2 with tags", function()
+    it("merges each tag's counts and histogram over the processes", function()
+        local r = ark.run_scenario([[
+return { name = "ptags", protocol = "tcp", framing = "raw", execution = "lua", payload = 1,
+         clients = 4, placement = "split", processes = 2,
+         client = function(conn)
+             local i = 0
+             while true do
+                 i = i + 1
+                 if not conn:call("x", 1, i % 2 == 0 and "even" or "odd") then return end
+             end
+         end,
+         warmup = 0.1, duration = 0.5, repetitions = 1, timeout = 5 }
+]], { name = "ptags", limit = 120 })
+        assert.equals(0, r.rc, r.stderr)
+        local run = r.runs[1]
+        assert.equals("ok", run.status, run.error)
+        assert.is_table(run.tags)
+        local sent, done, encs = 0, 0, {}
+        for _, name in ipairs({ "even", "odd" }) do
+            local t = run.tags[name]
+            assert.is_table(t, name)
+            assert.is_true(t.completed > 0)
+            assert.equals(t.completed + t.drained, t.rtt_us.count)
+            sent, done = sent + t.sent, done + t.completed
+            encs[#encs + 1] = t.rtt_histogram
+        end
+        assert.equals(run.sent, sent)
+        assert.equals(run.completed, done)
+        assert.equals(core.hist_summary(run.rtt_histogram).count,
+                      core.hist_summary(core.hist_merge(encs)).count)
+    end)
+end)

@@ -205,6 +205,38 @@ local function protocol_tables(merged, parts)
     end
 end
 
+-- the tags (docs/run-object.md, "Tags"): each tag's counts summed over the
+-- processes that had it, its histogram merged, its rate worked out again
+local TAG_COUNTS = { "sent", "warmup_sent", "completed", "drained", "errors" }
+local function tags(merged, parts)
+    local by, any = {}, false
+    for _, p in ipairs(parts) do
+        for name, t in pairs(type(p.tags) == "table" and p.tags or {}) do
+            any = true
+            by[name] = by[name] or {}
+            by[name][#by[name] + 1] = t
+        end
+    end
+    if not any then return end
+    local out = {}
+    for name, list in pairs(by) do
+        local t = {}
+        for _, k in ipairs(TAG_COUNTS) do
+            local v = 0
+            for _, x in ipairs(list) do v = v + num(x[k]) end
+            t[k] = v
+        end
+        t.round_trips_per_s = merged.measured_s > 0 and t.completed / merged.measured_s or 0
+        local enc = merged_hist(list, "rtt_histogram")
+        if enc then
+            t.rtt_histogram = enc
+            t.rtt_us = stats(enc)
+        end
+        out[name] = t
+    end
+    merged.tags = out
+end
+
 function _M.parts(parts)
     local merged = {}
     counters(merged, parts)
@@ -229,6 +261,7 @@ function _M.parts(parts)
     host(merged, parts)
     load(merged, parts)
     protocol_tables(merged, parts)
+    tags(merged, parts)
     for _, k in ipairs({ "load_model", "model", "logical_cpus" }) do
         for _, p in ipairs(parts) do
             if p[k] ~= nil then merged[k] = p[k]; break end
