@@ -451,8 +451,15 @@ static const char *read_role(lua_State *L, ab_case_cfg_t *cfg, case_strings_t *k
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = on_stop_signal;
-    sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    /* sigint = false: a server the worker of a split case started stops
+     * on its SIGTERM only, after the clients drained -- a Ctrl-C to the
+     * process group must not close their connections first */
+    lua_getfield(L, 1, "sigint");
+    int ignore_int = lua_isboolean(L, -1) && !lua_toboolean(L, -1);
+    lua_pop(L, 1);
+    if (ignore_int) sa.sa_handler = SIG_IGN;
+    sigaction(SIGINT, &sa, NULL);
   }
   return NULL;
 }

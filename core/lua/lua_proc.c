@@ -20,7 +20,9 @@
  *       Fails (nil, err, code) only when the child cannot be started
  *       (ENOENT, EACCES, ENOMEM).  A recorded interrupt returns at once with
  *       interrupted = true and nothing spawned.
- *   core.signals_install() -> true | nil, err, code   (once; later calls no-op)
+ *   core.signals_install([{ sigint = false }]) -> true | nil, err, code
+ *       (once; later calls no-op; sigint = false: SIGINT is ignored, only
+ *       SIGTERM is recorded -- a split case's server, stopped by its worker)
  *   core.interrupted() -> "SIGINT" | "SIGTERM" | nil
  *   core.interrupt_clear()              forget a recorded signal (tests)
  *   core.exe_path() -> string | nil, err, code        (/proc/self/exe)
@@ -36,6 +38,7 @@
  *       between fork and exec, so the child limits itself).
  */
 #include <errno.h>
+#include <signal.h>
 #include <limits.h>
 #include <sys/resource.h>
 #include <stdio.h>
@@ -169,6 +172,12 @@ static int l_spawn_wait(lua_State *L) {
 static int l_signals_install(lua_State *L) {
   int err = ab_proc_signals_install();
   if (err != 0) return ab_lua_fail(L, err);
+  if (lua_istable(L, 1)) {
+    lua_getfield(L, 1, "sigint");
+    int ignore_int = lua_isboolean(L, -1) && !lua_toboolean(L, -1);
+    lua_pop(L, 1);
+    if (ignore_int) signal(SIGINT, SIG_IGN);
+  }
   lua_pushboolean(L, 1);
   return 1;
 }

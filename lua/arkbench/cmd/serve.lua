@@ -62,11 +62,17 @@ local OPTS = { protocol = true, listen = true, topology = true, work = true,
                framing = true, payload = true, ["cert-out"] = true, ["tls-version"] = true,
                alpn = true, ["tls-resume"] = true, processes = true, ["reuse-port"] = true }
 
+-- ARKBENCH_SERVE_STOP=SIGTERM (set by the worker of a split case for its
+-- servers, children included): SIGINT is ignored and only SIGTERM stops
+-- the server, which the worker sends once its clients drained -- so a
+-- Ctrl-C to the process group never closes their connections first
+local function term_only() return os.getenv("ARKBENCH_SERVE_STOP") == "SIGTERM" end
+
 -- serve --processes N: the children, one port, their counters as one
 -- (arkbench.run.merge.servers)
 local function serve_group(o, n)
     local merge = require("arkbench.run.merge")
-    local sok, serr = core.signals_install()
+    local sok, serr = core.signals_install({ sigint = not term_only() })
     if not sok then io_stderr:write("arkbench serve: cannot catch SIGINT/SIGTERM: ", serr, "\n") end
     local env = { "ARKBENCH_PARENT_PID=" .. tostring(core.getpid()) }
     local function argv(listen)
@@ -243,6 +249,7 @@ function _M.main(args)
     local t0 = core.now_ns()
     local r, err = core.run_case({
         reuse_port = o["reuse-port"] ~= nil,
+        sigint = not term_only(),
         role = "server", protocol = o.protocol, listen = o.listen, topology = o.topology,
         work = tonumber(o.work), framing = o.framing, payload = units.bytes(o.payload),
         duration = 1, warmup = 0, timeout = 2,

@@ -92,7 +92,8 @@ local function start_server(case, processes)
         -- the server issues the tickets a resuming client offers back
         if tls.resume then argv[#argv + 1] = "--tls-resume"; argv[#argv + 1] = "true" end
     end
-    local f = io.popen("echo $$; ARKBENCH_PARENT_PID=" .. core.getpid() .. " exec "
+    local f = io.popen("echo $$; ARKBENCH_SERVE_STOP=SIGTERM ARKBENCH_PARENT_PID=" .. core.getpid()
+        .. " exec "
         .. table.concat(argv, " ") .. " 2>&1")
     if not f then return nil, "split: cannot start the server process" end
     local pid = tonumber(f:read("*l") or "")
