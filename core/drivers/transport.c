@@ -31,6 +31,9 @@ static void warm_tls(ab__engine_t *eng) {
   }
   ab_tls_conn_free(cl);
   ab_tls_conn_free(sv);
+  /* its session (TLS 1.2 sends the ticket in the handshake) is no run's:
+   * the first connection must not resume it (tls_resumed) */
+  ab_tls_ctx_forget_session(eng->dc->tls_client);
 }
 
 /* The codec the capability table names for the protocol (proto/caps.h:

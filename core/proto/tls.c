@@ -515,6 +515,15 @@ fail:
   return r;
 }
 
+void ab_tls_ctx_forget_session(ab_tls_ctx_t *ctx) {
+  if (ctx == NULL) return;
+  pthread_mutex_lock(&ctx->lock);
+  SSL_SESSION *old = ctx->last_session;
+  ctx->last_session = NULL;
+  pthread_mutex_unlock(&ctx->lock);
+  SSL_SESSION_free(old);
+}
+
 void ab_tls_ctx_free(ab_tls_ctx_t *ctx) {
   if (ctx == NULL) return;
   SSL_CTX_free(ctx->ssl_ctx);

@@ -114,6 +114,9 @@ int ab_tls_ca_file_check(const char *path);
 /* Frees a context (NULL is fine).  Every connection made from it must have
  * been freed first. */
 void ab_tls_ctx_free(ab_tls_ctx_t *ctx);
+/* Drops the session a client context would offer next (tls.resume): none
+ * until a connection gets one. */
+void ab_tls_ctx_forget_session(ab_tls_ctx_t *ctx);
 
 /* Server context: its certificate, PEM, NUL-terminated, owned by ctx (for
  * clients' ca_pem and `openssl s_client -CAfile`).  NULL for a client
