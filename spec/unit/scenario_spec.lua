@@ -145,6 +145,17 @@ describe("scenario.load", function()
                 .. "or clients/window, not both", load_err("load_and_clients.lua"))
         end)
 
+        -- a perfect echo showed 13 % loss and as many duplicates: each reply
+        -- completed the youngest of the messages sharing its byte
+        it("refuses a window over 256 with 1-byte udp datagrams", function()
+            assert.equals(F .. "udp_tiny_wide.lua:4: key 'window': window 300 with payload = 1 over"
+                .. " udp; expected a window of at most 256 (a 1-byte datagram tells only 256"
+                .. " messages in flight apart) or a payload of 2 bytes or more",
+                load_err("udp_tiny_wide.lua"))
+            assert.is_truthy(scenario.load(F .. "udp_tiny_wide.lua", { "window=256" }))
+            assert.is_truthy(scenario.load(F .. "udp_tiny_wide.lua", { "payload=2" }))
+        end)
+
         it("applies the UDP datagram limit to payload", function()
             assert.equals(F .. "udp_big.lua:3: key 'payload': got 65508; expected an integer "
                 .. "from 1 to 65507 (the UDP datagram limit) or a size such as \"64B\", \"16KiB\", \"1MiB\"", load_err("udp_big.lua"))

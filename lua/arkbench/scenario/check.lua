@@ -996,6 +996,36 @@ local function cross_check(ctx, t, spec)
         end
     end
 
+    -- a 1-byte datagram carries its sequence mod 256 (docs/protocols.md,
+    -- "Small payloads"): with more than 256 in flight two messages share
+    -- every code, a reply completes the youngest of them and the oldest is
+    -- left to time out -- loss and duplicates an exact echo never made
+    local maxw = 0
+    if keys.load then
+        for _, pr in ipairs(keys.load) do
+            if pr.window > maxw then maxw = pr.window end
+        end
+    else
+        maxw = max_of(keys.window)
+    end
+    local pmin
+    for _, x in ipairs(values_of(keys.payload)) do
+        if pmin == nil or x < pmin then pmin = x end
+    end
+    local SMALL_CODES = 256
+    if pmin == 1 and maxw > SMALL_CODES and not (contains(keys.execution, "lua")
+                                             and #values_of(keys.execution) == 1) then
+        for _, pr in ipairs(values_of(keys.protocol)) do
+            if PROTOCOLS[pr].transport == "datagram" then
+                fail(ctx, window_key, str_format("key '%s': window %d with payload = 1 over %s;"
+                     .. " expected a window of at most %d (a 1-byte datagram tells only %d"
+                     .. " messages in flight apart) or a payload of 2 bytes or more",
+                     window_key, maxw, pr, SMALL_CODES, SMALL_CODES))
+                break
+            end
+        end
+    end
+
     if keys.request then request.cross_check(ctx, keys) end
     if keys.request and spec.hooks.tag ~= nil then
         fail(ctx, "tag", "key 'tag': given with key 'request' (" .. where(ctx, "request")
