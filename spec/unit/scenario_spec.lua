@@ -156,6 +156,18 @@ describe("scenario.load", function()
             assert.is_truthy(scenario.load(F .. "udp_tiny_wide.lua", { "payload=2" }))
         end)
 
+        -- a run failed with "connect: invalid argument (EINVAL)" instead
+        it("refuses bind addresses of another family than the destination", function()
+            assert.equals(F .. "bind_family.lua:4: key 'bind': got IPv6 addresses, but arkbench's"
+                .. " own server (127.0.0.1) is IPv4; expected source addresses of the"
+                .. " destination's family", load_err("bind_family.lua"))
+            assert.is_truthy(scenario.load(F .. "bind_family.lua", { "target=[::1]:7000" }))
+            assert.equals("--set bind=127.0.0.2: key 'bind': got IPv4 addresses, but target"
+                .. " [::1]:7000 is IPv6; expected source addresses of the destination's family",
+                load_err("bind_family.lua", { "bind=127.0.0.2", "target=[::1]:7000" }))
+            assert.is_truthy(scenario.load(F .. "bind_family.lua", { "bind=127.0.0.2" }))
+        end)
+
         it("applies the UDP datagram limit to payload", function()
             assert.equals(F .. "udp_big.lua:3: key 'payload': got 65508; expected an integer "
                 .. "from 1 to 65507 (the UDP datagram limit) or a size such as \"64B\", \"16KiB\", \"1MiB\"", load_err("udp_big.lua"))

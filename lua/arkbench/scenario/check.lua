@@ -888,6 +888,24 @@ local function cross_check(ctx, t, spec)
         return
     end
 
+    -- bind: the source addresses are of the destination's family (a
+    -- socket bound to ::1 cannot connect to 127.0.0.1: EINVAL at connect)
+    if keys.bind ~= nil then
+        local fam = is_ip(keys.bind[1])
+        local dests = keys.target ~= nil and values_of(keys.target) or { "127.0.0.1:0" }
+        for _, d in ipairs(dests) do
+            local host = tostring(d):match("^%[(.*)%]:%d+$") or tostring(d):match("^(.*):%d+$")
+            local dfam = host and is_ip(host)
+            if dfam and dfam ~= fam then
+                fail(ctx, "bind", str_format("key 'bind': got IP%s addresses, but %s is IP%s;"
+                     .. " expected source addresses of the destination's family",
+                     fam, keys.target ~= nil and ("target " .. d)
+                         or "arkbench's own server (127.0.0.1)", dfam))
+                break
+            end
+        end
+    end
+
     -- processes = N: a side of N processes; the servers are the split
     -- ones (or the target's own)
     if keys.processes ~= nil and max_of(keys.processes) > 1 then
