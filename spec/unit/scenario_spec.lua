@@ -168,6 +168,15 @@ describe("scenario.load", function()
             assert.is_truthy(scenario.load(F .. "bind_family.lua", { "bind=127.0.0.2" }))
         end)
 
+        -- the split server (the built-in echo) ignored it: a timed-out run
+        it("refuses a Lua server function with placement = split", function()
+            assert.equals(F .. "lua_server_split.lua:5: key 'server': given with placement ="
+                .. " \"split\" (" .. F .. "lua_server_split.lua:3); the split server process is"
+                .. " arkbench serve's built-in echo and does not run a server function; expected"
+                .. " placement = \"same-process\"", load_err("lua_server_split.lua"))
+            assert.is_truthy(scenario.load(F .. "lua_server_split.lua", { "placement=same-process" }))
+        end)
+
         it("applies the UDP datagram limit to payload", function()
             assert.equals(F .. "udp_big.lua:3: key 'payload': got 65508; expected an integer "
                 .. "from 1 to 65507 (the UDP datagram limit) or a size such as \"64B\", \"16KiB\", \"1MiB\"", load_err("udp_big.lua"))

@@ -852,6 +852,14 @@ local function check_lua(ctx, spec, window_key)
              .. " message = the request's bytes, each of which then carries the tag; see"
              .. " docs/lua-api.md")
     end
+    -- the server process of a split case is `arkbench serve`, the
+    -- built-in echo: it has no Lua state to run server in (it answered
+    -- with the echo, and a client of another protocol timed out)
+    if h.server ~= nil and contains(spec.keys.placement, "split") then
+        fail(ctx, "server", "key 'server': given with placement = \"split\" (" .. where(ctx, "placement")
+             .. "); the split server process is arkbench serve's built-in echo and does not run"
+             .. " a server function; expected placement = \"same-process\"")
+    end
     if h.client ~= nil and window_key then
         warn(ctx, window_key, "key '" .. window_key .. "': window is not used by client ="
              .. " function(conn) (each conn:call is one round trip at a time)")
