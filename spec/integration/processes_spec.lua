@@ -182,3 +182,25 @@ return { name = "ptags", protocol = "tcp", framing = "raw", execution = "lua", p
                       core.hist_summary(core.hist_merge(encs)).count)
     end)
 end)
+
+-- each process interns its own tags: 16 per process, 32 together, which
+-- one process refuses (docs/lua-api.md, "Tags"); the merged run passed
+describe("processes = 2 with 16 tags per process", function()
+    it("is a script error: a case has at most 16 distinct tags", function()
+        local r = ark.run_scenario([[
+return { name = "ptags32", protocol = "tcp", framing = "raw", execution = "lua", payload = 1,
+         clients = 2, placement = "split", processes = 2,
+         message = function(i, id) return "a", "c" .. id .. "t" .. (i % 16) end, expect = 1,
+         warmup = 0.1, duration = 0.3, repetitions = 1, timeout = 5 }
+]], { name = "ptags32", limit = 120 })
+        assert.equals(1, r.rc, r.stderr)
+        local run = r.runs[1]
+        assert.equals("script_error", run.status, run.error)
+        assert.truthy(run.error:find("at most 16 distinct tags; its 2 processes had 32", 1, true),
+                      run.error)
+        -- the numbers are kept
+        assert.is_true(run.completed > 0)
+        assert.equals(run.sent, run.completed + run.drained + run.timed_out + run.message_errors
+                      + run.unfinished)
+    end)
+end)

@@ -154,6 +154,8 @@ end
 
 -- the merged result of the parts (arkbench.run.merge) with the status the
 -- worst part had, shaped as core.run_case's (status.derive reads it)
+-- distinct tags of a case (core/engine/tags.h AB_TAGS_MAX)
+local TAGS_MAX = 16
 local RANK = { ok = 1, degraded = 2, failed = 3, script_error = 4, interrupted = 5,
                timeout = 6, crashed = 7 }
 local function group_result(parts)
@@ -178,6 +180,16 @@ local function group_result(parts)
         end
     end
     if #measured == 0 then res.sent = 0; res.completed = 0 end
+    -- each process interns its own tags: together they may pass the
+    -- case's limit, which one process would have refused (a script error)
+    local names = {}
+    for name in pairs(type(res.tags) == "table" and res.tags or {}) do names[#names + 1] = name end
+    if #names > TAGS_MAX and not res.script_error then
+        table.sort(names)
+        res.script_error, res.ok, res.status = true, false, "failed"
+        res.error = string.format("a case has at most %d distinct tags; its %d processes had %d"
+            .. " together (%s)", TAGS_MAX, #parts, #names, table.concat(names, ", "))
+    end
     return res
 end
 
