@@ -866,8 +866,10 @@ static void connect_clients(ab__engine_t *eng, ab_result_t *out) {
   const ab_case_cfg_t *cfg = eng->cfg;
   uint64_t t0 = ab_now_ns();
   /* the loops expire their connects (connect_timeout): this is the
-   * backstop; paced connects take clients / connect_rate on top */
-  double pace_s = cfg->connect_rate > 0 ? (double)cfg->clients / cfg->connect_rate : 0;
+   * backstop; paced connects take clients / connect_rate on top (a part
+   * of processes = N: its last id is near clients_total) */
+  double paced = cfg->clients_total > cfg->clients ? cfg->clients_total : cfg->clients;
+  double pace_s = cfg->connect_rate > 0 ? paced / cfg->connect_rate : 0;
   send_cmd(eng, AB__CMD_CONNECT, t0, 0);
   /* the loops fail connects that make no progress for connect_timeout; this
    * backstop waits as long as connects keep finishing (100,000 of them on

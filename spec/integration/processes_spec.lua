@@ -204,3 +204,23 @@ return { name = "ptags32", protocol = "tcp", framing = "raw", execution = "lua",
                       + run.unfinished)
     end)
 end)
+
+-- connect_rate over the processes: client i starts at i / connect_rate in
+-- whichever process holds it; each part took a share of the rate but
+-- spaced its clients by their case ids, N times too far apart (1.4 s here)
+describe("processes = 4 with connect_rate", function()
+    it("keeps the case's connect schedule: 8 at 20/s take 7/20 s, not 4 times that", function()
+        local r = ark.run_scenario([[
+return { name = "pconn", protocol = "tcp", clients = 8, placement = "split", processes = 4,
+         connect_rate = 20, warmup = 0, duration = 0.3, repetitions = 1, timeout = 5 }
+]], { name = "pconn", limit = 120 })
+        assert.equals(0, r.rc, r.stderr)
+        local run = r.runs[1]
+        assert.equals("ok", run.status, run.error)
+        assert.equals(8, run.connect_us.count)
+        assert.is_true(run.connect_phase_s >= 7 / 20, tostring(run.connect_phase_s))
+        -- the wrong schedule's last connect was due at 1.4 s (a timer:
+        -- never early); the slack is for a loaded host
+        assert.is_true(run.connect_phase_s < 1.0, tostring(run.connect_phase_s))
+    end)
+end)

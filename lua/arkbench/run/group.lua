@@ -9,7 +9,7 @@
 -- Part i is `arkbench worker ... --part i/N` with the case's connections
 -- i-1, i-1+N, i-1+2N, ... (their ids are the case's: message headers,
 -- the open-loop phases and the source addresses follow them) and its
--- share of `rate` and of `connect_rate`. The parts start together; each connects, says
+-- share of `rate` (`connect_rate` by id, on the case's schedule). The parts start together; each connects, says
 -- "sync 1" on its result channel and waits; once every part still
 -- running is there, each is told on its stdin "go T" -- one
 -- CLOCK_MONOTONIC time for all, a little ahead -- and begins its warm-up
@@ -43,9 +43,10 @@ function _M.part_case(case, n, i, extra)
     c.clients_total = case.clients
     c.id_base, c.id_stride = i - 1, n
     if type(case.rate) == "number" then c.rate = case.rate * share / case.clients end
-    if type(case.connect_rate) == "number" then
-        c.connect_rate = case.connect_rate * share / case.clients
-    end
+    -- connect_rate stays the case's: a connect is due at its id / rate
+    -- (engine.c connect_due_at), so the parts' connects interleave on one
+    -- schedule, client i at i / connect_rate; a share of the rate with
+    -- those ids spaced them N times too far apart
     for k, v in pairs(extra or {}) do c[k] = v end
     return c
 end
