@@ -1,6 +1,6 @@
 /* lua_tls.c -- TLS settings checked at load (proto/tls.h).
  *
- *   core.tls_check({ version = "1.2" | "1.3" | nil, ciphers = string | nil,
+ *   core.tls_check({ version = "1.2" | "1.3" | "1.2-1.3" | nil, ciphers = string | nil,
  *                    alpn = "a,b" | nil, ca = path | nil }) -> true | nil, reason
  *       builds (and frees) a client context with OpenSSL's own parsers and
  *       runs one in-memory handshake against a server context made as a run

@@ -36,6 +36,7 @@ struct ab_tls_ctx_s {
   SSL_CTX *ssl_ctx;
   int is_client;
   int resume;
+  int min_ver, max_ver; /* the versions offered/accepted */
   char *cert_pem;     /* server: the generated certificate */
   char *sni;          /* client: o->sni copy, or NULL */
   uint8_t *alpn;      /* ALPN wire format (length-prefixed names) */
@@ -90,7 +91,16 @@ static int conn_fail(ab_tls_conn_t *c, int ssl_err) {
     snprintf(c->err, sizeof(c->err), "%s: %s",
              why ? why : "certificate verify failed",
              X509_verify_cert_error_string(vr));
-  else if (why)
+  else if (why && c->ctx->is_client && c->ctx->min_ver == c->ctx->max_ver &&
+           (ERR_GET_REASON(e) == SSL_R_TLSV1_ALERT_PROTOCOL_VERSION ||
+            ERR_GET_REASON(e) == SSL_R_UNSUPPORTED_PROTOCOL)) {
+    /* the usual cause: a server without the one version we offer */
+    const char *v = c->ctx->max_ver == TLS1_3_VERSION ? "1.3" : "1.2";
+    const char *o = c->ctx->max_ver == TLS1_3_VERSION ? "1.2" : "1.3";
+    snprintf(c->err, sizeof(c->err),
+             "%s (the server does not offer TLS %s; set tls.version = \"%s\" or"
+             " \"1.2-1.3\", or --tls-version %s)", why, v, o, o);
+  } else if (why)
     snprintf(c->err, sizeof(c->err), "%s", why);
   else if (ssl_err == SSL_ERROR_ZERO_RETURN)
     snprintf(c->err, sizeof(c->err), "peer closed the connection");
@@ -105,13 +115,18 @@ static int conn_fail(ab_tls_conn_t *c, int ssl_err) {
 
 /* ---- options ----------------------------------------------------------- */
 
-static int parse_version(const char *v, int *ver) {
+/* "1.2", "1.3" (exactly that version) or "1.2-1.3" (either, the highest
+ * both sides have); NULL = "1.3". */
+static int parse_version(const char *v, int *min, int *max) {
   if (v == NULL || strcmp(v, "1.3") == 0) {
-    *ver = TLS1_3_VERSION;
+    *min = *max = TLS1_3_VERSION;
   } else if (strcmp(v, "1.2") == 0) {
-    *ver = TLS1_2_VERSION;
+    *min = *max = TLS1_2_VERSION;
+  } else if (strcmp(v, "1.2-1.3") == 0) {
+    *min = TLS1_2_VERSION;
+    *max = TLS1_3_VERSION;
   } else {
-    set_ctx_error("tls version \"%s\": expected \"1.2\" or \"1.3\"", v);
+    set_ctx_error("tls version \"%s\": expected \"1.2\", \"1.3\" or \"1.2-1.3\"", v);
     return AB_ECONFIG;
   }
   return 0;
@@ -260,11 +275,18 @@ static int new_session(SSL *ssl, SSL_SESSION *sess) {
 
 /* What both sides share: versions, ciphers, ALPN list. */
 static int ctx_common(ab_tls_ctx_t *ctx, const ab_tls_opts_t *o, int is_client) {
-  int ver, r;
-  if ((r = parse_version(o->version, &ver)) != 0) return r;
+  int ver, max, r;
+  if ((r = parse_version(o->version, &ver, &max)) != 0) return r;
+  if (ver != max && o->ciphers) {
+    set_ctx_error("tls ciphers with version \"%s\": a cipher list is for one version;"
+                  " set version to \"1.2\" or \"1.3\"", o->version);
+    return AB_ECONFIG;
+  }
   if ((r = parse_alpn(o->alpn, &ctx->alpn, &ctx->alpn_len)) != 0) return r;
   ctx->is_client = is_client;
   ctx->resume = o->resume != 0;
+  ctx->min_ver = ver;
+  ctx->max_ver = max;
   ctx->ssl_ctx = SSL_CTX_new(is_client ? TLS_client_method() : TLS_server_method());
   if (ctx->ssl_ctx == NULL) {
     set_ctx_error("SSL_CTX_new");
@@ -272,7 +294,7 @@ static int ctx_common(ab_tls_ctx_t *ctx, const ab_tls_opts_t *o, int is_client) 
   }
   SSL_CTX *s = ctx->ssl_ctx;
   SSL_CTX_set_app_data(s, ctx);
-  if (!SSL_CTX_set_min_proto_version(s, ver) || !SSL_CTX_set_max_proto_version(s, ver)) {
+  if (!SSL_CTX_set_min_proto_version(s, ver) || !SSL_CTX_set_max_proto_version(s, max)) {
     set_ctx_error("tls version \"%s\"", o->version ? o->version : "1.3");
     return AB_ECONFIG;
   }

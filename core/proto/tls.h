@@ -45,7 +45,8 @@ typedef struct ab_tls_conn_s ab_tls_conn_t;
 /* The scenario's `tls` table.  Every field may be NULL / 0 for the
  * default.  Strings are copied by the constructors. */
 typedef struct {
-  const char *version; /* "1.2" or "1.3" (exactly that version); NULL = "1.3" */
+  const char *version; /* "1.2" or "1.3" (exactly that version), "1.2-1.3"
+                          (either: the highest both have); NULL = "1.3" */
   const char *ciphers; /* TLS 1.3: ciphersuites ("TLS_AES_128_GCM_SHA256:..."),
                           TLS 1.2: an OpenSSL cipher list; NULL = OpenSSL's
                           defaults */

@@ -176,7 +176,8 @@ http {
 
 -- Starts nginx (nginx-light) in the foreground of its own process, serving
 -- d/html (made here; opts.html = { [name] = text } written into it) with
--- a config written to d/nginx.conf: opts.tls (a certificate made in d),
+-- a config written to d/nginx.conf: opts.tls (a certificate made in d;
+-- opts.ssl_protocols: nginx's list, default "TLSv1.2 TLSv1.3"),
 -- opts.locations (lines inside the server block), opts.http_lines (lines
 -- in the http block, e.g. a log_format), opts.keepalive_requests
 -- (default 100000000: one connection for the whole run, since a close
@@ -190,7 +191,8 @@ function M.start_nginx(d, opts)
     local tls_lines = ""
     if opts.tls then
         local cert, key = M.make_cert(d)
-        tls_lines = "        ssl_protocols TLSv1.2 TLSv1.3;\n        ssl_certificate " .. cert
+        tls_lines = "        ssl_protocols " .. (opts.ssl_protocols or "TLSv1.2 TLSv1.3")
+            .. ";\n        ssl_certificate " .. cert
             .. ";\n        ssl_certificate_key " .. key .. ";"
     end
     local conf = d .. "/nginx.conf"

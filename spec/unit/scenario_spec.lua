@@ -391,7 +391,7 @@ describe("scenario.load", function()
             assert.equals("--set udp.send_bufer=1: key 'udp': unknown key 'send_bufer'; "
                 .. "did you mean 'send_buffer'?", load_err("minimal.lua", { "udp.send_bufer=1" }))
             assert.equals("--set tls.version=1.4: key 'tls': key 'version': got string \"1.4\"; "
-                .. "expected \"1.2\" or \"1.3\"",
+                .. "expected \"1.2\", \"1.3\" or \"1.2-1.3\" (either)",
                 load_err("minimal.lua", { "protocol=tls", "tls.version=1.4" }))
             assert.equals("--set tls.resume=maybe: key 'tls': key 'resume': got string \"maybe\"; "
                 .. "expected a boolean", load_err("minimal.lua", { "protocol=tls", "tls.resume=maybe" }))

@@ -61,6 +61,8 @@ usage: arkbench URL [options]
       --connect-timeout T  a connect with no answer by then fails
                       (ECONNTIMEDOUT; default: --timeout)
       --ca FILE       trust the certificates in FILE (https, wss, tls)
+      --tls-version V 1.2 or 1.3: offer only that version (default: 1.2
+                      and 1.3, the highest the server has, as curl does)
   -k, --insecure      do not verify the server's certificate (said loudly)
       --execution E   callback (default) or coroutine
       --latency       accepted for wrk users: the ladder is always printed
@@ -123,6 +125,7 @@ local FLAGS = {
     timeout = { "timeout", "seconds" },
     ["connect-timeout"] = { "connect_timeout", "seconds" },
     ca = { "ca", "text" },
+    ["tls-version"] = { "tls_version", "text" },
     k = { "insecure", "flag" }, insecure = { "insecure", "flag" },
     execution = { "execution", "text" },
     latency = { "latency", "flag" },
@@ -215,6 +218,15 @@ function _M.parse_args(args)
         end
     end
     if o.ca and o.insecure then return nil, "--ca and -k/--insecure exclude each other" end
+    local tls = u.protocol == "https" or u.protocol == "wss" or u.protocol == "tls"
+    if (o.ca or o.insecure or o.tls_version) and not tls then
+        return nil, (o.tls_version and "--tls-version" or o.ca and "--ca" or "-k/--insecure")
+            .. " is for https://, wss:// and tls:// URLs"
+    end
+    if o.tls_version and o.tls_version ~= "1.2" and o.tls_version ~= "1.3" then
+        return nil, format("--tls-version: expected 1.2 or 1.3, got '%s'", o.tls_version)
+    end
+    o.tls = tls
     return o
 end
 
@@ -260,8 +272,13 @@ function _M.scenario(o)
         if o.body then r[#r + 1] = "body = " .. q(o.body) end
         add("request = { " .. concat(r, ", ") .. " }")
     end
-    if o.ca then add("tls = { ca = " .. q(o.ca) .. " }") end
-    if o.insecure then add("tls = { verify = false }") end
+    -- as curl: TLS 1.2 and 1.3 offered unless --tls-version pins one
+    if o.tls then
+        local t = { "version = " .. q(o.tls_version or "1.2-1.3") }
+        if o.ca then t[#t + 1] = "ca = " .. q(o.ca) end
+        if o.insecure then t[#t + 1] = "verify = false" end
+        add("tls = { " .. concat(t, ", ") .. " }")
+    end
     lines[#lines + 1] = "}"
     return concat(lines, "\n") .. "\n"
 end

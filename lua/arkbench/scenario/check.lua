@@ -345,7 +345,9 @@ local function check_tls(ctx, v)
         if x == nil then
             -- absent: the worker's default
         elseif k == "version" then
-            if x ~= "1.2" and x ~= "1.3" then expected = '"1.2" or "1.3"' end
+            if x ~= "1.2" and x ~= "1.3" and x ~= "1.2-1.3" then
+                expected = '"1.2", "1.3" or "1.2-1.3" (either)'
+            end
         elseif k == "ciphers" or k == "sni" or k == "ca" then
             if type(x) ~= "string" or x == "" then expected = "a non-empty string"
             elseif str_find(x, "%z") then expected = "a string without NUL bytes"

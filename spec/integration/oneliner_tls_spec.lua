@@ -1,0 +1,85 @@
+-- oneliner_tls_spec.lua -- TLS versions (docs/one-liner.md, docs/protocols.md
+-- request mode) against nginx (nginx-light) with `ssl_protocols TLSv1.2;`,
+-- as stock Debian nginx 1.22 is: the one-liner offers TLS 1.2 and 1.3 by
+-- default and negotiates 1.2; `--tls-version 1.3` (and a scenario's default,
+-- TLS 1.3 only) fails the handshake with a hint naming tls.version and
+-- --tls-version; tls.version = "1.2-1.3" in a scenario negotiates too.
+-- Needs: nginx, openssl. Runtime: ~8 s.
+package.path = (os.getenv("ARKBENCH_ROOT") or ".") .. "/spec/?.lua;" .. package.path
+local files = require("helpers.files")
+local peers = require("helpers.peers")
+local ark = require("helpers.arkbench")
+
+teardown(function()
+    peers.stop_started()
+    files.remove_tmpdirs()
+end)
+
+local SHORT = { "-c", "2", "-d", "300ms", "--warmup", "50ms" }
+
+describe("TLS versions against a TLS 1.2-only nginx", function()
+    local d, port, url
+    setup(function()
+        d = files.tmpdir("_oltls")
+        port = peers.start_nginx(d, { tls = true, ssl_protocols = "TLSv1.2",
+            html = { ["index.html"] = "hello\n" } })
+        url = "https://127.0.0.1:" .. port .. "/"
+    end)
+
+    local function oneliner(more)
+        local out = files.tmpdir("_oltls") .. "/out"
+        local args = { url, "--ca", d .. "/cert.pem", "--out", out }
+        for _, v in ipairs(SHORT) do args[#args + 1] = v end
+        for _, v in ipairs(more or {}) do args[#args + 1] = v end
+        local rc, so, se = ark.run(args)
+        local runs = ark.read_runs(out .. "/runs.jsonl") or {}
+        return rc, so, se, runs[1]
+    end
+
+    it("the one-liner negotiates TLS 1.2 by default", function()
+        local rc, so, se, r = oneliner()
+        assert.equals(0, rc, so .. se)
+        assert.equals("ok", r.status)
+        assert.equals("1.2-1.3", r.case.tls.version)
+        assert.equals("TLSv1.2", r.tls.version)
+        assert.is_true(r.completed > 0)
+    end)
+
+    it("--tls-version 1.2 pins it, --tls-version 1.3 fails with the hint", function()
+        local rc, so, se, r = oneliner({ "--tls-version", "1.2" })
+        assert.equals(0, rc, so .. se)
+        assert.equals("TLSv1.2", r.tls.version)
+        rc, so, se, r = oneliner({ "--tls-version", "1.3" })
+        assert.equals(1, rc, so .. se)
+        assert.is_false(r.ok)
+        local all = so .. se .. (r.error or "")
+        assert.truthy(all:find("protocol version", 1, true), all)
+        assert.truthy(all:find('the server does not offer TLS 1.3; set tls.version = "1.2"', 1, true), all)
+        assert.truthy(all:find("--tls-version 1.2", 1, true), all)
+    end)
+
+    it("refuses a --tls-version other than 1.2 or 1.3", function()
+        local rc, _, se = oneliner({ "--tls-version", "1.1" })
+        assert.equals(2, rc)
+        assert.truthy(se:find("--tls-version: expected 1.2 or 1.3, got '1.1'", 1, true), se)
+    end)
+
+    it("a scenario: TLS 1.3 by default gets the hint, \"1.2-1.3\" negotiates", function()
+        local function scen(version)
+            local f = d .. "/s" .. (version or "def"):gsub("%W", "") .. ".lua"
+            files.write_file(f, ([[return { protocol = "https", target = "127.0.0.1:%d",
+                clients = 2, warmup = 0.05, duration = 0.3, repetitions = 1,
+                request = { path = "/" }, tls = { ca = %q%s } }]]):format(port, d .. "/cert.pem",
+                version and (", version = %q"):format(version) or ""))
+            local out = d .. "/out-" .. (version or "def"):gsub("%W", "")
+            local rc, so, se = ark.run({ "run", f, "--out", out })
+            return rc, so .. se, (ark.read_runs(out .. "/runs.jsonl") or {})[1]
+        end
+        local rc, text, r = scen(nil)
+        assert.equals(1, rc, text)
+        assert.truthy((text .. (r and r.error or "")):find("does not offer TLS 1.3", 1, true), text)
+        rc, text, r = scen("1.2-1.3")
+        assert.equals(0, rc, text)
+        assert.equals("TLSv1.2", r.tls.version)
+    end)
+end)
