@@ -58,6 +58,22 @@ describe("TLS versions against a TLS 1.2-only nginx", function()
         assert.truthy(all:find("--tls-version 1.2", 1, true), all)
     end)
 
+    it("-k warns once that the certificate is not checked", function()
+        local out = files.tmpdir("_oltls") .. "/out"
+        local args = { url, "-k", "--out", out }
+        for _, v in ipairs(SHORT) do args[#args + 1] = v end
+        local rc, so, se = ark.run(args)
+        assert.equals(0, rc, so .. se)
+        local n = 0
+        for l in (so .. "\n" .. se):gmatch("[^\n]+") do
+            if l:find("warning", 1, true) and (l:find("verif", 1, true) or l:find("insecure", 1, true)) then
+                n = n + 1
+            end
+        end
+        assert.equals(1, n, so .. se)
+        assert.truthy(se:find("verify = false: the server's certificate is NOT checked", 1, true), se)
+    end)
+
     it("refuses a --tls-version other than 1.2 or 1.3", function()
         local rc, _, se = oneliner({ "--tls-version", "1.1" })
         assert.equals(2, rc)

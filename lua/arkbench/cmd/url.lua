@@ -400,9 +400,7 @@ function _M.main(args, cli)
         io_stderr:write("arkbench: ", why, "\n")
         return 2
     end
-    if o.insecure then
-        io_stderr:write("arkbench: warning: -k/--insecure: the server's certificate is not verified\n")
-    end
+    -- -k is tls.verify = false: the scenario check warns once, as for a file
     local tmp = os.tmpname()
     local path = tmp .. ".lua"
     local ok, err = core.write_file(path, _M.scenario(o))
