@@ -6,6 +6,7 @@
  *   core.term_columns(fd) -> integer | nil   the terminal's width (ioctl
  *       TIOCGWINSZ on fd); nil when fd is not a terminal or says 0
  *   core.getpid() -> integer
+ *   core.getcwd() -> the current directory's path | nil, err
  *   core.sha256_file(path) -> lowercase hex | nil, err, code
  *   core.sha256(string) -> lowercase hex
  *   core.uname() -> { sysname=, release=, version=, machine=, nodename= }
@@ -69,6 +70,17 @@ static int l_term_columns(lua_State *L) {
     return 1;
   }
   lua_pushinteger(L, ws.ws_col);
+  return 1;
+}
+
+static int l_getcwd(lua_State *L) {
+  char buf[4096];
+  if (getcwd(buf, sizeof(buf)) == NULL) {
+    lua_pushnil(L);
+    lua_pushstring(L, strerror(errno));
+    return 2;
+  }
+  lua_pushstring(L, buf);
   return 1;
 }
 
@@ -207,6 +219,7 @@ static int l_nofile_limit(lua_State *L) {
 
 void ab_lua_register_sys(lua_State *L) {
   static const luaL_Reg fns[] = {
+      {"getcwd", l_getcwd},
       {"now_ns", l_now_ns},           {"wall_s", l_wall_s},
       {"isatty", l_isatty},           {"getpid", l_getpid},
       {"term_columns", l_term_columns},

@@ -4,6 +4,8 @@
 -- default and negotiates 1.2; `--tls-version 1.3` (and a scenario's default,
 -- TLS 1.3 only) fails the handshake with a hint naming tls.version and
 -- --tls-version; tls.version = "1.2-1.3" in a scenario negotiates too.
+-- A relative tls.ca in a file is from the file's folder (the error names the
+-- path tried); --ca and --set tls.ca=... are from the current directory.
 -- Needs: nginx, openssl. Runtime: ~8 s.
 package.path = (os.getenv("ARKBENCH_ROOT") or ".") .. "/spec/?.lua;" .. package.path
 local files = require("helpers.files")
@@ -97,5 +99,39 @@ describe("TLS versions against a TLS 1.2-only nginx", function()
         rc, text, r = scen("1.2-1.3")
         assert.equals(0, rc, text)
         assert.equals("TLSv1.2", r.tls.version)
+    end)
+
+    it("a relative tls.ca is from the scenario's folder; --ca and --set from the cwd", function()
+        local bin = ark.BIN
+        if bin:sub(1, 1) ~= "/" then
+            local pwd = io.popen("pwd"):read("*l")
+            bin = pwd .. "/" .. bin:gsub("^%./", "")
+        end
+        local sub = d .. "/sub"
+        os.execute("mkdir -p '" .. sub .. "'")
+        local function scen(name, ca)
+            local f = d .. "/" .. name .. ".lua"
+            files.write_file(f, ([[return { protocol = "https", target = "127.0.0.1:%d",
+                clients = 1, warmup = 0.05, duration = 0.2, repetitions = 1,
+                request = { path = "/" }, tls = { version = "1.2"%s } }]]):format(port,
+                ca and (", ca = %q"):format(ca) or ""))
+            return f
+        end
+        -- run from the repository root: cert.pem is next to the file, not here
+        local rc, so, se = ark.run({ "run", scen("rel", "cert.pem"), "--out", d .. "/o-rel" })
+        assert.equals(0, rc, so .. se)
+        assert.equals("ok", ark.read_runs(d .. "/o-rel/runs.jsonl")[1].status)
+        rc, so, se = ark.run({ "run", scen("missing", "nope.pem"), "--out", d .. "/o-miss" })
+        assert.equals(2, rc, so .. se)
+        assert.truthy(se:find('key \'ca\': got string "nope.pem" (tried ' .. d .. "/nope.pem", 1, true), se)
+        -- --set: the shell's relative path, from the current directory
+        local f = scen("sub/noca", nil)
+        rc, so, se = ark.run({ "run", f, "--set", "tls.ca=cert.pem", "--out", d .. "/o-set" }, { cwd = d, exe = bin })
+        assert.equals(0, rc, so .. se)
+        -- the one-liner's --ca, from the current directory
+        local out = d .. "/o-ol"
+        rc, so, se = ark.run({ url, "--ca", "cert.pem", "-c", "1", "-d", "200ms", "--warmup", "50ms",
+            "--out", out }, { cwd = d, exe = bin })
+        assert.equals(0, rc, so .. se)
     end)
 end)

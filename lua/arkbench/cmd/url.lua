@@ -227,6 +227,11 @@ function _M.parse_args(args)
         return nil, format("--tls-version: expected 1.2 or 1.3, got '%s'", o.tls_version)
     end
     o.tls = tls
+    -- the scenario is written elsewhere: --ca is the shell's, from here
+    if o.ca and o.ca:sub(1, 1) ~= "/" then
+        local cwd = core.getcwd()
+        if cwd then o.ca = cwd:gsub("/$", "") .. "/" .. o.ca end
+    end
     return o
 end
 

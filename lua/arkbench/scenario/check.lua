@@ -318,6 +318,20 @@ local function alpn_name_problem(s)
     return nil
 end
 
+-- A file path key (tls.ca, the only one): a relative path in a file is
+-- from the scenario file's folder, as an include would be; one given with
+-- --set stays relative to the current directory (the shell's).
+function _M.relative_to_file(ctx, subkey, p)
+    if p:sub(1, 1) == "/" or (ctx.set_subs and ctx.set_subs[subkey])
+       or type(ctx.path) ~= "string" then
+        return p
+    end
+    local dir = ctx.path:match("^(.*)/[^/]*$")
+    if not dir then return p end            -- the file is in the current directory
+    if dir == "" then dir = "/" end
+    return (dir:gsub("/$", "")) .. "/" .. p
+end
+
 local function check_tls(ctx, v)
     local label = "key 'tls'"
     if type(v) ~= "table" then
@@ -401,9 +415,13 @@ local function check_tls(ctx, v)
     end
     if ok and type(out.ca) == "string" then
         local core = require("arkbench.core")
+        local given = out.ca
+        out.ca = _M.relative_to_file(ctx, "tls.ca", given)
         local good, why = core.tls_check({ ca = out.ca })
         if not good then
-            fail(ctx, "tls", label .. ": key 'ca': got " .. describe(out.ca) .. "; expected a"
+            fail(ctx, "tls", label .. ": key 'ca': got " .. describe(given)
+                 .. (out.ca ~= given and (" (tried " .. out.ca .. ": a relative path is"
+                     .. " from the scenario's folder)") or "") .. "; expected a"
                  .. " readable PEM file of certificates, but it "
                  .. (tostring(why):gsub("^tls ca \"[^\n]*\": ", "")))
             ok = false

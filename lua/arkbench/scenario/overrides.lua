@@ -64,6 +64,10 @@ function _M.apply(ctx, t, key, sub, raw, at, parse_value)
     merged[sub] = (TEXT[key] and TEXT[key][sub]) and raw or parse_value(raw)
     t[key] = merged
     ctx.origin[key] = at
+    -- a file path typed on the command line is the shell's: relative to the
+    -- current directory, not to the scenario's folder (check.lua)
+    ctx.set_subs = ctx.set_subs or {}
+    ctx.set_subs[key .. "." .. sub] = true
     return true
 end
 
