@@ -112,6 +112,20 @@ describe("report.axes", function()
         assert.are.same({ "target" }, report.axes(s))
         assert.truthy(report.terminal_table(s):find("127.0.0.1:7001", 1, true))
     end)
+
+    it("shows every key that varies, not only the usual axes (requests_per_connection)", function()
+        local s = stats.summarize({
+            run("a", { protocol = "tcp", requests_per_connection = 1, duration = 1, index = 1 }, 1,
+                { 1, 1, 1, 1, 1, 1 }),
+            run("b", { protocol = "tcp", requests_per_connection = 100, duration = 2, index = 2 }, 1,
+                { 2, 2, 2, 2, 2, 2 }),
+        }, {})
+        assert.are.same({ "duration", "requests_per_connection" }, report.axes(s))
+        local t = lines(report.terminal_table(s))
+        assert.truthy(t[1]:find("^duration  requests_per_connection "), t[1])
+        assert.truthy(t[3]:find("^       1                        1 "), t[3])
+        assert.truthy(t[4]:find("^       2                      100 "), t[4])
+    end)
 end)
 
 describe("report.terminal_table", function()

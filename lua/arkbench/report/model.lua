@@ -34,7 +34,6 @@ _M.SLUG_MAX = 96
 -- The model the file reports share ------------------------------------------
 
 -- Keys of a resolved case that never set cases apart in a report.
-local NOT_AXES = { index = true, case_id = true, name = true }
 
 -- One row per value of these (a table row, a bar, a line).
 _M.ROW_AXES = { "topology", "execution" }
@@ -55,39 +54,8 @@ local function scalar(v)
     return nil
 end
 
--- Case keys whose values differ between cases: AXIS_ORDER first, then the
--- others by name.
-function _M.varying(cases)
-    local keys, seen = {}, {}
-    for _, c in ipairs(cases) do
-        if type(c.case) == "table" then
-            for k, v in pairs(c.case) do
-                if type(k) == "string" and not NOT_AXES[k] and scalar(v) ~= nil and not seen[k] then
-                    seen[k] = true
-                    keys[#keys + 1] = k
-                end
-            end
-            -- the user axes (scenario key vars)
-            for k, v in pairs(type(c.case.vars) == "table" and c.case.vars or {}) do
-                if type(k) == "string" and scalar(v) ~= nil and not seen[k] then
-                    seen[k] = true
-                    keys[#keys + 1] = k
-                end
-            end
-        end
-    end
-    report.sort_axes(keys)
-    local out = {}
-    for _, key in ipairs(keys) do
-        local first, differs = nil, false
-        for i, c in ipairs(cases) do
-            local v = axis_text(scalar(case_value(c, key)))
-            if i == 1 then first = v elseif v ~= first then differs = true break end
-        end
-        if differs then out[#out + 1] = key end
-    end
-    return out
-end
+-- Case keys whose values differ between cases (the terminal table's too)
+_M.varying = report.varying
 
 local function bytes_text(v)
     if v >= 1048576 and v % 1048576 == 0 then return format("%.0f MiB", v / 1048576) end

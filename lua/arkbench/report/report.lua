@@ -1,8 +1,9 @@
 -- report.lua -- human-readable views of a summary (stats.summarize).
 --
 --   report.terminal_table(summary [, axes]) -> string (ends with "\n")
---   report.axes(summary) -> { key, ... }   case keys whose value differs
---                                          between cases, in AXIS_ORDER
+--   report.axes(summary) -> { key, ... }   every case key whose value differs
+--                                          between cases (report.varying)
+--   report.varying(cases) -> the same over a list of summary cases
 --   report.AXIS_ORDER
 --   report.sort_axes(keys) -> keys, sorted in place: AXIS_ORDER first, the
 --                             rest by name
@@ -188,37 +189,53 @@ local function case_value(c, key)
     return nil
 end
 
-function _M.axes(summary)
-    local cases = cases_of(summary)
+-- Every case key whose value differs between the cases (the matrix's axes,
+-- user axes from vars, and any other key that differs between parts):
+-- AXIS_ORDER first, then the others by name. Not the case's bookkeeping
+-- (index, case_id, name) and no table value.
+local NOT_AXES = { index = true, case_id = true, name = true }
+
+local function scalar(v)
+    local t = type(v)
+    if t == "number" then return v == v and v or nil end
+    if t == "string" or t == "boolean" then return v end
+    return nil
+end
+
+function _M.varying(cases)
+    local keys, seen = {}, {}
+    for _, c in ipairs(cases) do
+        if type(c.case) == "table" then
+            for k, v in pairs(c.case) do
+                if type(k) == "string" and not NOT_AXES[k] and scalar(v) ~= nil and not seen[k] then
+                    seen[k] = true
+                    keys[#keys + 1] = k
+                end
+            end
+            -- the user axes (scenario key vars)
+            for k, v in pairs(type(c.case.vars) == "table" and c.case.vars or {}) do
+                if type(k) == "string" and scalar(v) ~= nil and not seen[k] then
+                    seen[k] = true
+                    keys[#keys + 1] = k
+                end
+            end
+        end
+    end
+    _M.sort_axes(keys)
     local out = {}
-    for _, key in ipairs(_M.AXIS_ORDER) do
+    for _, key in ipairs(keys) do
         local first, differs = nil, false
         for i, c in ipairs(cases) do
-            local v = case_value(c, key)
-            if i == 1 then
-                first = v
-            elseif v ~= first then
-                differs = true
-                break
-            end
+            local v = scalar(case_value(c, key))
+            if i == 1 then first = v elseif v ~= first then differs = true break end
         end
         if differs then out[#out + 1] = key end
     end
-    -- then the user axes (vars), by name
-    local names, seen = {}, {}
-    for _, c in ipairs(cases) do
-        for name in pairs(type(c.case) == "table" and type(c.case.vars) == "table" and c.case.vars or {}) do
-            if not seen[name] then seen[name] = true; names[#names + 1] = name end
-        end
-    end
-    table.sort(names)
-    for _, name in ipairs(names) do
-        local first = case_value(cases[1], name)
-        for i = 2, #cases do
-            if case_value(cases[i], name) ~= first then out[#out + 1] = name break end
-        end
-    end
     return out
+end
+
+function _M.axes(summary)
+    return _M.varying(cases_of(summary))
 end
 
 local function axis_text(v)
