@@ -297,8 +297,10 @@ local function dur_text(us)
     return format("%.2fus", us)
 end
 
-local LADDER = { { "50%", 50 }, { "75%", 75 }, { "90%", 90 }, { "99%", 99 }, { "99.9%", 99.9 },
-    { "99.99%", 99.99 }, { "100%", 100 } }
+-- { printed, percentile, JSON name }: the run object's names (rtt_us:
+-- p999, max), used by every latency view of --json
+local LADDER = { { "50%", 50, "p50" }, { "75%", 75, "p75" }, { "90%", 90, "p90" }, { "99%", 99, "p99" },
+    { "99.9%", 99.9, "p999" }, { "99.99%", 99.99, "p9999" }, { "100%", 100, "max" } }
 
 -- The numbers of the summary from the one run object.
 function _M.numbers(run)
@@ -326,7 +328,7 @@ function _M.numbers(run)
         if s and (s.count or 0) > 0 then
             out.latency_us.mean, out.latency_us.stdev = s.mean, s.stdev
             for _, l in ipairs(LADDER) do
-                out.latency_us["p" .. (l[1]:gsub("%%", ""):gsub("%.", "_"))] = core.hist_percentile(enc, l[2])
+                out.latency_us[l[3]] = core.hist_percentile(enc, l[2])
             end
         end
     end
@@ -348,10 +350,10 @@ function _M.summary_text(o, run, dir)
         or format("closed loop, %d in flight per connection", o.window or 1))
     if n.latency_us.mean then
         line("  Latency   mean %s   stdev %s   max %s", dur_text(n.latency_us.mean),
-            dur_text(n.latency_us.stdev), dur_text(n.latency_us.p100))
+            dur_text(n.latency_us.stdev), dur_text(n.latency_us.max))
         line("  Latency Distribution")
         for _, l in ipairs(LADDER) do
-            line("  %7s  %s", l[1], dur_text(n.latency_us["p" .. (l[1]:gsub("%%", ""):gsub("%.", "_"))]))
+            line("  %7s  %s", l[1], dur_text(n.latency_us[l[3]]))
         end
     else
         line("  Latency   no reply measured")
