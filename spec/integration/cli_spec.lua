@@ -114,9 +114,17 @@ describe("compare", function()
         local rc, out, err = run({ "compare", d .. "/a", d .. "/b" })
         assert.equals(2, rc)
         assert.equals("", out)
-        assert.equals(string.format("arkbench: %s/a and %s/b have no case in common (A's: default;"
-            .. " B's: default); their first cases differ in payload: A 64, B 128; compare the results"
-            .. " of one scenario, or use compare DIR --pair KEY within one result\n", d, d), err)
+        -- one case each, both named "default" (as two one-liner runs): said so,
+        -- not as "no case in common (A's: default; B's: default)"
+        assert.equals(string.format("arkbench: %s/a and %s/b have no case in common: each has one"
+            .. " case, both named 'default', but they differ in payload (A 64, B 128); --force pairs"
+            .. " the single cases anyway\n", d, d), err)
+        -- --force pairs them, saying what differs
+        local rcf, outf, errf = run({ "compare", d .. "/a", d .. "/b", "--force" })
+        assert.equals(0, rcf, errf)
+        assert.truthy(outf:find("paired the single cases with --force; they differ in payload (A 64, B 128)",
+            1, true), outf)
+        assert.truthy(outf:find("over 1 case ", 1, true), outf)
         -- one case in common: compared, exit 0
         assert.equals(0, (run({ "run", path, "--set", "payload=64", "--out", d .. "/c" })))
         local rc2, out2 = run({ "compare", d .. "/a", d .. "/c" })

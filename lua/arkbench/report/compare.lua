@@ -481,14 +481,14 @@ function _M.format(result)
     return concat(out, "\n") .. "\n"
 end
 
--- Why the first cases of A and B do not pair: the resolved keys whose
--- values differ (", first cases differ in clients: A 1, B 2"), or "".
+-- The resolved keys whose values differ between the first cases of A and
+-- B (at most 4): "topology (A sharded:1, B sharded:2)", or nil.
 key_difference = function(a, b)
     local ca = a.summary and a.summary.cases and a.summary.cases[1]
     local cb = b.summary and b.summary.cases and b.summary.cases[1]
     if type(ca) ~= "table" or type(cb) ~= "table" or type(ca.case) ~= "table"
        or type(cb.case) ~= "table" then
-        return ""
+        return nil
     end
     local SKIP = { warmup = true, duration = true, repetitions = true, index = true, case_id = true,
         name = true }
@@ -504,10 +504,33 @@ key_difference = function(a, b)
         local va, vb = ca.case[k], cb.case[k]
         local ta = type(va) == "table" and json.encode(va) or tostring(va)
         local tb = type(vb) == "table" and json.encode(vb) or tostring(vb)
-        if ta ~= tb and #out < 4 then out[#out + 1] = format("%s: A %s, B %s", k, ta, tb) end
+        if ta ~= tb and #out < 4 then out[#out + 1] = format("%s (A %s, B %s)", k, ta, tb) end
     end
-    if #out == 0 then return "" end
-    return "; their first cases differ in " .. concat(out, "; ")
+    if #out == 0 then return nil end
+    return concat(out, ", ")
+end
+
+-- Why A and B have no case in common, in words: each side's cases and how
+-- the first ones differ. Two cases with the same id (the one-liner's
+-- "default") are said to be named alike but different, not "in common".
+local function no_common_text(a, b, result)
+    local na, nb = #a.summary.cases, #b.summary.cases
+    local diff = key_difference(a, b)
+    local ida, idb = result.only_a[1], result.only_b[1]
+    local head
+    if na == 1 and nb == 1 then
+        head = ida == idb
+            and format("%s and %s have no case in common: each has one case, both named '%s', but"
+                .. " they differ in %s", a.dir, b.dir, ida, diff or "their resolved keys")
+            or format("%s and %s have no case in common: A's one case '%s' and B's '%s' differ in %s",
+                a.dir, b.dir, ida, idb, diff or "their resolved keys")
+        return head .. "; --force pairs the single cases anyway"
+    end
+    head = format("%s and %s have no case in common (A's: %s; B's: %s)", a.dir, b.dir,
+        #result.only_a > 0 and concat(result.only_a, ", ") or "none",
+        #result.only_b > 0 and concat(result.only_b, ", ") or "none")
+    if diff then head = head .. "; their first cases differ in " .. diff end
+    return head .. "; compare the results of one scenario, or use compare DIR --pair KEY within one result"
 end
 
 function _M.run(opts)
@@ -536,12 +559,23 @@ function _M.run(opts)
     end
     local result = _M.folders(a, b)
     if #result.rows == 0 then
-        -- nothing to pair: no ratio could be printed, so it is an error of
-        -- the command line, not a comparison that found nothing
-        return 2, nil, format("%s and %s have no case in common (A's: %s; B's: %s)%s; compare the"
-            .. " results of one scenario, or use compare DIR --pair KEY within one result",
-            a.dir, b.dir, #result.only_a > 0 and concat(result.only_a, ", ") or "none",
-            #result.only_b > 0 and concat(result.only_b, ", ") or "none", key_difference(a, b))
+        local single = #a.summary.cases == 1 and #b.summary.cases == 1
+        if opts.force and single then
+            -- two one-case results (two one-liner runs): --force pairs them,
+            -- saying what differs
+            local diff = key_difference(a, b)
+            local ca, cb = a.summary.cases[1], b.summary.cases[1]
+            local id_a, id_b = result.only_a[1], result.only_b[1]
+            result.only_a, result.only_b = {}, {}
+            add_pair(result, id_a == id_b and id_a or (id_a .. " / " .. id_b), ca, cb)
+            result.medians = medians(result.rows)
+            note = note .. "paired the single cases with --force; they differ in "
+                .. (diff or "their resolved keys") .. "\n"
+        else
+            -- nothing to pair: no ratio could be printed, so it is an error of
+            -- the command line, not a comparison that found nothing
+            return 2, nil, no_common_text(a, b, result)
+        end
     end
     local text = note .. _M.format(result)
     if opts.max_regression then
