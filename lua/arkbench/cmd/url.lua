@@ -335,13 +335,53 @@ function _M.numbers(run)
     return out
 end
 
+-- The lines of the error classes and the HTTP statuses (both views).
+local function class_lines(n, line)
+    if type(n.error_classes) == "table" and next(n.error_classes) then
+        local cl = {}
+        for k, v in pairs(n.error_classes) do cl[#cl + 1] = k .. " " .. tostring(v) end
+        table.sort(cl)
+        line("  Errors by class (every phase, reconnect attempts too): %s", concat(cl, ", "))
+    end
+    if type(n.http_status) == "table" and next(n.http_status) then
+        local cl = {}
+        for k, v in pairs(n.http_status) do cl[#cl + 1] = k .. ": " .. tostring(v) end
+        table.sort(cl)
+        line("  Status codes: %s", concat(cl, ", "))
+    end
+end
+
+local function target_text(o, run)
+    local u = o.url
+    return format("%s test @ %s://%s:%d%s", dur_text((run.case and run.case.duration or 0) * 1e6),
+        u.scheme, u.host, u.port, (u.protocol == "http" or u.protocol == "https") and u.path or "")
+end
+
+-- A failed run (run.ok false): the failure first, then what was counted, in
+-- a few lines -- no ladder of empty latencies.
+local function failed_text(o, run, dir, n)
+    local out = {}
+    local function line(...) out[#out + 1] = format(...) end
+    line("FAILED%s: %s", run.status == "failed" and "" or (" (" .. tostring(run.status) .. ")"),
+        tostring(run.error or "no reason recorded"))
+    line("  %s: %s requests in %.2fs, %s timed out, %s errors", target_text(o, run),
+        tostring(n.requests or 0), n.measured_s or 0, tostring(n.timed_out or 0), tostring(n.errors or 0))
+    if n.latency_us.mean then
+        line("  Latency   p50 %s   p99 %s   max %s   (%.2f requests/s)", dur_text(n.latency_us.p50),
+            dur_text(n.latency_us.p99), dur_text(n.latency_us.max), n.requests_per_s or 0)
+    end
+    class_lines(n, line)
+    line("results: %s (report.html)", dir)
+    return concat(out, "\n") .. "\n"
+end
+
 function _M.summary_text(o, run, dir)
     local n = _M.numbers(run)
+    if run.ok == false then return failed_text(o, run, dir, n) end
     local u = o.url
     local out = {}
     local function line(...) out[#out + 1] = format(...) end
-    line("%s test @ %s://%s:%d%s", dur_text((run.case and run.case.duration or 0) * 1e6), u.scheme,
-        u.host, u.port, (u.protocol == "http" or u.protocol == "https") and u.path or "")
+    line("%s", target_text(o, run))
     local threads = o.threads or 1
     line("  %d thread%s and %d connection%s, %s", threads, threads == 1 and "" or "s",
         o.connections or 16, (o.connections or 16) == 1 and "" or "s",
@@ -371,18 +411,7 @@ function _M.summary_text(o, run, dir)
     line("  %s requests in %.2fs, %s timed out, %s errors", tostring(n.requests or 0), n.measured_s or 0,
         tostring(n.timed_out or 0), tostring(n.errors or 0))
     if (n.reconnects or 0) > 0 then line("  %s reconnects", tostring(n.reconnects)) end
-    if type(n.error_classes) == "table" and next(n.error_classes) then
-        local cl = {}
-        for k, v in pairs(n.error_classes) do cl[#cl + 1] = k .. " " .. tostring(v) end
-        table.sort(cl)
-        line("  Errors by class (every phase, reconnect attempts too): %s", concat(cl, ", "))
-    end
-    if type(n.http_status) == "table" and next(n.http_status) then
-        local cl = {}
-        for k, v in pairs(n.http_status) do cl[#cl + 1] = k .. ": " .. tostring(v) end
-        table.sort(cl)
-        line("  Status codes: %s", concat(cl, ", "))
-    end
+    class_lines(n, line)
     line("Requests/sec: %10.2f", n.requests_per_s or 0)
     if u.protocol ~= "http" and u.protocol ~= "https" and type(n.payload_mib_per_s) == "number" then
         line("Transfer/sec: %10.2f MiB (echoed payload)", n.payload_mib_per_s)
