@@ -129,10 +129,16 @@ describe("arkbench URL", function()
         local rc, so, se = run(with({ "tcp://127.0.0.1:" .. ports.tcp, "--threshold", "p99_us < 0.001" },
             with(SHORT, { "--out", out })))
         assert.equals(3, rc, se)
-        assert.truthy((so .. se):find('threshold crossed: default: "p99_us < 0.001"', 1, true), so .. se)
-        local rc2 = run(with({ "tcp://127.0.0.1:" .. ports.tcp, "--threshold", "p99_us < 1e9" },
+        -- the verdict is the last thing on stdout, after the wrk-style summary
+        local at = so:find('threshold crossed: default: "p99_us < 0.001"', 1, true)
+        assert.truthy(at, so .. se)
+        assert.truthy(so:find("Requests/sec:", 1, true) < at, so)
+        assert.is_nil(so:sub(at):find("\nresults: ", 1, true), so)
+        assert.equals(1, select(2, so:gsub("threshold crossed", "")), so)
+        local rc2, so2 = run(with({ "tcp://127.0.0.1:" .. ports.tcp, "--threshold", "p99_us < 1e9" },
             with(SHORT, { "--out", out .. "2" })))
         assert.equals(0, rc2)
+        assert.truthy(so2:find("thresholds: all 1 held in every case\n$"), so2)
     end)
 
     it("refuses bad URLs and flags with exit 2 and one line", function()

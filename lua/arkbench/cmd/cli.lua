@@ -255,6 +255,14 @@ end
 
 -- Where the run's table goes (the one-liner's --json sends it to stderr).
 local table_out = io_stdout
+-- The one-liner prints the threshold verdict itself, after its summary.
+local thresholds_later = false
+
+-- The verdict of summary.thresholds: each crossed rule, or that all held.
+function _M.threshold_text(t)
+    if (t.crossed or 0) > 0 then return require("arkbench.report.thresholds").format(t.results) end
+    return str_format("thresholds: all %d held in every case\n", #t.rules)
+end
 
 local function finish_results(dir, spec_name, runs, meta, rules)
     local stats = require("arkbench.report.stats")
@@ -279,14 +287,8 @@ local function finish_results(dir, spec_name, runs, meta, rules)
     local compare = require("arkbench.report.compare")
     local paired = compare.within({ dir = dir, summary = summary }, "execution")
     if paired then table_out:write("\n", compare.format(paired)) end
-    if summary.thresholds then
-        local th = require("arkbench.report.thresholds")
-        if crossed > 0 then
-            table_out:write("\n", th.format(summary.thresholds.results))
-        else
-            table_out:write(str_format("\nthresholds: all %d held in every case\n",
-                                       #summary.thresholds.rules))
-        end
+    if summary.thresholds and not thresholds_later then
+        table_out:write("\n", _M.threshold_text(summary.thresholds))
     end
     return summary, written ~= nil and ok == true, crossed
 end
@@ -297,10 +299,13 @@ _M.load_cases = load_cases
 _M.progress_printer = progress_printer
 _M.write_file = write_file
 
--- ropts (the one-liner): { table_out = file } sends the table there.
+-- ropts (the one-liner): { table_out = file } sends the table there;
+-- thresholds_later: the threshold verdict is not printed (the caller
+-- prints it at the end, from summary.json).
 -- Returns the exit code and, once a results folder exists, its path.
 function _M.run(args, ropts)
     table_out = ropts and ropts.table_out or io_stdout
+    thresholds_later = ropts and ropts.thresholds_later or false
     -- a Ctrl-C from the start on ends the run with 130 (main.c installs the
     -- handlers for `run` before the Lua state exists; this is a no-op then)
     if core.signals_install then core.signals_install() end

@@ -424,6 +424,15 @@ function _M.summary_text(o, run, dir)
     return concat(out, "\n") .. "\n"
 end
 
+local function json_file(path)
+    local f = io.open(path, "rb")
+    if not f then return nil end
+    local text = f:read("*a")
+    f:close()
+    local ok, v = pcall(require("arkbench.util.json").decode, text)
+    return ok and v or nil
+end
+
 function _M.main(args, cli)
     for i = 2, #args do
         if args[i] == "-h" or args[i] == "--help" then
@@ -457,7 +466,8 @@ function _M.main(args, cli)
     local rargs = { "run", path }
     if o.out then rargs[#rargs + 1] = "--out"; rargs[#rargs + 1] = o.out end
     for _, t in ipairs(o.thresholds) do rargs[#rargs + 1] = "--threshold"; rargs[#rargs + 1] = t end
-    local code, dir = cli.run(rargs, { table_out = o.json and io_stderr or nil, hide_path = path })
+    local code, dir = cli.run(rargs, { table_out = o.json and io_stderr or nil, hide_path = path,
+        thresholds_later = true })
     os.remove(path)
     if not dir then return code end
     local runs = require("arkbench.report.stats").read_jsonl(dir .. "/runs.jsonl") or {}
@@ -476,6 +486,13 @@ function _M.main(args, cli)
         io_stdout:write(json.encode(n, { indent = 2 }), "\n")
     else
         io_stdout:write("\n", _M.summary_text(o, run, dir))
+    end
+    -- the threshold verdict last, where it is seen (stderr with --json)
+    local summary = json_file(dir .. "/summary.json")
+    if type(summary) == "table" and type(summary.thresholds) == "table" then
+        local w = o.json and io_stderr or io_stdout
+        io_stdout:flush()
+        w:write("\n", cli.threshold_text(summary.thresholds))
     end
     return code
 end
