@@ -432,6 +432,12 @@ int ab_proc_spawn_wait(const char *const *argv, const ab_proc_opts_t *opts,
       waitpid(r->proc.pid, NULL, 0);
       r->alive = 0;
     }
+    /* A Ctrl-C reaches the whole process group: the child may die of its
+     * copy before the watcher sees ours (intr_cb then leaves the result
+     * alone). Killed by the signal we recorded while it ran: interrupted,
+     * not crashed -- or a caller would report a crash, or go on. */
+    if (!res->interrupted && intr_signal != 0 && res->term_signal == (int)intr_signal)
+      res->interrupted = 1;
   }
 
   /* Close everything still open (all of it on a failed spawn: the process

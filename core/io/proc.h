@@ -24,7 +24,9 @@
  *     next call returns at once with res->interrupted set without spawning;
  *   - a signal that arrives after the child exited leaves the finished result
  *     alone (interrupted = 0); the caller sees the flag via
- *     ab_proc_interrupted() and stops scheduling.
+ *     ab_proc_interrupted() and stops scheduling -- unless the child died
+ *     of that same signal (a Ctrl-C reaches the whole process group, and
+ *     the child's exit may be seen first): then interrupted = 1.
  * The handlers use SA_RESTART, so ordinary blocking I/O in the orchestrator
  * is not disturbed.  Children start with default signal dispositions (libuv
  * resets them in the child).

@@ -199,17 +199,26 @@ describe("loading in a limited child process", function()
     -- before anything else, long before the scenario is loaded.
     it("break-it 7: Ctrl-C right after start exits 130 and runs nothing", function()
         local name = file("s7", "return { payload = 64, warmup = 0.05, duration = 0.5, repetitions = 3 }")
-        local out = d .. "/int"
-        local rc = tonumber(proc.sh_out("cd " .. shq(d) .. " && { setsid " .. shq(ark.BIN)
-            .. " run " .. name .. " --out " .. shq(out) .. " >/dev/null 2>&1 & p=$!;"
-            .. " i=0; while [ $i -lt 500 ]; do"
-            .. " m=$(sed -n 's/^SigCgt:[[:space:]]*//p' /proc/$p/status 2>/dev/null);"
-            .. " [ -n \"$m\" ] && [ $(( 0x$m & 2 )) -ne 0 ] && break; i=$((i+1)); sleep 0.01; done;"
-            .. " kill -INT -$p 2>/dev/null || kill -INT $p; wait $p; echo $?; }"):match("(%d+)%s*$"))
-        assert.are.equal(130, rc)
-        local text = files.read_file(out .. "/runs.jsonl") or ""
-        for line in text:gmatch("[^\n]+") do
-            assert.are.equal("interrupted", ark.cjson.decode(line).status, line)
+        -- the signal at several points: as the handlers are installed, while
+        -- the loader runs, as the first worker starts, during its warm-up and
+        -- measurement; it reaches the whole process group (children too), as
+        -- a terminal's Ctrl-C does. Every one must give 130.
+        for k, delay in ipairs({ 0, 0.01, 0.03, 0.08, 0.2, 0.4 }) do
+            local out = d .. "/int" .. k
+            local text = proc.sh_out("cd " .. shq(d) .. " && { setsid " .. shq(ark.BIN)
+                .. " run " .. name .. " --out " .. shq(out) .. " >/dev/null 2>&1 & p=$!;"
+                .. " i=0; while [ $i -lt 1000 ]; do"
+                .. " m=$(sed -n 's/^SigCgt:[[:space:]]*//p' /proc/$p/status 2>/dev/null);"
+                .. " [ -n \"$m\" ] && [ $(( 0x$m & 2 )) -ne 0 ] && break; i=$((i+1)); sleep 0.01; done;"
+                .. " [ $i -lt 1000 ] || echo 'never saw the SIGINT handler';"
+                .. " sleep " .. delay .. ";"
+                .. " kill -INT -$p 2>/dev/null || kill -INT $p; wait $p; echo $?; }")
+            assert.is_nil(text:find("never saw", 1, true), text)
+            assert.are.equal(130, tonumber(text:match("(%d+)%s*$")), "SIGINT " .. delay .. " s after the"
+                .. " handler: " .. text)
+            for line in (files.read_file(out .. "/runs.jsonl") or ""):gmatch("[^\n]+") do
+                assert.are.equal("interrupted", ark.cjson.decode(line).status, delay .. ": " .. line)
+            end
         end
     end)
 end)

@@ -162,6 +162,25 @@ static void test_interrupt(void) {
   CHECK(res.interrupted == 1 && res.pid == 0 && res.out.data == NULL);
   ab_proc_result_free(&res);
 
+  /* The same Ctrl-C kills the child first (a terminal signals the whole
+   * process group): its exit is seen before the wake-up byte, since a
+   * grandchild that holds the pipes signals us 0.1 s after the child died.
+   * That child was interrupted, not crashed. */
+  ab_proc_interrupt_clear();
+  CHECK(run_sh("(sleep 0.1; kill -INT $PPID; sleep 0.05) & kill -INT $$", 10, NULL) == 0);
+  CHECK(res.term_signal == SIGINT);
+  CHECK(res.interrupted == 1);
+  CHECK(ab_proc_interrupted() == SIGINT);
+  ab_proc_result_free(&res);
+
+  /* A child killed by SIGINT on its own, with no signal to us: crashed,
+   * not interrupted. */
+  ab_proc_interrupt_clear();
+  CHECK(run_sh("kill -INT $$", 10, NULL) == 0);
+  CHECK(res.term_signal == SIGINT);
+  CHECK(res.interrupted == 0);
+  ab_proc_result_free(&res);
+
   /* Cleared: calls run normally again, and the old wake-up byte is gone. */
   ab_proc_interrupt_clear();
   CHECK(ab_proc_interrupted() == 0);

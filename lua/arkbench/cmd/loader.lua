@@ -216,7 +216,9 @@ function _M.load_cases(o)
         env = { "ARKBENCH_ORCHESTRATOR_PID=" .. tostring(core.getpid()), "ARKBENCH_RESULT_FD=3" },
     })
     if not res then return nil, "arkbench: cannot start the scenario loader: " .. tostring(serr), 2 end
-    if res.interrupted then
+    -- a Ctrl-C that also reached the loader (one process group) is an
+    -- interrupt, whatever the loader made of it
+    if res.interrupted or core.interrupted() then
         return nil, format("arkbench: interrupted by %s while loading %s",
                            core.interrupted() or "a signal", o.path), 130
     end

@@ -258,7 +258,9 @@ end
 local function mkdir_p(dir)
     local res, err = core.spawn_wait({ "mkdir", "-p", "--", dir }, { timeout_s = 30 })
     if not res then return nil, err end
-    if res.interrupted then return true end -- the caller sees core.interrupted()
+    -- the caller sees core.interrupted() (mkdir may have died of the same
+    -- Ctrl-C: not a failure to report)
+    if res.interrupted or core.interrupted() then return true end
     if res.exit_code ~= 0 then
         return nil, (res.stderr:gsub("%s+$", ""))
     end
