@@ -1,6 +1,6 @@
 /* driver.h -- the one table through which the engine reaches connections.
  *
- * The engine (engine.c) owns the topology: loops and their threads, the
+ * The engine (core/engine/) owns the topology: loops and their threads, the
  * phases and their deadlines, the coordinator, the work pool, the counters
  * and the merge.  Everything that touches a socket belongs to a driver: one
  * row per execution x transport (core/drivers/registry.c picks it; the

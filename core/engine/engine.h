@@ -67,7 +67,7 @@ typedef struct {
   uint32_t requests_per_connection;
   /* connections opened per second for the whole case (each loop paces its
    * share), spaced evenly; 0 = as fast as the listen backlog allows (at
-   * most CONNECTS_IN_FLIGHT per loop at once, engine.c) */
+   * most CONNECTS_IN_FLIGHT per loop at once, connect.c) */
   double connect_rate;
   uint32_t task_stack; /* bytes per stack of the driver's stackful tasks
                           (its execution's stack key, docs/scenarios.md;

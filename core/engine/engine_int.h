@@ -157,7 +157,7 @@ struct ab__loop_s {
   uint32_t connects_pending;    /* connects not finished yet */
   uint32_t ready_clients;       /* connected (and handshaken) clients */
   uint32_t connects_started;    /* clients[0..started) have been started */
-  /* connect_rate: this loop's share, spaced from connect_t0 (engine.c) */
+  /* connect_rate: this loop's share, spaced from connect_t0 (connect.c) */
   double connect_gap_ns;        /* ns between two starts; 0: no pacing */
   uint64_t connect_t0;
   uv_timer_t connect_pace;      /* wakes the loop for its next start */
@@ -165,14 +165,14 @@ struct ab__loop_s {
 
   /* atomic (plain moves on x86-64 when read): shared:N's coordinator
    * sets it, after the phase's times, while other loop threads may read it
-   * (phase_set in engine.c) */
+   * (ab__loop_phase_set in loop.c) */
   _Atomic int phase;
   uint64_t warm_deadline_ns;
   uint64_t start_ns, deadline_ns, drain_end_ns;
   uint64_t warm_inflight;       /* warm-up messages in flight */
   uint64_t meas_inflight;       /* measure messages in flight */
 
-  /* open loop (engine.c's rate timer): a timerfd armed at the loop's
+  /* open loop (rate.c's rate timer): a timerfd armed at the loop's
    * next intended send; its messages, across the loop's clients, in
    * time order: cursor c is client c mod nclients' message c / nclients */
   int open_loop;                /* cfg->rate > 0 */
@@ -180,7 +180,7 @@ struct ab__loop_s {
   uv_poll_t rate_poll;
   uint64_t rate_cursor;
   uint64_t rate_early_ns;       /* the timer fires this early; the rest is
-                                   waited out on the clock (engine.c) */
+                                   waited out on the clock (rate.c) */
   /* the time series of the measure phase: iv_n intervals of iv_ns from
    * start_ns, the current one iv_i (ends at iv_end_ns); window.h */
   ab__iv_t *iv;
@@ -261,8 +261,6 @@ static inline void ab__client_give(ab__loop_t *l, ab__client_t *c);
  * next_ns says when to call it again (deadline when there is nothing to
  * give). */
 void ab__live_open(ab__loop_t *l);
-/* The number of intervals of a case's time series (engine.c). */
-uint32_t ab__interval_count(const ab_case_cfg_t *cfg);
 void ab__live_start(ab__loop_t *l);
 void ab__live_close(ab__loop_t *l);
 void ab__live_collect(ab__engine_t *eng);
@@ -279,10 +277,58 @@ void ab__shared_close(ab__engine_t *eng);
  * turn; the caller holds no client). */
 int ab__shared_busy(ab__loop_t *l);
 /* shared:N: a drain phase of l ends when none of its clients has a message
- * in flight (busy 0); from l's thread, holding no client (engine.c). */
+ * in flight (busy 0); from l's thread, holding no client (loop.c). */
 void ab__loop_drained(ab__loop_t *l, int busy);
 
-/* engine.c */
+/* series.c: the time series' bookkeeping.  The number of intervals of a
+ * case's series; a loop's series allocated at setup; an interrupt at t0
+ * cutting it to the intervals begun before t0; the result's allocated for
+ * the merge; a loop's intervals added into the result's. */
+uint32_t ab__interval_count(const ab_case_cfg_t *cfg);
+int ab__series_alloc(ab__loop_t *l, const ab_case_cfg_t *cfg);
+void ab__series_cut(ab__loop_t *l, uint64_t t0);
+int ab__series_result_alloc(const ab__engine_t *eng, ab_result_t *out);
+void ab__series_merge(ab_result_t *out, const ab__loop_t *l);
+
+/* setup.c: the loops before and after they run (coordinator thread).
+ * alloc: the loops, their clients and windows; open: each loop's libuv
+ * loop, engine handles and driver part (*started counts the uv_loops
+ * initialised); abandon: setup failed part way, close and free it all.
+ * setup_error writes r's sentence into out->error and returns r. */
+int ab__loops_alloc(ab__engine_t *eng, ab_result_t *out);
+int ab__loops_open(ab__engine_t *eng, uint32_t workers, uint32_t *started, ab_result_t *out);
+void ab__loops_abandon(ab__engine_t *eng, uint32_t started);
+int ab__setup_error(ab_result_t *out, int r);
+void ab__loop_free_clients(ab__loop_t *l);
+
+/* loop.c: a loop's side of the phases.  open_handles / open_pool_done at
+ * setup; close_now closes a loop's handles without its thread (setup
+ * failed); phase_set sets the phase fields of a command (from the loop's
+ * thread, or shared:N the coordinator's before sending it); wake is the
+ * driver's wake of c from its home loop l; ms_until rounds a clock value
+ * up to a libuv timer's milliseconds. */
+void ab__loop_open_handles(ab__loop_t *l);
+void ab__loop_open_pool_done(ab__loop_t *l);
+void ab__loop_close_now(ab__loop_t *l);
+void ab__loop_phase_set(ab__loop_t *l, int cmd, uint64_t t0, uint64_t t1);
+void ab__loop_wake(ab__loop_t *l, ab__client_t *c);
+uint64_t ab__ms_until(uint64_t t_ns);
+
+/* rate.c: the open loop's rate timer.  open at setup (0 or an error);
+ * begin at a sending phase's start t0 (every schedule restarts there);
+ * end at the measure deadline (counts what was not sent). */
+int ab__rate_open(ab__loop_t *l);
+void ab__rate_begin(ab__loop_t *l, uint64_t t0);
+void ab__rate_end(ab__loop_t *l);
+
+/* merge.c: after STOP, every loop merged into out and closed, then the
+ * driver's case (0, or < 0 when out of memory); judge sets out->status,
+ * out->ok and the reason (fatal: the run itself broke). */
+int ab__merge_loops(ab__engine_t *eng, ab_result_t *out);
+void ab__judge(const ab__engine_t *eng, ab_result_t *out, int fatal);
+
+/* engine.c (tag ids, abort, stages), merge.c (loop_error), loop.c
+ * (check_progress), connect.c (the connects) */
 /* The id (1 .. AB_TAGS_MAX) of tag name[0..len) for this case, registered
  * when new (from any loop thread; once per new name, never per message).
  * AB_EINVAL for a name that is empty, longer than AB_TAG_NAME_MAX or holds
@@ -306,6 +352,8 @@ void ab__loop_connect_done(ab__loop_t *l);
 void ab__loop_connect_done_on(ab__loop_t *home, ab__loop_t *running);
 /* Starts client connects up to the per-loop limit in flight. */
 void ab__loop_connect_more(ab__loop_t *l);
+/* CONNECT at t0: the loop starts connecting its clients (connect.c). */
+void ab__loop_connect_start(ab__loop_t *l, uint64_t t0);
 
 /* sweep.c: the exact timeout sweep and the reopening of lost connections
  * (docs/execution.md, "Timeouts and reconnects").

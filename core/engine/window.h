@@ -34,7 +34,7 @@
  * n by the messages whose intended time has come, stamp() records each
  * one's intended time as its RTT origin (origin[]) beside the actual
  * hand-off time t (ns[], the raw view and the timeout clock) and its send
- * lag; the engine wakes the pumps at the next intended time (engine.c's
+ * lag; the engine wakes the pumps at the next intended time (rate.c's
  * rate timer).  Drivers do not change.  Measure-phase counts also go to
  * the loop's current interval of the time series (ab__iv_at).
  *
@@ -285,7 +285,7 @@ AB__WIN_HOT int ab__win_account(ab__loop_t *l, ab__win_t *w, uint32_t slot, uint
       uint64_t o = w->origin[slot];
       rtt = now > o ? now - o : 0;
     }
-    /* the run's histogram is the merge of its intervals' (engine.c) */
+    /* the run's histogram is the merge of its intervals' (merge.c) */
     ab_hist_record(&iv->rtt, rtt);
     ab_tag_stats_t *ts = w->tag != NULL && w->tag[slot] ? &l->tags[w->tag[slot] - 1] : NULL;
     if (ts) ab_hist_record(&ts->rtt, rtt);

@@ -1,0 +1,111 @@
+/* connect.c -- a loop connecting its clients: at most CONNECTS_IN_FLIGHT
+ * at once, paced by connect_rate, and the connect limit (a loop whose
+ * connects make no progress for the scenario's timeout fails the ones
+ * still going).  The driver connects (client_start) and reports back
+ * (ab__loop_connect_done); the coordinator waits for the CONNECTED stage.
+ */
+#include <netinet/in.h>
+
+#include "base/clock.h"
+#include "engine/engine_int.h"
+
+/* At most this many connects in flight per loop: a burst larger than the
+ * listen backlog (net.core.somaxconn, 4096; SYN backlog 2048) overflows it,
+ * and the dropped handshakes come back only after retransmission timeouts,
+ * which would then sit inside the first measured RTTs. */
+#define CONNECTS_IN_FLIGHT 256
+
+/* connect_rate: client k of l may start at connect_t0 + id / rate, so the
+ * case's connects are spaced evenly across its loops (client i is on loop
+ * i mod N).  0: at once. */
+static uint64_t connect_due_at(const ab__loop_t *l, uint32_t k) {
+  if (!(l->connect_gap_ns > 0)) return 0;
+  return l->connect_t0 + (uint64_t)((double)ab__loop_client(l, k)->id * l->connect_gap_ns);
+}
+
+static void connect_pace_cb(uv_timer_t *t) {
+  ab__loop_t *l = t->data;
+  if (l->phase != AB__PH_STOPPING) ab__loop_connect_more(l);
+}
+
+void ab__loop_connect_more(ab__loop_t *l) {
+  /* a driver that finishes a connect inside client_start calls back into
+   * ab__loop_connect_done: the loop below goes on, no recursion; a loop
+   * that stops (connecting took too long) starts none */
+  if (l->in_connect_more || l->phase == AB__PH_STOPPING) return;
+  l->in_connect_more = 1;
+  uint64_t now = l->connect_gap_ns > 0 ? ab_now_ns() : 0;
+  while (l->connects_started < l->nclients &&
+         l->connects_started - (l->nclients - l->connects_pending) < CONNECTS_IN_FLIGHT) {
+    uint64_t due = connect_due_at(l, l->connects_started);
+    if (due > now) {
+      /* paced: the next one when its time comes (a millisecond timer:
+       * starts are spaced to within a millisecond, never early) */
+      uv_timer_start(&l->connect_pace, connect_pace_cb, ab__ms_until(due), 0);
+      break;
+    }
+    l->eng->drv->client_start(ab__loop_client(l, l->connects_started++));
+  }
+  l->in_connect_more = 0;
+}
+
+/* The connect limit: a loop whose connects have made no progress for the
+ * scenario's connect_timeout (default: timeout) fails the ones still going
+ * (docs/scenarios.md, connect_timeout): a bare connect with ECONNTIMEDOUT,
+ * a handshake with ETIMEDOUT.  The phase timer is idle until warm-up, so
+ * it serves. */
+static void connect_timer_cb(uv_timer_t *t);
+
+static void arm_connect_timer(ab__loop_t *l) {
+  double s = ab__connect_timeout_s(l->eng->cfg);
+  if (l->eng->drv->connect_expired && s > 0)
+    uv_timer_start(&l->phase_timer, connect_timer_cb, (uint64_t)(s * 1000.0 + 0.5), 0);
+}
+
+static void connect_timer_cb(uv_timer_t *t) {
+  ab__loop_t *l = t->data;
+  if (l->phase == AB__PH_STOPPING) return;
+  /* expiring one starts the next (ab__loop_connect_more): only those
+   * started before now are judged; the later ones get a new timer */
+  uint32_t n = l->connects_started;
+  for (uint32_t i = 0; i < n && l->connects_pending > 0; i++) {
+    ab__client_t *c = ab__loop_client(l, i);
+    ab__client_take(l, c);
+    l->eng->drv->connect_expired(c);
+    ab__client_give(l, c);
+  }
+}
+
+void ab__loop_connect_done(ab__loop_t *l) {
+  /* stopping: the connects cut short report here as their handles close;
+   * the phase timer is closed and nothing more may start */
+  if (l->phase == AB__PH_STOPPING) {
+    l->connects_pending--;
+    return;
+  }
+  atomic_fetch_add_explicit(&l->eng->connects_done, 1, memory_order_relaxed);
+  if (--l->connects_pending == 0) {
+    uv_timer_stop(&l->phase_timer);
+    ab__loop_reached(l, AB__ST_CONNECTED);
+  } else {
+    arm_connect_timer(l);
+    ab__loop_connect_more(l);
+  }
+}
+
+/* CONNECT (the command, at t0): the loop's clients are connected, paced
+ * by connect_rate, within the connect limit. */
+void ab__loop_connect_start(ab__loop_t *l, uint64_t t0) {
+  ab__engine_t *eng = l->eng;
+  struct sockaddr_storage addr;
+  ab__loop_t *srv = eng->cfg->model == AB_MODEL_POOL ? &eng->loops[0] : l;
+  if (eng->cfg->role == AB_ROLE_CLIENT) addr = eng->cfg->addr;
+  else uv_ip4_addr("127.0.0.1", srv->port, (struct sockaddr_in *)&addr);
+  l->connects_pending = l->nclients;
+  l->connect_addr = addr;
+  l->connect_t0 = t0;
+  l->connect_gap_ns = eng->cfg->connect_rate > 0 ? 1e9 / eng->cfg->connect_rate : 0;
+  if (l->nclients == 0) ab__loop_reached(l, AB__ST_CONNECTED);
+  else arm_connect_timer(l);
+  ab__loop_connect_more(l);
+}

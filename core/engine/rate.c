@@ -1,0 +1,129 @@
+/* rate.c -- the rate timer of the open loop (load model `rate`).
+ * One timerfd per loop, absolute CLOCK_MONOTONIC expirations (libuv's
+ * timers are milliseconds), watched by the loop: it fires at the loop's
+ * next intended send, the pumps of the clients whose message is due are
+ * woken, and it is re-armed to the next one.  The loop's messages are in
+ * time order along rate_cursor (the clients' phases are increasing and
+ * under one period), so finding the next is O(1) per message; a client
+ * whose window is full is refilled by its own replies.  The schedules
+ * themselves are the window's (window.h, ab__win_sched_*).
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "base/clock.h"
+#include "engine/engine_int.h"
+#include "engine/window.h"
+
+static void rate_arm(ab__loop_t *l, uint64_t at_ns) {
+  struct itimerspec its;
+  memset(&its, 0, sizeof(its));
+  if (at_ns != 0) { /* 0 disarms */
+    its.it_value.tv_sec = (time_t)(at_ns / 1000000000u);
+    its.it_value.tv_nsec = (long)(at_ns % 1000000000u);
+  }
+  timerfd_settime(l->rate_fd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+static uint64_t rate_time(const ab__loop_t *l, uint64_t cursor) {
+  return ab__win_intended(&ab__loop_client(l, (uint32_t)(cursor % l->nclients))->win, cursor / l->nclients);
+}
+
+/* When a loop's sends are far apart (its thread sleeps between them), the
+ * timer fires this long before an intended send and the loop waits out
+ * the rest reading the clock: waking a sleeping thread takes tens of
+ * microseconds (more on a busy machine), which would otherwise all be send
+ * lag.  At most RATE_EARLY_NS is spent spinning per wake, so at most
+ * RATE_EARLY_NS / RATE_SPIN_GAP_NS of the thread (16 %); a loop whose
+ * sends are closer than RATE_SPIN_GAP_NS is busy anyway and never spins
+ * (it would delay its replies). */
+#define RATE_EARLY_NS 40000u
+#define RATE_SPIN_GAP_NS 250000u
+
+/* Wakes the clients whose messages are due and arms the timer just before
+ * the next intended send of the phase (or disarms it). */
+static void rate_run(ab__loop_t *l) {
+  uint32_t n = l->nclients;
+  uint64_t dl, now = ab_now_ns(), t = 0;
+  if (!l->open_loop || n == 0) return;
+  if (ab__win_phase(l, now, &dl) == 0) {
+    rate_arm(l, 0);
+    return;
+  }
+  for (uint32_t steps = 0;; steps++) {
+    t = rate_time(l, l->rate_cursor);
+    if (t > now) {
+      if (t - now > l->rate_early_ns || t >= dl) break;
+      while ((now = ab_now_ns()) < t) {
+      }
+    }
+    if (steps == n) {
+      /* more than a round behind (a stall): every client was woken and
+       * grants all it has due; jump the cursor to the present */
+      const ab__win_t *w0 = &ab__loop_client(l, 0)->win;
+      double r = ((double)(now - w0->sched_t0) - w0->sched_off) / w0->sched_period;
+      uint64_t c = r > 1 ? ((uint64_t)r - 1) * n : 0;
+      if (c > l->rate_cursor) l->rate_cursor = c;
+      while ((t = rate_time(l, l->rate_cursor)) <= now) l->rate_cursor++;
+      break;
+    }
+    ab__loop_wake(l, ab__loop_client(l, (uint32_t)(l->rate_cursor % n)));
+    l->rate_cursor++;
+  }
+  rate_arm(l, t < dl ? t - l->rate_early_ns : 0);
+}
+
+static void rate_cb(uv_poll_t *p, int status, int events) {
+  ab__loop_t *l = p->data;
+  uint64_t expirations;
+  (void)status;
+  (void)events;
+  if (read(l->rate_fd, &expirations, sizeof(expirations)) < 0 && errno != EAGAIN) return;
+  rate_run(l);
+}
+
+/* The loop's timerfd and its watch (setup, coordinator thread): 0 or a
+ * negative error. */
+int ab__rate_open(ab__loop_t *l) {
+  int r;
+  l->rate_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+  if (l->rate_fd < 0) return -errno;
+  if ((r = uv_poll_init(&l->loop, &l->rate_poll, l->rate_fd)) < 0) return r;
+  l->rate_poll.data = l;
+  uv_poll_start(&l->rate_poll, UV_READABLE, rate_cb);
+  return 0;
+}
+
+/* A sending phase begins at t0: every schedule restarts at t0. */
+void ab__rate_begin(ab__loop_t *l, uint64_t t0) {
+  for (uint32_t i = 0; i < l->nclients; i++) {
+    ab__client_t *c = ab__loop_client(l, i);
+    ab__client_take(l, c);
+    ab__win_sched_start(&c->win, t0);
+    ab__client_give(l, c);
+  }
+  l->rate_cursor = 0;
+  /* the loop's sends are sched_period / nclients apart */
+  double gap = l->nclients ? ab__loop_client(l, 0)->win.sched_period / l->nclients : 0;
+  l->rate_early_ns = gap >= RATE_SPIN_GAP_NS ? RATE_EARLY_NS : 0;
+  rate_run(l);
+}
+
+/* The measure deadline passed: what the schedules meant to send before it
+ * and did not is unsent. */
+void ab__rate_end(ab__loop_t *l) {
+  rate_arm(l, 0);
+  for (uint32_t i = 0; i < l->nclients; i++) {
+    ab__client_t *c = ab__loop_client(l, i);
+    ab__client_take(l, c);
+    uint64_t u = ab__win_unsent(&c->win, l->deadline_ns);
+    l->unsent += u;
+    /* why: the window was full (its slots in flight, and more waiting
+     * than the replies since the deadline can have freed), or a slot was
+     * free and the sender was late (docs/load-models.md) */
+    if (u > 0 && (uint64_t)c->win.inflight + u >= l->window) l->unsent_window_full += u;
+    ab__client_give(l, c);
+  }
+}
