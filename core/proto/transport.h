@@ -1,6 +1,6 @@
 /* transport.h -- what a case asks of its transport, and what the transport
  * reports back: plain data the engine carries between the layer that
- * builds the case (core/lua/lua_engine.c) and the drivers
+ * builds the case (core/lua/lua_engine_cfg.c) and the drivers
  * (core/drivers/transport.c, udp.c), without reading it.
  *
  * Strings are borrowed: they must outlive the run (ab_run_case).
