@@ -1,6 +1,8 @@
 /* window_fixture.h -- the loop and clients the window tests run on: plain
  * structs, no sockets, no loop threads; phases, deadlines and clock
- * readings are set by hand (test_window.c, test_window_small.c). */
+ * readings are set by hand (test_window.c, test_window_dgram.c,
+ * test_window_rate.c, test_window_series.c, test_window_tags.c,
+ * test_window_small.c). */
 #ifndef AB_TEST_WINDOW_FIXTURE_H
 #define AB_TEST_WINDOW_FIXTURE_H
 

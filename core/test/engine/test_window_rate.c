@@ -1,0 +1,80 @@
+/* test_window_rate.c -- the open loop's rate schedule in the window
+ * (engine/window.h): grants at intended times, the intended time as the
+ * RTT origin, the raw view and the send lag, and what is unsent at the
+ * deadline.  The fixture is window_fixture.h. */
+#include "test/engine/window_fixture.h"
+
+/* The open-loop policy (docs/scenarios.md, rate): a grant holds only the messages whose
+ * intended time has come, stamping records the intended time as the RTT
+ * origin (the raw view and the send lag from the actual hand-off), and what
+ * the schedule meant to send before the deadline and did not is unsent.
+ * The grant reads the clock itself, so the schedule is set around the real
+ * clock with margins of half a second. */
+static void test_rate(void) {
+  const uint64_t S = 1000000000u;
+  ab__loop_t *l = loop_new_open(2, 4, AB__WIN_ORDERED, 1);
+  ab__client_t *c0 = ab__loop_client(l, 0), *c1 = ab__loop_client(l, 1);
+  /* 1 message/s over 2 connections: each every 2 s, the second 1 s later */
+  ab__win_sched_init(&c0->win, 1.0, 0, 2);
+  ab__win_sched_init(&c1->win, 1.0, 1, 2);
+  uint64_t now = ab_now_ns();
+  /* a schedule not begun yet grants nothing, even with free slots */
+  ab__win_sched_start(&c0->win, now + 10 * S);
+  ab__win_grant_t g;
+  l->deadline_ns = now + 100 * S;
+  CHECK_EQ_U64(ab__win_grant(c0, now, &g), 0);
+  /* begun 4.5 s ago: c0's messages at 0, 2, 4 s are due, c1's at 1, 3 s */
+  uint64_t t0 = now - 45 * S / 10;
+  ab__win_sched_start(&c0->win, t0);
+  ab__win_sched_start(&c1->win, t0);
+  l->start_ns = t0;
+  l->deadline_ns = t0 + 9 * S;
+  CHECK_EQ_U64(ab__win_intended(&c1->win, 1), t0 + 3 * S);
+  CHECK_EQ_U64(ab__win_grant(c0, now, &g), 3);
+  CHECK_EQ_U64(ab__win_grant(c1, now, &g), 2);
+  /* c0 sends two of its three now: their origins are the intended times */
+  uint64_t t = ab_now_ns();
+  CHECK_EQ_U64(ab__win_grant(c0, t, &g), 3);
+  CHECK_EQ_U64(ab__win_stamp(c0, &g, 2, t), 2);
+  CHECK_EQ_U64(c0->win.origin[ab__win_slot(l, 0)], t0);
+  CHECK_EQ_U64(c0->win.origin[ab__win_slot(l, 1)], t0 + 2 * S);
+  CHECK_EQ_U64(c0->win.ns[ab__win_slot(l, 1)], t);
+  CHECK_EQ_U64(l->send_lag.count, 2);
+  CHECK_EQ_U64(l->send_lag.max, t - t0);
+  CHECK_EQ_U64(l->send_lag.min, t - t0 - 2 * S);
+  CHECK_EQ_U64(l->iv_lag[0].count, 2);
+  CHECK_EQ_U64(l->iv[0].sent, 2);
+  /* the third is still due; none after it yet */
+  CHECK_EQ_U64(ab__win_grant(c0, t, &g), 1);
+  CHECK_EQ_U64(g.seq, 2);
+  /* the first reply: corrected RTT from t0, raw from t */
+  uint64_t done = t + 1000;
+  CHECK(ab__win_complete(c0, AB_PHASE_MEASURE, 0, 0, done) == AB__WIN_MEASURED);
+  CHECK_EQ_U64(l->iv[0].rtt.count, 1);
+  CHECK_EQ_U64(l->iv[0].rtt.min, done - t0);
+  CHECK_EQ_U64(l->rtt_raw.count, 1);
+  CHECK_EQ_U64(l->rtt_raw.min, 1000);
+  CHECK_EQ_U64(l->iv[0].completed, 1);
+  /* unsent at the deadline (9 s): c0 meant 0, 2, 4, 6, 8 and sent 2; c1
+   * meant 1, 3, 5, 7 and sent none */
+  CHECK_EQ_U64(ab__win_unsent(&c0->win, l->deadline_ns), 3);
+  CHECK_EQ_U64(ab__win_unsent(&c1->win, l->deadline_ns), 4);
+  /* exactly at an intended time: that message is not before the deadline */
+  CHECK_EQ_U64(ab__win_unsent(&c0->win, t0 + 8 * S), 2);
+  CHECK_EQ_U64(ab__win_unsent(&c0->win, t0 + 8 * S + 1), 3);
+  /* a closed-loop window has no schedule */
+  ab__loop_t *cl = loop_new(1, 4, AB__WIN_ORDERED);
+  CHECK(ab__loop_client(cl, 0)->win.origin == NULL);
+  CHECK_EQ_U64(ab__win_unsent(&ab__loop_client(cl, 0)->win, DEADLINE), 0);
+  CHECK_EQ_U64(issue(ab__loop_client(cl, 0), 10), 4);
+  loop_free(cl);
+  l->phase = AB__PH_DRAIN;
+  ab__win_finish(l);
+  check_identity(l);
+  loop_free(l);
+}
+
+int main(void) {
+  test_rate();
+  TEST_DONE();
+}
