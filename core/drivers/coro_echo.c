@@ -451,6 +451,67 @@ static size_t echo_run(ab__sconn_t *s, int raw) {
   return off;
 }
 
+/* WebSocket: the client's upgrade request read and answered (0), or
+ * refused or the connection gone (-1). */
+static int server_ws_upgrade(ab__sconn_t *s, ab_outbuf_t *out) {
+  ab_ws_hs_t hs;
+  ab_ws_hs_init(&hs, 0, NULL);
+  for (;;) {
+    size_t used = 0;
+    int h = ab_ws_hs_feed(&hs, s->rbuf, s->rlen, &used);
+    if (h != 0) {
+      char reply[512];
+      int n = ab_ws_hs_reply(&hs, reply, sizeof(reply));
+      if (n > 0) ab_outbuf_append(out, reply, (size_t)n);
+      ab__consume(s->rbuf, &s->rlen, used);
+      server_flush(s);
+      if (h < 0) {
+        ab__loop_error(s->loop, AB_EPROTO, "server: websocket upgrade refused");
+        return -1;
+      }
+      return 0;
+    }
+    ab__consume(s->rbuf, &s->rlen, used);
+    if (wait_event(&s->co_waiting) < 0 || s->co_err) return -1;
+  }
+}
+
+/* pool:N: msg held (length and bytes, in order) and its work handed to
+ * the pool; -1 when out of memory. */
+static int server_hold(ab__sconn_t *s, const ab_msgview_t *msg) {
+  size_t need = 4 + msg->len;
+  if (ab_buf_grow(&s->held, &s->hcap, s->hlen, need) != 0) return -1;
+  uint32_t len = (uint32_t)msg->len;
+  memcpy(s->held + s->hlen, &len, 4);
+  memcpy(s->held + s->hlen + 4, msg->data, msg->len);
+  s->hlen += need;
+  s->jobs_out++;
+  s->jobs_held++;
+  ab__sconn_submit(s);
+  return 0;
+}
+
+/* pool:N: waits until the work of the `held` requests came back, then
+ * replies to them in order (0; -1: the connection is gone). */
+static int server_take_back(ab__sconn_t *s, const ab_codec_vt_t *vt, uint64_t held) {
+  ab__sconn_owe_held(s, s->hlen + s->rlen);
+  while (s->jobs_back < held) {
+    if (wait_event(&s->co_waiting) < 0) return -1;
+  }
+  s->jobs_back -= held;
+  s->jobs_out -= held;
+  s->jobs_held -= held;
+  size_t p = 0;
+  while (p < s->hlen) {
+    uint32_t len;
+    memcpy(&len, s->held + p, 4);
+    vt->server_reply(s->conn.codec, s->held + p + 4, len);
+    p += 4 + (size_t)len;
+  }
+  s->hlen = 0;
+  return 0;
+}
+
 static void server_main(void *arg) {
   ab__sconn_t *s = arg;
   ab__loop_t *home = s->loop; /* started on the loop that accepted it */
@@ -463,28 +524,7 @@ static void server_main(void *arg) {
   while (!s->conn.ready) {
     if (s->co_err || wait_event(&s->co_waiting) < 0) goto done;
   }
-  if (eng->dc->use_ws) {
-    ab_ws_hs_t hs;
-    ab_ws_hs_init(&hs, 0, NULL);
-    for (;;) {
-      size_t used = 0;
-      int h = ab_ws_hs_feed(&hs, s->rbuf, s->rlen, &used);
-      if (h != 0) {
-        char reply[512];
-        int n = ab_ws_hs_reply(&hs, reply, sizeof(reply));
-        if (n > 0) ab_outbuf_append(out, reply, (size_t)n);
-        ab__consume(s->rbuf, &s->rlen, used);
-        server_flush(s);
-        if (h < 0) {
-          ab__loop_error(s->loop, AB_EPROTO, "server: websocket upgrade refused");
-          goto done;
-        }
-        break;
-      }
-      ab__consume(s->rbuf, &s->rlen, used);
-      if (wait_event(&s->co_waiting) < 0 || s->co_err) goto done;
-    }
-  }
+  if (eng->dc->use_ws && server_ws_upgrade(s, out) < 0) goto done;
   s->ly.state = AB__LY_READY;
   /* (s->loop, the thread running it now, is read afresh after every wait) */
   /* plain tcp without a pool echoes whole frames straight from the read
@@ -523,16 +563,8 @@ static void server_main(void *arg) {
       }
       if (eng->pool) {
         /* hand the work to the pool; replies go out when all returned */
-        size_t need = 4 + msg.len;
-        if (ab_buf_grow(&s->held, &s->hcap, s->hlen, need) != 0) goto done;
-        uint32_t len = (uint32_t)msg.len;
-        memcpy(s->held + s->hlen, &len, 4);
-        memcpy(s->held + s->hlen + 4, msg.data, msg.len);
-        s->hlen += need;
-        s->jobs_out++;
-        s->jobs_held++;
+        if (server_hold(s, &msg) < 0) goto done;
         held++;
-        ab__sconn_submit(s);
       } else {
         if (eng->cfg->work) s->loop->work_sink ^= ab_work(eng->cfg->work, s->loop->work_sink + 1);
         if (vt->server_reply(s->conn.codec, msg.data, msg.len) < 0) {
@@ -550,23 +582,7 @@ static void server_main(void *arg) {
       }
     }
     ab__consume(s->rbuf, &s->rlen, off);
-    if (held) {
-      ab__sconn_owe_held(s, s->hlen + s->rlen);
-      while (s->jobs_back < held) {
-        if (wait_event(&s->co_waiting) < 0) goto done;
-      }
-      s->jobs_back -= held;
-      s->jobs_out -= held;
-      s->jobs_held -= held;
-      size_t p = 0;
-      while (p < s->hlen) {
-        uint32_t len;
-        memcpy(&len, s->held + p, 4);
-        vt->server_reply(s->conn.codec, s->held + p + 4, len);
-        p += 4 + (size_t)len;
-      }
-      s->hlen = 0;
-    }
+    if (held && server_take_back(s, vt, held) < 0) goto done;
     if ((r = server_flush(s)) < 0) {
       ab__sconn_error(s, r, "write");
       goto done;
