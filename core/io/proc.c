@@ -345,6 +345,64 @@ static void close_if_open(uv_handle_t *h) {
   if (!uv_is_closing(h)) uv_close(h, NULL);
 }
 
+/* The child is running: reads its pipes, keeps its deadline, forwards an
+ * interrupt, and returns when it has exited and its pipes are closed. */
+static void wait_child(run_t *r, const ab_proc_opts_t *opts, ab_proc_result_t *res) {
+  r->alive = 1;
+  res->pid = r->proc.pid;
+  for (int i = 0; i < r->npipes; i++) {
+    r->pipe_open[i] = 1;
+    /* a child's stdout/stderr pipe, not a connection socket (those go
+     * through io/conn.h) */
+    uv_read_start((uv_stream_t *)&r->pipe[i], alloc_cb, read_cb);
+  }
+  if (opts != NULL && opts->timeout_s > 0) {
+    double ms = opts->timeout_s * 1e3;
+    uv_timer_start(&r->deadline, deadline_cb, ms < 1 ? 1 : (uint64_t)ms, 0);
+  }
+  /* A signal recorded from here on leaves a byte in the pipe, so the poll
+   * fires even if the signal came before uv_poll_start. */
+  if (intr_pipe[0] >= 0 && uv_poll_init(&r->loop, &r->intr, intr_pipe[0]) == 0) {
+    r->have_intr = 1;
+    r->intr.data = r;
+    uv_poll_start(&r->intr, UV_READABLE, intr_cb);
+  }
+  if (intr_signal != 0) { /* belt and braces: no pipe, or poll failed */
+    res->interrupted = 1;
+    start_termination(r, AB_PROC_INTR_GRACE_MS);
+  }
+  while (r->alive || ANY_OPEN(r)) {
+    if (uv_run(&r->loop, UV_RUN_ONCE) == 0) break; /* cannot happen */
+  }
+  if (r->alive) { /* only if the loop broke down: never leave it running */
+    uv_process_kill(&r->proc, SIGKILL);
+    waitpid(r->proc.pid, NULL, 0);
+    r->alive = 0;
+  }
+  /* A Ctrl-C reaches the whole process group: the child may die of its
+   * copy before the watcher sees ours (intr_cb then leaves the result
+   * alone). Killed by the signal we recorded while it ran: interrupted,
+   * not crashed -- or a caller would report a crash, or go on. */
+  if (!res->interrupted && intr_signal != 0 && res->term_signal == (int)intr_signal)
+    res->interrupted = 1;
+}
+
+/* Close everything still open (all of it on a failed spawn: the process
+ * handle is initialised by uv_spawn even when it fails). */
+static void close_run(run_t *r) {
+  close_if_open((uv_handle_t *)&r->proc);
+  close_if_open((uv_handle_t *)&r->pipe[0]);
+  close_if_open((uv_handle_t *)&r->pipe[1]);
+  if (r->npipes > 2) close_if_open((uv_handle_t *)&r->pipe[2]);
+  if (r->npipes > 3) close_if_open((uv_handle_t *)&r->pipe[3]);
+  close_if_open((uv_handle_t *)&r->deadline);
+  close_if_open((uv_handle_t *)&r->kill);
+  close_if_open((uv_handle_t *)&r->eof);
+  if (r->have_intr) close_if_open((uv_handle_t *)&r->intr);
+  uv_run(&r->loop, UV_RUN_DEFAULT);
+  uv_loop_close(&r->loop); /* 0: every handle it had is closed above */
+}
+
 int ab_proc_spawn_wait(const char *const *argv, const ab_proc_opts_t *opts,
                        ab_proc_result_t *res) {
   memset(res, 0, sizeof(*res));
@@ -400,59 +458,8 @@ int ab_proc_spawn_wait(const char *const *argv, const ab_proc_opts_t *opts,
   r->start_ns = uv_hrtime();
   err = uv_spawn(&r->loop, &r->proc, &po);
   free(env);
-  if (err == 0) {
-    r->alive = 1;
-    res->pid = r->proc.pid;
-    for (int i = 0; i < r->npipes; i++) {
-      r->pipe_open[i] = 1;
-      /* a child's stdout/stderr pipe, not a connection socket (those go
-       * through io/conn.h) */
-      uv_read_start((uv_stream_t *)&r->pipe[i], alloc_cb, read_cb);
-    }
-    if (opts != NULL && opts->timeout_s > 0) {
-      double ms = opts->timeout_s * 1e3;
-      uv_timer_start(&r->deadline, deadline_cb, ms < 1 ? 1 : (uint64_t)ms, 0);
-    }
-    /* A signal recorded from here on leaves a byte in the pipe, so the poll
-     * fires even if the signal came before uv_poll_start. */
-    if (intr_pipe[0] >= 0 && uv_poll_init(&r->loop, &r->intr, intr_pipe[0]) == 0) {
-      r->have_intr = 1;
-      r->intr.data = r;
-      uv_poll_start(&r->intr, UV_READABLE, intr_cb);
-    }
-    if (intr_signal != 0) { /* belt and braces: no pipe, or poll failed */
-      res->interrupted = 1;
-      start_termination(r, AB_PROC_INTR_GRACE_MS);
-    }
-    while (r->alive || ANY_OPEN(r)) {
-      if (uv_run(&r->loop, UV_RUN_ONCE) == 0) break; /* cannot happen */
-    }
-    if (r->alive) { /* only if the loop broke down: never leave it running */
-      uv_process_kill(&r->proc, SIGKILL);
-      waitpid(r->proc.pid, NULL, 0);
-      r->alive = 0;
-    }
-    /* A Ctrl-C reaches the whole process group: the child may die of its
-     * copy before the watcher sees ours (intr_cb then leaves the result
-     * alone). Killed by the signal we recorded while it ran: interrupted,
-     * not crashed -- or a caller would report a crash, or go on. */
-    if (!res->interrupted && intr_signal != 0 && res->term_signal == (int)intr_signal)
-      res->interrupted = 1;
-  }
-
-  /* Close everything still open (all of it on a failed spawn: the process
-   * handle is initialised by uv_spawn even when it fails). */
-  close_if_open((uv_handle_t *)&r->proc);
-  close_if_open((uv_handle_t *)&r->pipe[0]);
-  close_if_open((uv_handle_t *)&r->pipe[1]);
-  if (r->npipes > 2) close_if_open((uv_handle_t *)&r->pipe[2]);
-  if (r->npipes > 3) close_if_open((uv_handle_t *)&r->pipe[3]);
-  close_if_open((uv_handle_t *)&r->deadline);
-  close_if_open((uv_handle_t *)&r->kill);
-  close_if_open((uv_handle_t *)&r->eof);
-  if (r->have_intr) close_if_open((uv_handle_t *)&r->intr);
-  uv_run(&r->loop, UV_RUN_DEFAULT);
-  uv_loop_close(&r->loop); /* 0: every handle it had is closed above */
+  if (err == 0) wait_child(r, opts, res);
+  close_run(r);
   free(r);
   if (err != 0) ab_proc_result_free(res);
   return err;
