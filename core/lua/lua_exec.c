@@ -73,16 +73,10 @@ static void boot_fail(lua_State *L, const char *fmt, const char *path) {
   lua_error(L);
 }
 
-/* Runs protected with lx as argument 1: sets the state up as the host's
- * (lua_host.h, with the worker's package paths), loads the scenario and
- * picks the part's hooks (lua/arkbench/exec/boot.lua), and makes the conn
- * metatable (lua/arkbench/exec/conn.lua). */
-static int boot(lua_State *L) {
-  ab__lx_loop_t *lx = lua_touserdata(L, 1);
-  ab_lua_exec_t *x = lx->x;
-  const char *path = x->scenario_path;
-  ab_lua_host_setup(L, x->root, x->lua_path, x->lua_cpath);
-
+/* The scenario's hooks for this part (lua/arkbench/exec/boot.lua's
+ * hooks(path, sets, quick, index, case_id)), left on the stack; returns
+ * their index.  A scenario without them raises its error. */
+static int load_hooks(lua_State *L, ab_lua_exec_t *x, const char *path) {
   lua_getglobal(L, "require");
   lua_pushliteral(L, "arkbench.exec.boot");
   lua_call(L, 1, 1);
@@ -105,7 +99,44 @@ static int boot(lua_State *L) {
     lua_error(L);
   }
   lua_pop(L, 1);
-  int hooks = lua_gettop(L);
+  return lua_gettop(L);
+}
+
+/* The driver's mode from the hooks given (mt, et: the types of message
+ * and expect): a client function, or the light form (message, expect);
+ * both or neither raise. */
+static void pick_mode(lua_State *L, ab__lx_loop_t *lx, int mt, int et, const char *path) {
+  if (lx->ref_client != LUA_NOREF) {
+    lx->mode = AB__LX_MODE_FULL;
+    if (mt != LUA_TNIL || et != LUA_TNIL)
+      boot_fail(L, "%s: execution = \"lua\": give either client = function(conn) or "
+                   "message/expect, not both", path);
+  } else if (mt != LUA_TNIL) {
+    lx->mode = AB__LX_MODE_LIGHT;
+    if (lx->expect_kind == 0) {
+      if (lx->msg_fn)
+        boot_fail(L, "%s: execution = \"lua\": message = function(i) needs expect = a length, "
+                     "\"line\" or function(buf) to know where a reply ends", path);
+      lx->expect_kind = AB__LX_EXP_LEN; /* an echo: the reply is as long as the message */
+      lx->expect_len = lx->msg_len;
+    }
+  } else {
+    boot_fail(L, "%s: execution = \"lua\" needs client = function(conn) ... end, or "
+                 "message = bytes | function(i) with expect = length | \"line\" | function(buf)",
+              path);
+  }
+}
+
+/* Runs protected with lx as argument 1: sets the state up as the host's
+ * (lua_host.h, with the worker's package paths), loads the scenario and
+ * picks the part's hooks (lua/arkbench/exec/boot.lua), and makes the conn
+ * metatable (lua/arkbench/exec/conn.lua). */
+static int boot(lua_State *L) {
+  ab__lx_loop_t *lx = lua_touserdata(L, 1);
+  ab_lua_exec_t *x = lx->x;
+  const char *path = x->scenario_path;
+  ab_lua_host_setup(L, x->root, x->lua_path, x->lua_cpath);
+  int hooks = load_hooks(L, x, path);
 
   lua_getfield(L, hooks, "client");
   if (lua_isfunction(L, -1)) lx->ref_client = luaL_ref(L, LUA_REGISTRYINDEX);
@@ -154,25 +185,7 @@ static int boot(lua_State *L) {
   }
   lua_pop(L, 1);
 
-  if (lx->ref_client != LUA_NOREF) {
-    lx->mode = AB__LX_MODE_FULL;
-    if (mt != LUA_TNIL || et != LUA_TNIL)
-      boot_fail(L, "%s: execution = \"lua\": give either client = function(conn) or "
-                   "message/expect, not both", path);
-  } else if (mt != LUA_TNIL) {
-    lx->mode = AB__LX_MODE_LIGHT;
-    if (lx->expect_kind == 0) {
-      if (lx->msg_fn)
-        boot_fail(L, "%s: execution = \"lua\": message = function(i) needs expect = a length, "
-                     "\"line\" or function(buf) to know where a reply ends", path);
-      lx->expect_kind = AB__LX_EXP_LEN; /* an echo: the reply is as long as the message */
-      lx->expect_len = lx->msg_len;
-    }
-  } else {
-    boot_fail(L, "%s: execution = \"lua\" needs client = function(conn) ... end, or "
-                 "message = bytes | function(i) with expect = length | \"line\" | function(buf)",
-              path);
-  }
+  pick_mode(L, lx, mt, et, path);
 
   if (lx->dgram) ab__lx_udp_boot_check(L, lx, path);
 
