@@ -46,7 +46,8 @@ static void run_ok(ab_case_cfg_t c) {
   CHECK(r.nerrors == 0);
 }
 
-int main(void) {
+/* sharded:N: the loops, the connections on them and the notes. */
+static void test_sharded(void) {
   ab_case_cfg_t c = base();
   run_ok(c);
   ab_result_free(&r);
@@ -89,8 +90,12 @@ int main(void) {
     if (strstr(r.notes[i], "oversubscribed")) fprintf(stderr, "  note: %s\n", r.notes[i]);
   }
   ab_result_free(&r);
+}
 
-
+/* shared:N: one reactor set under N loop threads, callback and coroutine
+ * execution, and what it refuses. */
+static void test_shared(void) {
+  ab_case_cfg_t c;
   /* shared:N: N loop threads on one reactor set; every connection's
    * replies counted once whichever thread ran it (the identity and the
    * histogram count in run_ok); no loop is idle for want of a connection,
@@ -145,7 +150,11 @@ int main(void) {
   CHECK(ab_run_case(&c, &r) == AB_ECONFIG);
   CHECK(strstr(r.error, "shared:2 does not run execution callback over protocol udp") != NULL);
   ab_result_free(&r);
+}
 
+/* pool:N with work, raw framing, and frame sizes around the edges. */
+static void test_pool_and_framing(void) {
+  ab_case_cfg_t c;
   /* pool:2 with work: the pool returns every frame, in order */
   c = base();
   c.clients = 4;
@@ -178,7 +187,11 @@ int main(void) {
     run_ok(c);
     ab_result_free(&r);
   }
+}
 
+/* Coroutine execution, the layered protocols, udp, no warm-up. */
+static void test_executions(void) {
+  ab_case_cfg_t c;
   /* execution = coroutine: plain, layered and with the work pool; every
    * task is cancelled at the end (ASan checks nothing leaks) */
   int protos[] = {AB_PROTO_TCP, AB_PROTO_WS, AB_PROTO_HTTPS};
@@ -224,7 +237,11 @@ int main(void) {
   run_ok(c);
   CHECK_EQ_U64(r.warmup_completed, 0);
   ab_result_free(&r);
+}
 
+/* What ab_case_check and the driver table refuse, in their words. */
+static void test_refusals(void) {
+  ab_case_cfg_t c;
   /* refusals */
   char err[256];
   c = base();
@@ -276,5 +293,13 @@ int main(void) {
   c.window = 4097;
   CHECK(ab_case_check(&c, err, sizeof(err)) == AB_ECONFIG);
   CHECK(strcmp(err, "window 4097 out of range 1 .. 4096") == 0);
+}
+
+int main(void) {
+  test_sharded();
+  test_shared();
+  test_pool_and_framing();
+  test_executions();
+  test_refusals();
   TEST_DONE();
 }
