@@ -172,7 +172,7 @@ static int boot(lua_State *L) {
   }
 
   /* tag = "get": every message of a constant message carries it
-   * (scenario/check.lua allows it with a string message only) */
+   * (scenario/check_hooks.lua allows it with a string message only) */
   lua_getfield(L, hooks, "tag");
   if (lua_type(L, -1) == LUA_TSTRING && mt == LUA_TSTRING) {
     const char *why = NULL;
