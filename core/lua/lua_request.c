@@ -7,6 +7,7 @@
 
 #include <lauxlib.h>
 
+#include "base/ab_error.h"
 #include "proto/caps.h"
 
 static const char *field_string(lua_State *L, int t, const char *key, size_t *len) {
@@ -133,6 +134,31 @@ static int read_conn_counts(lua_State *L, ab_lua_requests_t *keep, char *err, si
   return 0;
 }
 
+/* Request entry i (1-based, the table at stack index t) into
+ * keep->reqs[i - 1], its status codes written from *st on: 0, -1 with a
+ * sentence in err, or AB_ENOMEM.  The stack is left as it was. */
+static int read_entry(lua_State *L, int t, ab_lua_requests_t *keep, int i, uint16_t **st,
+                      char *err, size_t errlen) {
+  ab_http_request_opts_t *o = &keep->reqs[i - 1];
+  o->method = field_string(L, t, "method", NULL);
+  o->path = field_string(L, t, "path", NULL);
+  o->body = field_string(L, t, "body", &o->body_len);
+  if ((keep->headers[i - 1] = join_headers(L, t)) == NULL) return AB_ENOMEM;
+  o->headers = keep->headers[i - 1];
+  lua_getfield(L, t, "status");
+  int k = lua_istable(L, -1) ? (int)lua_objlen(L, -1) : 0;
+  o->status = *st;
+  for (int j = 1; j <= k; j++) {
+    lua_rawgeti(L, -1, j);
+    double v = lua_tonumber(L, -1);
+    *(*st)++ = v >= 0 && v < 65536 ? (uint16_t)v : 0;
+    lua_pop(L, 1);
+  }
+  o->nstatus = (uint32_t)k;
+  lua_pop(L, 1);
+  return read_tag(L, t, keep, (uint32_t)i - 1, err, errlen) < 0 ? -1 : 0;
+}
+
 int ab_lua_read_request(lua_State *L, ab_case_cfg_t *cfg, ab_lua_requests_t *keep, char *err,
                         size_t errlen) {
   memset(keep, 0, sizeof(*keep));
@@ -166,32 +192,17 @@ int ab_lua_read_request(lua_State *L, ab_case_cfg_t *cfg, ab_lua_requests_t *kee
   for (int i = 1; i <= n; i++) {
     lua_rawgeti(L, -1, i);
     int t = lua_gettop(L);
-    ab_http_request_opts_t *o = &keep->reqs[i - 1];
     if (!lua_istable(L, t)) {
       lua_pop(L, 2);
       snprintf(err, errlen, "request %d is not a table", i);
       return -1;
     }
-    o->method = field_string(L, t, "method", NULL);
-    o->path = field_string(L, t, "path", NULL);
-    o->body = field_string(L, t, "body", &o->body_len);
-    if ((keep->headers[i - 1] = join_headers(L, t)) == NULL) {
+    int r = read_entry(L, t, keep, i, &st, err, errlen);
+    if (r == AB_ENOMEM) {
       lua_pop(L, 2);
       goto nomem;
     }
-    o->headers = keep->headers[i - 1];
-    lua_getfield(L, t, "status");
-    int k = lua_istable(L, -1) ? (int)lua_objlen(L, -1) : 0;
-    o->status = st;
-    for (int j = 1; j <= k; j++) {
-      lua_rawgeti(L, -1, j);
-      double v = lua_tonumber(L, -1);
-      *st++ = v >= 0 && v < 65536 ? (uint16_t)v : 0;
-      lua_pop(L, 1);
-    }
-    o->nstatus = (uint32_t)k;
-    lua_pop(L, 1);
-    if (read_tag(L, t, keep, (uint32_t)i - 1, err, errlen) < 0) {
+    if (r < 0) {
       lua_pop(L, 2);
       return -1;
     }
