@@ -164,7 +164,8 @@ function _M.main(args)
             v = args[i + 1]
             i = i + 1
         end
-        if v == nil then
+        -- "--processes --listen X": the next option is not a value
+        if v == nil or v:match("^%-%-") then
             io_stderr:write("arkbench serve: --", k, " needs a value\n")
             return 2
         end
