@@ -28,7 +28,7 @@ static void request_run(const ab_http_plan_t *plan, const uint8_t *data, size_t 
   memset(res, 0, sizeof(*res));
   res->hash = UINT64_C(0xcbf29ce484222325);
   ab_codec_t *c = NULL;
-  if (ab_codec_create(&ab_codec_http, NULL, 16, 1, &c) < 0 || ab_codec_set_requests(c, plan) < 0)
+  if (ab_codec_create(&ab_codec_http, NULL, 16, 1, &c) < 0 || ab_codec_set_requests(c, plan, 0) < 0)
     abort();
   uint8_t req[256];
   for (uint64_t seq = 0; seq < 3; seq++) c->vt->client_request(c, req, seq);
