@@ -23,7 +23,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 
 #include "base/ab_error.h"
 #include "base/clock.h"
@@ -49,10 +48,6 @@ void ab__loop_reached(ab__loop_t *l, int stage) {
 
 static void loop_main(void *arg) {
   ab__loop_t *l = arg;
-  /* open loop: the rate timerfd's expirations exact to the nanosecond
-   * (the default timer slack lets the kernel fire a normal thread's timer
-   * up to 50 us late, all of it send lag) */
-  if (l->open_loop) prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
   uv_run(&l->loop, UV_RUN_DEFAULT);
 }
 
