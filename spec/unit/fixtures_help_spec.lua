@@ -30,3 +30,18 @@ describe("fixture programs", function()
         end
     end)
 end)
+
+describe("misbehaving/_peer.py", function()
+    -- a SIGTERM handled while the main thread holds the counters' lock (it
+    -- counts each accepted connection) still prints the counters: a plain
+    -- Lock deadlocked there, and the fixture was killed without its line
+    it("prints its JSON line on SIGTERM while the main thread holds the lock", function()
+        local text = proc.sh_out("cd " .. shq(ROOT) .. " && timeout -k 1 5 " .. peers.PY .. " -c "
+            .. shq("import sys, os, signal; sys.path.insert(0, 'spec/fixtures/misbehaving'); "
+                .. "import _peer; signal.signal(signal.SIGTERM, _peer.dump_and_exit); "
+                .. "_peer.lock.acquire(); os.kill(os.getpid(), signal.SIGTERM); "
+                .. "import time; time.sleep(3)")
+            .. " 2>&1; echo \"rc=$?\"")
+        assert.truthy(text:match('^{"connections": 0}\nrc=0\n$'), text)
+    end)
+end)
