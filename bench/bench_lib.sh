@@ -1,7 +1,8 @@
 # bench/bench_lib.sh -- sourced by bench/classic_servers.sh, coro_scale.sh
 # and churn.sh: options, servers in the background, medians.  Not run alone.
 #
-# Needs ROOT set by the caller.  Defines BUILD, ARK, ASIO, CRR, say, step,
+# Needs ROOT and TOOL set by the caller.  Defines BUILD, ARK, ASIO, CRR,
+# bench_options "$@" (sets QUICK, ROUNDS, OUT, WARMUP, DURATION), say, step,
 # start_server NAME CMD... (sets SRV_PID_<NAME>, SRV_PORT_<NAME>),
 # stop_servers, median VALUES..., ratio A B, ark_value DIR FIELD.
 
@@ -10,6 +11,26 @@ ARK=$BUILD/arkbench
 ASIO=$BUILD/asio_echo
 CRR=$BUILD/crr_loop
 SERVERS=""
+
+# The options every script takes: --quick, --rounds N, --out DIR, --help
+# (the script's header comment).  Exits 2 on a wrong command line.
+bench_options() {
+  local usage="usage: bench/$TOOL.sh [--quick] [--rounds N] [--out DIR]"
+  QUICK=0 ROUNDS="" OUT=""
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
+      --quick) QUICK=1 ;;
+      --rounds) [ $# -ge 2 ] || { echo "$usage" >&2; exit 2; }; ROUNDS=$2; shift ;;
+      --out) [ $# -ge 2 ] || { echo "$usage" >&2; exit 2; }; OUT=$2; shift ;;
+      *) echo "$TOOL: unknown argument '$1'" >&2; echo "$usage" >&2; exit 2 ;;
+    esac
+    shift
+  done
+  if [ "$QUICK" = 1 ]; then WARMUP=0.05 DURATION=0.3 ROUNDS=${ROUNDS:-1}
+  else WARMUP=0.5 DURATION=2 ROUNDS=${ROUNDS:-3}; fi
+  case "$ROUNDS" in ''|*[!0-9]*|0) echo "$TOOL: --rounds: got '$ROUNDS'; expected an integer >= 1" >&2; exit 2 ;; esac
+}
 
 say() { echo "$@" | tee -a "$SUMMARY"; }
 step() { echo "$TOOL: $*" >&2; }

@@ -27,21 +27,7 @@ set -uo pipefail
 ROOT=$(CDPATH= cd -- "$(dirname -- "$0")/.." && pwd)
 TOOL=churn
 . "$ROOT/bench/bench_lib.sh"
-USAGE="usage: bench/churn.sh [--quick] [--rounds N] [--out DIR]"
-QUICK=0 ROUNDS="" OUT=""
-while [ $# -gt 0 ]; do
-  case "$1" in
-    -h|--help) sed -n '2,26s/^# \{0,1\}//p' "$0"; exit 0 ;;
-    --quick) QUICK=1 ;;
-    --rounds) [ $# -ge 2 ] || { echo "$USAGE" >&2; exit 2; }; ROUNDS=$2; shift ;;
-    --out) [ $# -ge 2 ] || { echo "$USAGE" >&2; exit 2; }; OUT=$2; shift ;;
-    *) echo "$TOOL: unknown argument '$1'" >&2; echo "$USAGE" >&2; exit 2 ;;
-  esac
-  shift
-done
-if [ "$QUICK" = 1 ]; then WARMUP=0.05 DURATION=0.3 ROUNDS=${ROUNDS:-1}
-else WARMUP=0.5 DURATION=2 ROUNDS=${ROUNDS:-3}; fi
-case "$ROUNDS" in ''|*[!0-9]*|0) echo "$TOOL: --rounds: got '$ROUNDS'; expected an integer >= 1" >&2; exit 2 ;; esac
+bench_options "$@"
 [ -x "$ARK" ] || { echo "$TOOL: no $ARK: build first (cmake --build build)" >&2; exit 1; }
 [ -x "$CRR" ] || { echo "$TOOL: no $CRR: build first (cmake --build build --target crr_loop)" >&2; exit 1; }
 bench_out churn
