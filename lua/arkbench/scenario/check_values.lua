@@ -241,6 +241,19 @@ function _M.check_names(ctx, t, keys, known)
     end
 end
 
+-- key of t, when given: one value by its rule, into keys (a list is
+-- refused: the key is not a matrix axis)
+local function check_one_value(ctx, t, keys, key)
+    local v = t[key]
+    if v == nil then return end
+    if type(v) == "table" then
+        fail(ctx, key, "key '" .. key .. "': got a list; expected " .. RULES[key].expected
+             .. ", one value (" .. key .. " is not a matrix axis)")
+    elseif check_value(ctx, key, "key '" .. key .. "'", v, RULES[key]) then
+        keys[key] = v
+    end
+end
+
 -- the matrix axes, and repetitions (one value)
 function _M.check_axes(ctx, t, keys)
     for _, key in ipairs(AXIS_KEYS) do
@@ -252,48 +265,13 @@ function _M.check_axes(ctx, t, keys)
         end
     end
 
-    if t.repetitions ~= nil then
-        local v = t.repetitions
-        if type(v) == "table" then
-            fail(ctx, "repetitions", "key 'repetitions': got a list; expected "
-                 .. RULES.repetitions.expected .. ", one value (repetitions is not a matrix axis)")
-        elseif check_value(ctx, "repetitions", "key 'repetitions'", v, RULES.repetitions) then
-            keys.repetitions = v
-        end
-    end
+    check_one_value(ctx, t, keys, "repetitions")
 end
 
 -- connect_timeout, interval and coroutine_stack: one value each
 function _M.check_single(ctx, t, keys)
-    if t.connect_timeout ~= nil then
-        local v = t.connect_timeout
-        if type(v) == "table" then
-            fail(ctx, "connect_timeout", "key 'connect_timeout': got a list; expected "
-                 .. RULES.connect_timeout.expected .. ", one value (connect_timeout is not a matrix"
-                 .. " axis)")
-        elseif check_value(ctx, "connect_timeout", "key 'connect_timeout'", v, RULES.connect_timeout) then
-            keys.connect_timeout = v
-        end
-    end
-
-    if t.interval ~= nil then
-        local v = t.interval
-        if type(v) == "table" then
-            fail(ctx, "interval", "key 'interval': got a list; expected "
-                 .. RULES.interval.expected .. ", one value (interval is not a matrix axis)")
-        elseif check_value(ctx, "interval", "key 'interval'", v, RULES.interval) then
-            keys.interval = v
-        end
-    end
-
-    if t.coroutine_stack ~= nil then
-        local v = t.coroutine_stack
-        if type(v) == "table" then
-            fail(ctx, "coroutine_stack", "key 'coroutine_stack': got a list; expected "
-                 .. RULES.coroutine_stack.expected .. ", one value (coroutine_stack is not a matrix axis)")
-        elseif check_value(ctx, "coroutine_stack", "key 'coroutine_stack'", v, RULES.coroutine_stack) then
-            keys.coroutine_stack = v
-        end
+    for _, key in ipairs({ "connect_timeout", "interval", "coroutine_stack" }) do
+        check_one_value(ctx, t, keys, key)
     end
 end
 
