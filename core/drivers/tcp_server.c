@@ -137,17 +137,9 @@ static void on_sio_error(ab_sockio_t *io, int err) {
  * *payload gets the message's own length. */
 static int64_t frame_len(const ab__loop_t *l, const uint8_t *p, size_t avail,
                          uint64_t *payload) {
-  if (l->pfx == 0) { /* raw framing */
-    *payload = l->payload;
-    return avail >= l->payload ? (int64_t)l->payload : 0;
-  }
-  uint64_t len;
-  int r = ab_prefix_decode(p, avail, l->eng->max_frame, &len);
-  if (r == AB_EAGAIN) return 0;
-  if (r < 0) return r;
-  if (avail < (size_t)r + len) return 0;
-  *payload = len;
-  return (int64_t)((size_t)r + len);
+  size_t hdr;
+  int raw = l->pfx == 0;
+  return ab_frame_cut(p, avail, raw, raw ? l->payload : l->eng->max_frame, &hdr, payload);
 }
 
 static void echo(ab__sconn_t *s, const uint8_t *p, size_t n) {
