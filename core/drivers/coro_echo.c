@@ -281,8 +281,10 @@ static int client_open(ab__dclient_t *c) {
   return 0;
 }
 
-/* One echo reply of a plain framing: as ab__client_reply (stream.c), for
- * the case it has no request mode to consider.  0 or an error code. */
+/* One echo reply of a plain framing: ab__client_reply (stream.c) without
+ * what a plain framing never has -- request mode, a reply that asks to
+ * close -- so the call and its checks stay off the per-message path.  0
+ * or an error code. */
 static inline int co_reply_plain(ab__dclient_t *c, const ab_msgview_t *msg, uint64_t now) {
   if (msg->len != c->h.loop->payload) return AB_ESIZE;
   int r = ab__win_reply(&c->h, msg->data, msg->len, now);
