@@ -19,7 +19,7 @@ describe("processes = 4", function()
     setup(function()
         local r = ark.run_scenario([[
 return { name = "procs", protocol = "tcp", clients = 42, window = 2, payload = 64,
-         placement = "split", processes = 4, rate = 4000,
+         placement = "split", processes = 4, rate = 4000, rate_strict = false,
          warmup = 0.3, duration = 1.5, interval = 0.5, repetitions = 1, timeout = 5 }
 ]], { name = "procs", limit = 120 })
         assert.equals(0, r.rc, r.stderr)

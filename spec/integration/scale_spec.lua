@@ -26,8 +26,8 @@ describe("20,000 connections", function()
         end
         local r = ark.run_scenario(string.format([[
 return { name = "scale", protocol = "tcp", clients = 20000, window = 1, payload = 64,
-         placement = "split", processes = %d, rate = 5000,
-         warmup = 0.5, duration = 4, repetitions = 1, timeout = 20 }
+         placement = "split", processes = %d, rate = 5000, rate_strict = false,
+         warmup = 0.5, duration = 5, repetitions = 1, timeout = 20 }
 ]], n), { name = "scale", limit = 60 })
         assert.equals(0, r.rc, r.stderr)
         local run = r.runs[1]
@@ -38,7 +38,12 @@ return { name = "scale", protocol = "tcp", clients = 20000, window = 1, payload 
         assert.equals(20000, run.server.connections)
         assert.equals(run.sent, run.completed + run.drained + run.timed_out + run.message_errors
                       + run.unfinished)
-        assert.equals(20000, run.sent)
+        -- each connection's first message is due in the first 4 s (one period
+        -- of 20,000 / 5,000/s), a second before the deadline: all 20,000 go
+        -- out even when a loaded machine leaves the last few of the 25,000
+        -- unsent (which is what rate_strict = false lets pass: the rate's
+        -- accuracy is open_loop_spec's, not this spec's)
+        assert.is_true(run.sent >= 20000, "sent " .. tostring(run.sent))
         assert.equals(20000, run.connections_used)
         assert.equals(n, run.client.processes)
         assert.equals(n, run.server.processes)
