@@ -100,6 +100,38 @@ static int co_recv(ab_conn_t *conn, int *got) {
   }
 }
 
+/* Plain tcp, the task waiting to parse with nothing kept (co_idle): one
+ * recv into the loop's shared io_rx.  The task, woken at once inside this
+ * callback, parses the bytes there and copies only a trailing partial frame
+ * to its own buffer (co_consume), so thousands of connections stream
+ * through one hot buffer, as in callback mode.  0 or the error for the
+ * task. */
+static int co_recv_view(ab_conn_t *conn, uint8_t *rx, const uint8_t **view, size_t *vlen,
+                        int *got) {
+  ssize_t n = ab_sockio_recv(&conn->io, rx, AB__IO_RX);
+  if (n > 0) {
+    *view = rx;
+    *vlen = (size_t)n;
+    *got = 1;
+    return 0;
+  }
+  if (n == 0) return 0;
+  return n == UV_EOF ? AB_ECLOSED : (int)n;
+}
+
+/* After the task parsed in[0..used) of its input: the rest stays for the
+ * next read -- moved to the front of its own buffer, or copied there from
+ * io_rx when the input was a view.  0 or AB_ENOMEM. */
+static int co_consume(const uint8_t **view, size_t *vlen, ab_sockio_kept_t kept, size_t used) {
+  if (*view == NULL) {
+    ab__consume(*kept.buf, kept.len, used);
+    return 0;
+  }
+  const uint8_t *v = *view;
+  *view = NULL;
+  return ab_sockio_keep(kept, v, *vlen, used);
+}
+
 /* The next message in in[0..avail): as the codec's parse (side's
  * function), but a plain framing (length, raw) is cut here, inline, and
  * an incomplete frame stays in the caller's input for the next read --
@@ -133,10 +165,13 @@ static void client_on_readable(ab_conn_t *conn) {
   ab__dclient_t *c = conn->data;
   c->h.loop = conn->io.watch.running; /* shared:N: this thread's loop */
   int got = 0;
-  int r = co_recv(conn, &got);
+  int r = c->co_idle && c->co_waiting && c->rlen == 0
+              ? co_recv_view(conn, c->h.loop->d->io_rx, &c->co_view, &c->co_vlen, &got)
+              : co_recv(conn, &got);
   if (got) c->co_now = ab_now_ns();
   if (r < 0) c->co_err = ab_err_stream_end(r, AB_SIDE_CLIENT);
   wake(c->task, &c->co_waiting);
+  c->co_view = NULL; /* parsed (or the task ended): io_rx is the next one's */
 }
 
 static void client_on_ready(ab_conn_t *conn) {
@@ -176,11 +211,17 @@ static int client_send(ab__dclient_t *c) {
   /* the clock of the last read is recent enough for the phase gate */
   if (ab__win_grant(&c->h, c->co_now, &g) == 0) return 0;
   uint32_t n = g.n;
-  if (ab_buf_grow(&c->sbuf, &c->scap, 0, (size_t)n * ab__msg_room(c->h.loop)) != 0)
-    return AB_ENOMEM;
-  size_t total = ab__client_build(c, c->sbuf, n, g.phase, g.seq);
+  size_t room = (size_t)n * ab__msg_room(c->h.loop);
+  /* a batch that fits is built in the loop's io_tx (ab_conn_send copies
+   * what the kernel does not take), so connections share hot bytes */
+  uint8_t *dst = c->h.loop->d->io_tx;
+  if (room > AB__IO_TX) {
+    if (ab_buf_grow(&c->sbuf, &c->scap, 0, room) != 0) return AB_ENOMEM;
+    dst = c->sbuf;
+  }
+  size_t total = ab__client_build(c, dst, n, g.phase, g.seq);
   if (ab__win_stamp(&c->h, &g, n, ab_now_ns()) == 0) return 0; /* built too late: never sent */
-  return ab_conn_send(&c->conn, c->sbuf, total);
+  return ab_conn_send(&c->conn, dst, total);
 }
 
 /* The TCP connect finished (home loop): the task resumes holding the
@@ -297,6 +338,10 @@ static void client_main(void *arg) {
   if (client_open(c) < 0) return;
   /* echo replies of a plain framing are checked here, inline */
   int plain = c->conn.codec->vt->plain_frames && !c->h.loop->eng->dc->requests;
+  /* plain tcp reads may land in io_rx while the task waits (co_recv_view) */
+  int viewed = c->conn.codec->vt->plain_frames && c->conn.tls == NULL &&
+               c->h.loop->fsz <= AB__IO_SHARED_MAX;
+  ab_sockio_kept_t kept = {&c->rbuf, &c->rcap, &c->rlen};
   for (;;) {
     if (!c->h.alive) return;
     if ((r = client_send(c)) < 0) {
@@ -315,10 +360,12 @@ static void client_main(void *arg) {
     uint64_t now = c->co_now;
     size_t off = 0;
     int got = 0;
+    const uint8_t *in = c->co_view ? c->co_view : c->rbuf;
+    size_t avail = c->co_view ? c->co_vlen : c->rlen;
     for (;;) {
       size_t used = 0;
       ab_msgview_t msg;
-      r = co_parse(c->conn.codec, 1, c->rbuf + off, c->rlen - off, &used, &msg);
+      r = co_parse(c->conn.codec, 1, in + off, avail - off, &used, &msg);
       off += used;
       if (r == 0) break;
       if (r > 0) r = plain ? co_reply_plain(c, &msg, now) : ab__client_reply(c, &msg, now);
@@ -328,7 +375,10 @@ static void client_main(void *arg) {
       }
       got = 1;
     }
-    ab__consume(c->rbuf, &c->rlen, off);
+    if (co_consume(&c->co_view, &c->co_vlen, kept, off) != 0) {
+      ab__client_fail(c, AB_ENOMEM, "read buffer");
+      return;
+    }
     /* pongs the parse queued go out now, where the bound counts them */
     if (pl->len > 0 && (r = ab_conn_flush(&c->conn)) < 0) {
       ab__client_fail(c, r, "write");
@@ -348,7 +398,10 @@ static void client_main(void *arg) {
       ab__client_fail(c, e, what);
       return;
     }
-    if (wait_event(&c->co_waiting) < 0) return; /* cancelled */
+    c->co_idle = viewed;
+    r = wait_event(&c->co_waiting);
+    c->co_idle = 0;
+    if (r < 0) return; /* cancelled */
     if (!c->h.alive) return;
   }
 }
@@ -400,7 +453,9 @@ static void server_on_readable(ab_conn_t *conn) {
   ab__sconn_t *s = conn->data;
   s->loop = conn->io.watch.running; /* shared:N: this thread's loop */
   int got = 0;
-  int r = co_recv(conn, &got);
+  int r = s->co_idle && s->co_waiting && s->rlen == 0
+              ? co_recv_view(conn, s->loop->d->io_rx, &s->co_view, &s->co_vlen, &got)
+              : co_recv(conn, &got);
   if (r < 0) s->co_err = r;
   if (s->jobs_out > 0) ab__sconn_owe_held(s, s->hlen + s->rlen);
   wake(s->task, &s->co_waiting);
@@ -431,7 +486,7 @@ static int server_flush(ab__sconn_t *s) { return ab_conn_flush(&s->conn); }
  * the start of s's input, cut and counted at once as the callback server
  * does.  Returns the bytes they take; what follows is a partial frame, or
  * one the cut refuses (the codec's parse then says why). */
-static size_t echo_run(ab__sconn_t *s, int raw) {
+static size_t echo_run(ab__sconn_t *s, const uint8_t *in, size_t avail, int raw) {
   ab__loop_t *l = s->loop;
   uint64_t max = s->conn.codec->max_msg, work = l->eng->cfg->work;
   uint64_t frames = 0, bytes = 0;
@@ -439,7 +494,7 @@ static size_t echo_run(ab__sconn_t *s, int raw) {
   for (;;) {
     size_t hdr;
     uint64_t plen;
-    int64_t n = ab_frame_cut(s->rbuf + off, s->rlen - off, raw, max, &hdr, &plen);
+    int64_t n = ab_frame_cut(in + off, avail - off, raw, max, &hdr, &plen);
     if (n <= 0) break;
     off += (size_t)n;
     frames++;
@@ -534,16 +589,20 @@ static void server_main(void *arg) {
    * server_reply */
   int direct = !eng->pool && !s->conn.tls && vt->request_is_reply;
   int plain = direct && vt->plain_frames, raw = vt->plain_frames == AB_FRAMES_RAW;
+  ab_sockio_kept_t kept = {&s->rbuf, &s->rcap, &s->rlen};
   for (;;) {
     ab_sockio_owe(&s->conn.io, 0); /* parsing again: nothing held */
     size_t off = 0;
     uint64_t held = 0;
-    size_t run_lo = 0, run_hi = 0; /* frames to echo from rbuf[run_lo, run_hi) */
-    if (plain) run_hi = off = echo_run(s, raw);
+    /* the input: s's own buffer, or the loop's io_rx (co_recv_view) */
+    const uint8_t *in = s->co_view ? s->co_view : s->rbuf;
+    size_t avail = s->co_view ? s->co_vlen : s->rlen;
+    size_t run_lo = 0, run_hi = 0; /* frames to echo from in[run_lo, run_hi) */
+    if (plain) run_hi = off = echo_run(s, in, avail, raw);
     for (;;) {
       size_t used = 0, before = off;
       ab_msgview_t msg;
-      r = co_parse(s->conn.codec, 0, s->rbuf + off, s->rlen - off, &used, &msg);
+      r = co_parse(s->conn.codec, 0, in + off, avail - off, &used, &msg);
       off += used;
       if (r == 0) break;
       if (r < 0) {
@@ -553,14 +612,14 @@ static void server_main(void *arg) {
       }
       s->loop->server_messages++;
       s->loop->server_bytes += msg.len;
-      if (direct && msg.data >= s->rbuf + before && msg.data + msg.len <= s->rbuf + off) {
+      if (direct && msg.data >= in + before && msg.data + msg.len <= in + off) {
         if (eng->cfg->work) s->loop->work_sink ^= ab_work(eng->cfg->work, s->loop->work_sink + 1);
         if (run_hi != before) run_lo = before; /* (always contiguous in practice) */
         run_hi = off;
         continue;
       }
       if (run_hi > run_lo) { /* keep the order: earlier frames first */
-        ab_outbuf_append(out, s->rbuf + run_lo, run_hi - run_lo);
+        ab_outbuf_append(out, in + run_lo, run_hi - run_lo);
         run_lo = run_hi = 0;
       }
       if (eng->pool) {
@@ -576,21 +635,30 @@ static void server_main(void *arg) {
       }
     }
     if (run_hi > run_lo) {
-      /* straight from rbuf when nothing is queued before it (plain tcp);
-       * what the kernel does not take is copied to the pending output */
-      if ((r = ab_conn_send(&s->conn, s->rbuf + run_lo, run_hi - run_lo)) < 0) {
+      /* straight from the input when nothing is queued before it (plain
+       * tcp); what the kernel does not take is copied to the pending
+       * output */
+      if ((r = ab_conn_send(&s->conn, in + run_lo, run_hi - run_lo)) < 0) {
         ab__sconn_error(s, r, "write");
         goto done;
       }
     }
-    ab__consume(s->rbuf, &s->rlen, off);
+    if (co_consume(&s->co_view, &s->co_vlen, kept, off) != 0) {
+      ab__sconn_error(s, AB_ENOMEM, "read buffer");
+      goto done;
+    }
     if (held && server_take_back(s, vt, held) < 0) goto done;
     if ((r = server_flush(s)) < 0) {
       ab__sconn_error(s, r, "write");
       goto done;
     }
     if (s->co_err) goto done;
-    if (off == 0 && wait_event(&s->co_waiting) < 0) goto done;
+    if (off == 0) {
+      s->co_idle = plain && s->conn.tls == NULL;
+      r = wait_event(&s->co_waiting);
+      s->co_idle = 0;
+      if (r < 0) goto done;
+    }
   }
 done:
   /* a read's failure or the socket's: counted by the server's one rule (a

@@ -30,14 +30,16 @@ typedef struct {
   int reported;                 /* counted towards the CONNECTED stage */
 } ab__layers_t;
 
-/* Plain tcp, callback: every recv of a connection with no partial frame
- * kept lands in the loop's io_rx, and a client batch that fits is built in
- * io_tx, so the bytes the kernel copies stay in a few hot cache lines
- * whatever the connection count.  Frames larger than AB__IO_SHARED_MAX are
- * read into the connection's own buffer. */
+/* Plain tcp, callback and coroutine: every recv of a connection with no
+ * partial frame kept lands in the loop's io_rx, and a client batch that
+ * fits is built in io_tx, so the bytes the kernel copies stay in a few hot
+ * cache lines whatever the connection count; a connection's own buffer
+ * holds only a partial frame (2000 connections x 64 KiB: RSS 13 MiB, not
+ * 145).  A client's frames larger than io_rx never fit in it whole, so
+ * they are read into the connection's own buffer. */
 #define AB__IO_RX ((size_t)256 << 10)
 #define AB__IO_TX ((size_t)256 << 10)
-#define AB__IO_SHARED_MAX ((size_t)64 << 10)
+#define AB__IO_SHARED_MAX AB__IO_RX
 
 /* A client connection, as every driver row (and the Lua driver) keeps it:
  * the engine's header first (engine_int.h; the engine allocates
@@ -65,6 +67,11 @@ typedef struct ab__dclient_s {
   int co_connect;               /* its TCP connect: 0 pending, 1 done, < 0
                                    the error */
   uint64_t co_now;              /* clock at the last read */
+  int co_idle;                  /* waiting for replies, plain tcp: a read
+                                   may land in the loop's io_rx (co_view) */
+  const uint8_t *co_view;       /* input in io_rx, parsed before the task
+                                   waits again (coro_echo.c) */
+  size_t co_vlen;
   uint8_t *sbuf;                /* request batch */
   size_t scap;
   /* udp only */
@@ -113,6 +120,9 @@ struct ab__sconn_s {
   ab__layers_t ly;              /* layered protocols only */
   ab_task_t *task;              /* execution = coroutine */
   int co_waiting, co_err;
+  int co_idle;                  /* as the client's (ab__dclient_t) */
+  const uint8_t *co_view;
+  size_t co_vlen;
   uint64_t in_pool;             /* pool jobs submitted and not back on
                                    the loop (ab__sconn_submit): the struct
                                    is freed only when none is */
@@ -147,9 +157,11 @@ struct ab__dloop_s {
   uv_udp_t userver;             /* udp: the one server socket of this loop */
   uint8_t *udp_rx;              /* udp: receive buffer (64 KiB) */
   uint8_t *cipher_rx;           /* tls: ciphertext read buffer (64 KiB) */
-  uint8_t *io_rx;               /* plain tcp, callback: receive buffer
-                                   shared by the loop's connections */
-  uint8_t *io_tx;               /* and the client batch being built */
+  uint8_t *io_rx;               /* plain tcp, callback and coroutine:
+                                   receive buffer shared by the loop's
+                                   connections */
+  uint8_t *io_tx;               /* and the client batch being built (any
+                                   protocol, coroutine) */
   ab_sched_t *sched;            /* coroutine and scripted rows */
   struct ab__udp_job_s *udp_free; /* udp + pool: recycled datagram jobs */
   ab__sconn_t *sconns;          /* list of server connections */

@@ -120,15 +120,25 @@ static void tcp_work_done(ab__sconn_t *s) { ab__server_work_returned(s, 1); }
 
 /* ---- coroutine: the loop's scheduler ---------------------------------- */
 
+/* Tasks read plain tcp into the loop's io_rx and build request batches in
+ * its io_tx, as callback tcp does (coro_echo.c): the per-connection
+ * buffers then hold only partial frames and unsent output. */
 static int co_loop_open(ab__loop_t *l, char *err, size_t errlen) {
   int r = stream_loop_open(l, err, errlen);
   if (r < 0) return r;
+  if ((l->d->io_rx = malloc(AB__IO_RX)) == NULL) return AB_ENOMEM;
+  if (l->eng->cfg->role != AB_ROLE_SERVER && (l->d->io_tx = malloc(AB__IO_TX)) == NULL)
+    return AB_ENOMEM;
   return ab_sched_new(&l->d->sched, &l->loop) < 0 ? AB_ENOMEM : 0;
 }
 
 static void co_loop_close(ab__loop_t *l) {
   if (l->d && l->d->sched && ab_sched_free(l->d->sched) != 0)
     fprintf(stderr, "arkbench: loop %u: coroutine tasks still alive at the end\n", l->index);
+  if (l->d) {
+    free(l->d->io_rx);
+    free(l->d->io_tx);
+  }
   stream_loop_close(l);
 }
 
