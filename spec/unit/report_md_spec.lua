@@ -237,6 +237,29 @@ describe("report_md", function()
         assert.truthy(text:find("| shared:1 | 50,000 [40,000, 60,000] | 48.8 |", 1, true))
         assert.truthy(text:find("None: every run was ok.", 1, true))
     end)
+
+    -- a new user's churn comparison: parts labelled after their protocol,
+    -- execution varying, one topology -- the findings said "tcp, tcp" and
+    -- called callback vs coroutine a best topology
+    it("has no topology findings when only execution varies, and names a part once", function()
+        local function ex(label, protocol, execution)
+            local c = case(64, 16, "sharded:1")
+            c.label, c.protocol, c.execution = label, protocol, execution
+            c.case_id = label .. " execution=" .. execution
+            return c
+        end
+        local rs = {}
+        for _, c in ipairs({ ex("tcp", "tcp", "callback"), ex("tcp", "tcp", "coroutine"),
+                             ex("tls-resume", "tls", "callback"), ex("tls-resume", "tls", "coroutine") }) do
+            for rep, rt in ipairs({ 100000, 120000, 110000 }) do rs[#rs + 1] = ok(c, rep, rt) end
+        end
+        local text, m = render(rs)
+        assert.are.equal(0, #m.findings)
+        assert.is_nil(text:find("## Key findings", 1, true))
+        assert.truthy(text:find("\n## tcp\n", 1, true), text)
+        assert.is_nil(text:find("tcp, tcp", 1, true))
+        assert.truthy(text:find("\n## tls-resume, tls\n", 1, true), text)
+    end)
 end)
 
 describe("report.compact", function()

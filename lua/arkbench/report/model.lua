@@ -127,7 +127,11 @@ end
 
 local function title_of(values, keys)
     local parts = {}
-    for _, key in ipairs(keys) do parts[#parts + 1] = _M.value_text(key, values[key]) end
+    for _, key in ipairs(keys) do
+        local v = _M.value_text(key, values[key])
+        -- a part named after its protocol ("tcp", protocol tcp) says it once
+        if v ~= parts[#parts] then parts[#parts + 1] = v end
+    end
     return concat(parts, ", ")
 end
 
@@ -428,8 +432,10 @@ function _M.build(summary, runs, env)
         end
     end
 
+    -- findings compare topologies: rows that differ only in execution (or
+    -- another row axis) are the case tables' business, not a "best topology"
     m.findings = {}
-    if #m.rows > 1 then
+    if #m.rows > 1 and is_varying.topology then
         for _, p in ipairs(m.parts) do
             for _, g in ipairs(finding_groups(p, m)) do m.findings[#m.findings + 1] = finding(g, m) end
         end
