@@ -29,16 +29,14 @@ void ab_conn_init(ab_conn_t *c, ab_tls_conn_t *tls, uint8_t *cipher_rx) {
 
 /* Moves the ciphertext TLS has produced to the socket. */
 static int send_tls_out(ab_conn_t *c) {
-  size_t n;
-  while ((n = ab_tls_pending_out(c->tls)) > 0) {
-    uint8_t *d = ab_sockio_reserve(&c->io, n);
-    if (d == NULL) return AB_ENOMEM;
-    size_t got = ab_tls_take_out(c->tls, d, n);
-    int r = ab_sockio_commit(&c->io, got);
-    if (r < 0) return r;
-    if (got == 0) break;
-  }
-  return 0;
+  const uint8_t *d;
+  size_t n = ab_tls_out_peek(c->tls, &d);
+  if (n == 0) return 0;
+  /* straight from TLS's buffer; what the kernel does not take now is
+   * copied to the pending output */
+  int r = ab_sockio_send(&c->io, d, n);
+  ab_tls_out_drop(c->tls, n);
+  return r;
 }
 
 /* Plaintext that arrived with (or after) the records read so far. */

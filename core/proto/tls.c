@@ -1,8 +1,9 @@
-/* tls.c -- TLS over memory BIOs (see tls.h).
+/* tls.c -- TLS over two ciphertext buffers (see tls.h).
  *
- * Each connection owns an SSL and two memory BIOs: rbio holds ciphertext
- * fed from the socket, wbio collects ciphertext to send.  Nothing here
- * knows about sockets or event loops.
+ * Each connection owns an SSL and two buffer BIOs (tls_bio.h): rbio holds
+ * ciphertext fed from the socket, wbio collects ciphertext to send, which
+ * the transport reads in place.  Nothing here knows about sockets or event
+ * loops.
  *
  * Error queue: OpenSSL's per-thread error queue is drained on every failure
  * path here (the reason is copied into the connection), so a later call on
@@ -31,6 +32,7 @@
 #include <openssl/x509v3.h>
 
 #include "base/ab_error.h"
+#include "proto/tls_bio.h"
 
 struct ab_tls_ctx_s {
   SSL_CTX *ssl_ctx;
@@ -48,6 +50,7 @@ struct ab_tls_ctx_s {
 struct ab_tls_conn_s {
   SSL *ssl;
   BIO *rbio, *wbio;   /* owned by ssl */
+  ab_cbuf_t *rbuf, *wbuf; /* their buffers (freed with them) */
   ab_tls_ctx_t *ctx;
   int done;           /* handshake finished */
   int failed;         /* a fatal error was recorded in err */
@@ -572,8 +575,8 @@ int ab_tls_conn_new(ab_tls_ctx_t *ctx, int is_client, const char *verify_host,
   if (c == NULL) return AB_ENOMEM;
   c->ctx = ctx;
   c->ssl = SSL_new(ctx->ssl_ctx);
-  c->rbio = BIO_new(BIO_s_mem());
-  c->wbio = BIO_new(BIO_s_mem());
+  c->rbio = ab_cbuf_bio_new(&c->rbuf);
+  c->wbio = ab_cbuf_bio_new(&c->wbuf);
   if (c->ssl == NULL || c->rbio == NULL || c->wbio == NULL) {
     BIO_free(c->rbio);
     BIO_free(c->wbio);
@@ -582,8 +585,7 @@ int ab_tls_conn_new(ab_tls_ctx_t *ctx, int is_client, const char *verify_host,
     ERR_clear_error();
     return AB_ENOMEM;
   }
-  /* an empty rbio reads as "retry", never as end of stream */
-  BIO_set_mem_eof_return(c->rbio, -1);
+  /* (an empty rbio reads as "retry", never as end of stream) */
   SSL_set_bio(c->ssl, c->rbio, c->wbio);
   if (!is_client) {
     SSL_set_accept_state(c->ssl);
@@ -640,13 +642,7 @@ void ab_tls_conn_free(ab_tls_conn_t *c) {
 }
 
 int ab_tls_feed(ab_tls_conn_t *c, const uint8_t *cipher, size_t n) {
-  size_t w;
-  if (n == 0) return 0;
-  if (!BIO_write_ex(c->rbio, cipher, n, &w) || w != n) {
-    ERR_clear_error();
-    return AB_ENOMEM;
-  }
-  return 0;
+  return ab_cbuf_append(c->rbuf, cipher, n);
 }
 
 int ab_tls_handshake(ab_tls_conn_t *c) {
@@ -706,15 +702,22 @@ int ab_tls_close(ab_tls_conn_t *c) {
   return conn_fail(c, SSL_get_error(c->ssl, r));
 }
 
-size_t ab_tls_pending_out(ab_tls_conn_t *c) {
-  return BIO_ctrl_pending(c->wbio);
-}
+size_t ab_tls_pending_out(ab_tls_conn_t *c) { return ab_cbuf_pending(c->wbuf); }
 
 size_t ab_tls_take_out(ab_tls_conn_t *c, uint8_t *buf, size_t cap) {
-  size_t n = 0;
-  if (cap == 0 || !BIO_read_ex(c->wbio, buf, cap, &n)) return 0;
+  size_t n = ab_cbuf_pending(c->wbuf);
+  if (n > cap) n = cap;
+  if (n) memcpy(buf, ab_cbuf_data(c->wbuf), n);
+  ab_cbuf_drop(c->wbuf, n);
   return n;
 }
+
+size_t ab_tls_out_peek(ab_tls_conn_t *c, const uint8_t **data) {
+  *data = ab_cbuf_data(c->wbuf);
+  return ab_cbuf_pending(c->wbuf);
+}
+
+void ab_tls_out_drop(ab_tls_conn_t *c, size_t n) { ab_cbuf_drop(c->wbuf, n); }
 
 int ab_tls_info(ab_tls_conn_t *c, ab_tls_info_t *info) {
   if (!SSL_is_init_finished(c->ssl)) return AB_EINVAL;

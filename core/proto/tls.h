@@ -1,9 +1,10 @@
 /* tls.h -- TLS as a byte transform (docs/scenarios.md key `tls`; docs/protocols.md).
  *
- * OpenSSL runs over two memory BIOs and never touches a socket (h2o's
- * approach): the transport feeds the ciphertext it read with ab_tls_feed(),
- * gets plaintext back with ab_tls_read(), hands plaintext to ab_tls_write()
- * and sends whatever ab_tls_take_out() returns.  The same TCP transport thus
+ * OpenSSL runs over two ciphertext buffers (tls_bio.h) and never touches a
+ * socket (h2o's approach): the transport feeds the ciphertext it read with
+ * ab_tls_feed(), gets plaintext back with ab_tls_read(), hands plaintext to
+ * ab_tls_write() and sends whatever ab_tls_take_out() returns (or, without
+ * a copy, what ab_tls_out_peek() shows, then ab_tls_out_drop()).  The same TCP transport thus
  * serves plain and TLS, and the codec above (codec.h) only sees plaintext.
  *
  * Errors follow ab_error.h: 0 or a positive value on success, a negative
@@ -30,8 +31,8 @@
  * the peer learns why), so check ab_tls_pending_out() after each one.
  *
  * Steady-state cost: no allocation per call or per record beyond OpenSSL's
- * own record buffers; the memory BIOs grow to the largest burst and keep
- * that size.
+ * own record buffers; the ciphertext buffers grow to the largest burst and
+ * keep that size.
  */
 #ifndef AB_TLS_H
 #define AB_TLS_H
@@ -172,6 +173,11 @@ size_t ab_tls_pending_out(ab_tls_conn_t *c);
 
 /* Moves up to cap bytes of that ciphertext into buf; returns how many. */
 size_t ab_tls_take_out(ab_tls_conn_t *c, uint8_t *buf, size_t cap);
+
+/* The ciphertext waiting, in place: *data and the count (valid until the
+ * next call on c); ab_tls_out_drop() then forgets the first n bytes. */
+size_t ab_tls_out_peek(ab_tls_conn_t *c, const uint8_t **data);
+void ab_tls_out_drop(ab_tls_conn_t *c, size_t n);
 
 /* Negotiated parameters.  Returns 0, or AB_EINVAL before the handshake is
  * done. */
