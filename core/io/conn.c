@@ -94,8 +94,12 @@ static void handshake_readable(ab_conn_t *c) {
       fail_handshake(c, (int)n);
       return;
     }
-    int r = ab_tls_feed(c->tls, rx, (size_t)n);
+    /* rx is read in place, and what the handshake left of it is copied
+     * before anything else can read into rx */
+    int r = ab_tls_feed_lent(c->tls, rx, (size_t)n);
     int h = r < 0 ? r : ab_tls_handshake(c->tls);
+    int k = ab_tls_keep(c->tls);
+    if (h >= 0 && k < 0) h = k;
     int w = send_tls_out(c); /* the next flight, or the alert of a failure */
     if (h < 0) {
       fail_handshake(c, h);
@@ -155,8 +159,11 @@ ssize_t ab_conn_recv(ab_conn_t *c, size_t *room) {
   uint8_t *rx = cipher_rx(c);
   ssize_t n = ab_sockio_recv(&c->io, rx, AB_CONN_CIPHER_RX);
   if (n <= 0) return n;
-  int r = ab_tls_feed(c->tls, rx, (size_t)n);
+  /* read in place; a partial record left is copied before rx is reused */
+  int r = ab_tls_feed_lent(c->tls, rx, (size_t)n);
   if (r == 0) r = decrypt_into_in(c);
+  int k = ab_tls_keep(c->tls);
+  if (r == 0) r = k;
   /* what reading made TLS write (key updates, alerts) goes out now */
   if (ab_tls_pending_out(c->tls) > 0) {
     int w = send_tls_out(c);

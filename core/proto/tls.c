@@ -645,6 +645,12 @@ int ab_tls_feed(ab_tls_conn_t *c, const uint8_t *cipher, size_t n) {
   return ab_cbuf_append(c->rbuf, cipher, n);
 }
 
+int ab_tls_feed_lent(ab_tls_conn_t *c, const uint8_t *cipher, size_t n) {
+  return ab_cbuf_lend(c->rbuf, cipher, n);
+}
+
+int ab_tls_keep(ab_tls_conn_t *c) { return ab_cbuf_keep(c->rbuf); }
+
 int ab_tls_handshake(ab_tls_conn_t *c) {
   if (c->done) return 1;
   if (c->failed) return AB_EPROTO;

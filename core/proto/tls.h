@@ -18,7 +18,8 @@
  * may be shared by connections on any number of threads, and must outlive
  * every connection made from it.  A connection (ab_tls_conn_t) belongs to
  * one thread at a time.  All buffers passed in are the caller's and are
- * not kept after the call returns.
+ * not kept after the call returns (except what ab_tls_feed_lent() lends,
+ * until ab_tls_keep()).
  *
  * Typical pump (either side):
  *   ab_tls_feed(c, bytes_from_socket, n);
@@ -146,6 +147,12 @@ void ab_tls_conn_free(ab_tls_conn_t *c);
 
 /* Hands n bytes read from the socket to TLS.  Returns 0 or AB_ENOMEM. */
 int ab_tls_feed(ab_tls_conn_t *c, const uint8_t *cipher, size_t n);
+
+/* As ab_tls_feed, but cipher[0..n) is read in place (no copy) by the
+ * calls that follow, until ab_tls_keep() copies what they left (a partial
+ * record) -- call it before cipher's memory is reused.  0 or AB_ENOMEM. */
+int ab_tls_feed_lent(ab_tls_conn_t *c, const uint8_t *cipher, size_t n);
+int ab_tls_keep(ab_tls_conn_t *c);
 
 /* Drives the handshake with what has been fed.  Returns 1 when done (also
  * on every later call), 0 when it needs more input (first send

@@ -30,6 +30,22 @@ int ab_cbuf_append(ab_cbuf_t *b, const uint8_t *p, size_t n) {
   return 0;
 }
 
+int ab_cbuf_lend(ab_cbuf_t *b, const uint8_t *p, size_t n) {
+  if (ab_cbuf_pending(b) > 0 || b->blen > 0) return ab_cbuf_append(b, p, n);
+  b->bp = p;
+  b->blen = n;
+  return 0;
+}
+
+int ab_cbuf_keep(ab_cbuf_t *b) {
+  if (b->blen == 0) return 0;
+  const uint8_t *p = b->bp;
+  size_t n = b->blen;
+  b->bp = NULL;
+  b->blen = 0;
+  return ab_cbuf_append(b, p, n);
+}
+
 static int cb_write(BIO *bio, const char *data, size_t n, size_t *written) {
   BIO_clear_retry_flags(bio);
   if (ab_cbuf_append(BIO_get_data(bio), (const uint8_t *)data, n) != 0) return 0;
@@ -41,13 +57,19 @@ static int cb_read(BIO *bio, char *out, size_t cap, size_t *got) {
   ab_cbuf_t *b = BIO_get_data(bio);
   BIO_clear_retry_flags(bio);
   size_t n = ab_cbuf_pending(b);
-  if (n == 0) {
+  if (n > 0) { /* our own bytes come first: they arrived first */
+    if (n > cap) n = cap;
+    memcpy(out, ab_cbuf_data(b), n);
+    ab_cbuf_drop(b, n);
+  } else if (b->blen > 0) {
+    n = b->blen < cap ? b->blen : cap;
+    memcpy(out, b->bp, n);
+    b->bp += n;
+    b->blen -= n;
+  } else {
     BIO_set_retry_read(bio); /* no input yet: want-read, not end of stream */
     return 0;
   }
-  if (n > cap) n = cap;
-  memcpy(out, ab_cbuf_data(b), n);
-  ab_cbuf_drop(b, n);
   *got = n;
   return 1;
 }
@@ -57,8 +79,10 @@ static long cb_ctrl(BIO *bio, int cmd, long num, void *ptr) {
   (void)ptr;
   switch (cmd) {
   case BIO_CTRL_PENDING:
-  case BIO_CTRL_WPENDING:
-    return (long)ab_cbuf_pending(BIO_get_data(bio));
+  case BIO_CTRL_WPENDING: {
+    const ab_cbuf_t *b = BIO_get_data(bio);
+    return (long)(ab_cbuf_pending(b) + b->blen);
+  }
   case BIO_CTRL_FLUSH:
   case BIO_CTRL_DUP:
     return 1;

@@ -24,7 +24,9 @@
 typedef struct {
   uint8_t *p;
   size_t cap;
-  size_t off, len; /* the unread bytes: p[off..len) */
+  size_t off, len;    /* the unread bytes of our own: p[off..len) */
+  const uint8_t *bp;  /* then the caller's, read in place until it takes */
+  size_t blen;        /* them back (ab_cbuf_keep) */
 } ab_cbuf_t;
 
 /* A new BIO owning a new empty buffer (*buf points at it until the BIO is
@@ -34,7 +36,15 @@ BIO *ab_cbuf_bio_new(ab_cbuf_t **buf);
 /* Appends n bytes.  0 or AB_ENOMEM. */
 int ab_cbuf_append(ab_cbuf_t *b, const uint8_t *p, size_t n);
 
-/* The unread bytes, and forgetting the first n of them. */
+/* Lends p[0..n) to the readers without copying it (appended, as a copy,
+ * when unread bytes are there already or some are lent); ab_cbuf_keep()
+ * copies what was not read of it and ends the loan, before p is reused.
+ * 0 or AB_ENOMEM. */
+int ab_cbuf_lend(ab_cbuf_t *b, const uint8_t *p, size_t n);
+int ab_cbuf_keep(ab_cbuf_t *b);
+
+/* The unread bytes of our own (what is lent is read through the BIO
+ * only), and forgetting the first n of them. */
 static inline size_t ab_cbuf_pending(const ab_cbuf_t *b) { return b->len - b->off; }
 static inline const uint8_t *ab_cbuf_data(const ab_cbuf_t *b) { return b->p + b->off; }
 static inline void ab_cbuf_drop(ab_cbuf_t *b, size_t n) {

@@ -96,8 +96,47 @@ static void test_view_and_append(void) {
   BIO_free(bio);
 }
 
+/* Lent bytes are read in place; keep copies the unread rest, so the
+ * lender may overwrite its buffer; own bytes go before lent ones. */
+static void test_lend_and_keep(void) {
+  ab_cbuf_t *b = NULL;
+  BIO *bio = ab_cbuf_bio_new(&b);
+  size_t w = 0, r = 0;
+  uint8_t rx[3000];
+  for (size_t i = 0; i < sizeof(rx); i++) rx[i] = byte_at(w + i);
+  CHECK(ab_cbuf_lend(b, rx, sizeof(rx)) == 0);
+  w += sizeof(rx);
+  CHECK_EQ_U64(ab_cbuf_pending(b), 0); /* nothing copied */
+  CHECK_EQ_U64(BIO_ctrl_pending(bio), 3000);
+  CHECK_EQ_U64(take(bio, &r, 1000), 1000);
+  CHECK(ab_cbuf_keep(b) == 0);
+  memset(rx, 0xEE, sizeof(rx)); /* the lender reuses its buffer */
+  CHECK_EQ_U64(ab_cbuf_pending(b), 2000);
+  /* a second loan while own bytes are unread is copied behind them */
+  for (size_t i = 0; i < 500; i++) rx[i] = byte_at(w + i);
+  CHECK(ab_cbuf_lend(b, rx, 500) == 0);
+  w += 500;
+  CHECK_EQ_U64(ab_cbuf_pending(b), 2500);
+  memset(rx, 0xDD, 500);
+  CHECK(ab_cbuf_keep(b) == 0); /* nothing lent: nothing to do */
+  CHECK_EQ_U64(take(bio, &r, 10000), 2500);
+  CHECK_EQ_U64(r, w);
+  /* a loan read whole needs no copy at keep */
+  for (size_t i = 0; i < 100; i++) rx[i] = byte_at(w + i);
+  CHECK(ab_cbuf_lend(b, rx, 100) == 0);
+  w += 100;
+  CHECK_EQ_U64(take(bio, &r, 100), 100);
+  CHECK(ab_cbuf_keep(b) == 0);
+  CHECK_EQ_U64(BIO_ctrl_pending(bio), 0);
+  uint8_t x;
+  size_t got;
+  CHECK(BIO_read_ex(bio, &x, 1, &got) == 0 && BIO_should_retry(bio));
+  BIO_free(bio);
+}
+
 int main(void) {
   test_empty_is_retry();
+  test_lend_and_keep();
   test_order_across_slides_and_growth();
   test_view_and_append();
   TEST_DONE();
