@@ -185,6 +185,12 @@ describe("scenario.load", function()
                 load_err("mixed_protocols.lua"))
         end)
 
+        it("says a list of parts takes no keys of its own", function()
+            assert.equals(F .. "parts_with_name.lua:3: unexpected list entry [1]: got a table; "
+                .. "expected named keys, such as payload = 64 (a list of parts takes no keys of its "
+                .. "own: give each part its keys, name included)", load_err("parts_with_name.lua"))
+        end)
+
         it("reports every problem, one per line, in file order", function()
             assert.equals(table.concat({
                 F .. "several.lua:1: unexpected list entry [1]: got string \"tcp\"; "

@@ -64,8 +64,11 @@ local function validate(ctx, t)
         if type(k) == "string" then
             fail(ctx, k, unknown_key(k, _M.KEYS))
         else
+            local hint = type(t[k]) == "table"
+                and " (a list of parts takes no keys of its own: give each part its keys,"
+                    .. " name included)" or ""
             fail(ctx, nil, "unexpected list entry [" .. tostring(k) .. "]: got "
-                 .. describe(t[k]) .. "; expected named keys, such as payload = 64")
+                 .. describe(t[k]) .. "; expected named keys, such as payload = 64" .. hint)
         end
     end
 
