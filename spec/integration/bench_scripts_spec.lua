@@ -2,7 +2,8 @@
 -- one round, 0.3 s per run): bench/churn.sh (arkbench K = 1 vs
 -- build/crr_loop), bench/coro_scale.sh (coroutine vs callback, 2000 x
 -- 64 KiB) and bench/classic_servers.sh (one client, arkbench serve vs the
--- Asio raw server; pending without asio_echo). Each must exit 0, print
+-- Asio raw server; pending without asio_echo), and issue 12's
+-- bench/open_loop.sh (send lag, open vs closed CPU per round trip). Each must exit 0, print
 -- both sides' numbers, a ratio line with its goal, keep summary.txt equal
 -- to what it printed, and stop its servers (each ends with its JSON line). No assertion on speed.
 --
@@ -68,6 +69,30 @@ describe("bench/coro_scale.sh --quick", function()
         local ratio = verdict(out, "coroutine/callback", "0.8")
         assert.near(tonumber(co) / tonumber(cb), ratio, 0.006)
         assert.equals(out, files.read_file(dir .. "/summary.txt"))
+    end)
+end)
+
+describe("bench/open_loop.sh --quick", function()
+    it("prints each open-loop run's send lag and rate, and open/closed CPU per round trip", function()
+        local rc, out, err, dir = run("open_loop.sh")
+        assert.equals(0, rc, err .. out)
+        local n = 0
+        for lag in out:gmatch("send_lag p50 [%d.]+ us, p99 ([%d.]+) us; achieved/asked [%d.]+") do
+            n = n + 1
+            assert.is_true(tonumber(lag) > 0, out)
+        end
+        assert.equals(2, n, out)
+        assert.truthy(out:find("worst send_lag p99 [%d.]+ us %(goal <= 20%): %u+"), out)
+        local cap, rate = out:match("capacity %(closed loop%): (%d+) rt/s; open loop at (%d+) msg/s")
+        assert.truthy(cap, out)
+        assert.near(tonumber(cap) / 2, tonumber(rate), 1)
+        local c = out:match("median: closed %d+ rt/s, ([%d.]+) us CPU/rt")
+        local o = out:match("; open %d+ rt/s, ([%d.]+) us CPU/rt")
+        local r = out:match("open/closed CPU per round trip: ([%d.]+) %(goal <= 1.1%)")
+        assert.truthy(c and o and r, out)
+        assert.near(tonumber(o) / tonumber(c), tonumber(r), 0.006)
+        assert.equals(out, files.read_file(dir .. "/summary.txt"))
+        servers_ended(dir, { "srv" })
     end)
 end)
 
