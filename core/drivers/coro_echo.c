@@ -474,10 +474,19 @@ static void server_on_error(ab_conn_t *conn, int err) {
   wake(s->task, &s->co_waiting);
 }
 
+/* pending output all sent: a task finishing a half-closed client's
+ * replies (server_drain) goes on */
+static void server_on_drained(ab_conn_t *conn) {
+  ab__sconn_t *s = conn->data;
+  s->loop = conn->io.watch.running;
+  wake(s->task, &s->co_waiting);
+}
+
 static const ab_conn_cbs_t server_cbs = {
     .on_ready = server_on_ready,
     .on_readable = server_on_readable,
     .on_error = server_on_error,
+    .on_drained = server_on_drained,
 };
 
 static int server_flush(ab__sconn_t *s) { return ab_conn_flush(&s->conn); }
@@ -506,6 +515,19 @@ static size_t echo_run(ab__sconn_t *s, const uint8_t *in, size_t avail, int raw)
     for (uint64_t i = 0; i < frames; i++) l->work_sink ^= ab_work(work, l->work_sink + 1);
   }
   return off;
+}
+
+/* The client's orderly close (its FIN, TLS close_notify) is a half-close
+ * (docs/run-object.md): the replies still in the pending output go out
+ * before the connection closes, as the callback server does, with reads
+ * held (a readable end of stream would wake the task for ever).  Returns
+ * once they are gone, the connection failed or the task is cancelled. */
+static void server_drain(ab__sconn_t *s) {
+  ab_sockio_t *io = &s->conn.io;
+  if (ab_sockio_hold_reads(io, 1) < 0) return;
+  while (s->co_err == AB_ECLOSED && !io->failed && !ab_sockio_idle(io)) {
+    if (wait_event(&s->co_waiting) < 0) return;
+  }
 }
 
 /* WebSocket: the client's upgrade request read and answered (0), or
@@ -652,6 +674,7 @@ static void server_main(void *arg) {
       ab__sconn_error(s, r, "write");
       goto done;
     }
+    if (s->co_err == AB_ECLOSED) server_drain(s);
     if (s->co_err) goto done;
     if (off == 0) {
       s->co_idle = plain && s->conn.tls == NULL;
