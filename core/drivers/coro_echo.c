@@ -628,7 +628,12 @@ static void server_main(void *arg) {
       off += used;
       if (r == 0) break;
       if (r < 0) {
-        if (r != AB_ECLOSED) ab__loop_error(s->loop, r, "server: request from a client");
+        if (r != AB_ECLOSED) {
+          char why[160], what[200];
+          snprintf(what, sizeof(what), "server: request from a client: %s",
+                   ab_conn_reason(&s->conn, r, why, sizeof(why)));
+          ab__loop_error(s->loop, r, what);
+        }
         server_flush(s); /* a close frame, or the reply before Connection: close */
         goto done;
       }

@@ -340,7 +340,13 @@ int ab__tag_id(ab__engine_t *eng, const char *name, size_t len);
 void ab__engine_abort(ab__loop_t *l);
 void ab__loop_reached(ab__loop_t *l, int stage);
 void ab__loop_error(ab__loop_t *l, int code, const char *what);
-void ab__loop_check_progress(ab__loop_t *l);
+void ab__loop_check_progress_drain(ab__loop_t *l);
+/* After replies were completed: ends a drain phase whose last message came
+ * back.  Every read calls it, so outside a drain it is one load. */
+static inline void ab__loop_check_progress(ab__loop_t *l) {
+  int ph = atomic_load_explicit(&l->phase, memory_order_relaxed);
+  if (ph == AB__PH_WARM_DRAIN || ph == AB__PH_DRAIN) ab__loop_check_progress_drain(l);
+}
 /* A client's connect (and handshakes) finished, well or not: drivers call
  * this once per client started.  Reaches the CONNECTED stage after the
  * last one, else starts the next paced connect (never recursively: a

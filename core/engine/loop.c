@@ -56,7 +56,7 @@ static void progress(ab__loop_t *l) {
   }
 }
 
-void ab__loop_check_progress(ab__loop_t *l) {
+void ab__loop_check_progress_drain(ab__loop_t *l) {
   if (l->eng->shared) return;
   if (l->phase == AB__PH_WARM_DRAIN && l->warm_inflight == 0) {
     l->phase = AB__PH_IDLE;

@@ -113,14 +113,19 @@ end
 -- reads the FIN with replies in its own pending output; the client reads
 -- only 0.3 s after its half-close (or after 5 s of sending, should the
 -- server have stopped reading first: then the case proves less, but holds).
-for _, exec in ipairs({ "callback", "coroutine" }) do
-    describe("3. a half-closed client whose replies wait in the server's output, execution = " .. exec, function()
+-- The same over http (the stream driver's server, and the coroutine's
+-- codec path): it closed at once on the FIN, dropping what was unsent.
+for _, pe in ipairs({ { "callback", "tcp" }, { "coroutine", "tcp" }, { "callback", "http" },
+                      { "coroutine", "http" } }) do
+    local exec, proto = pe[1], pe[2]
+    describe("3. a half-closed client whose replies wait in the server's output, " .. proto
+             .. ", execution = " .. exec, function()
         it("gets every reply before the server closes", function()
-            local srv = proc.spawn({ ark.BIN, "dev-lua", FIX .. "/serve_exec.lua", exec, "tcp", "sharded:1", "0" },
+            local srv = proc.spawn({ ark.BIN, "dev-lua", FIX .. "/serve_exec.lua", exec, proto, "sharded:1", "0" },
                 { name = exec .. " server" })
             local port = peers.wait_listening(srv)
             local rc, out, err = proc.run_cmd({ PY, FIX .. "/halfclose_client.py", "127.0.0.1", tostring(port),
-                "6000", "0.3" }, { limit = 30 })
+                "6000", "0.3", proto == "http" and "http" or "length" }, { limit = 30 })
             assert.are.equal(0, rc, "halfclose_client.py failed:\n" .. err)
             local c = peers.last_json(out, "halfclose_client.py")
             assert.are.equal(c.sent_bytes, c.echoed_bytes, cjson.encode(c))

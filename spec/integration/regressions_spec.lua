@@ -695,3 +695,30 @@ return { name = "rss", protocol = "tcp", payload = { 64, 65536 }, topology = { "
         end)
     end)
 end)
+
+-- A break-it pass: the coroutine server refused a client's bad frame as
+-- "server: request from a client" with no reason (the callback server
+-- names it). Every built-in server now says why.
+describe("a client's bad frame to each built-in server", function()
+    for _, ex in ipairs({ "callback", "coroutine" }) do
+        it("is refused with its reason, execution = " .. ex, function()
+            local srv = proc.spawn({ BIN, "dev-lua", FIX .. "/serve_exec.lua", ex, "tcp", "sharded:1", "0" },
+                { name = ex .. " server" })
+            local port = peers.wait_listening(srv)
+            -- a 10-byte frame behind a 3-byte prefix: not minimally encoded
+            local rc, _, err = proc.run_cmd({ PY, "-c", string.format([[
+import socket, struct, time
+s = socket.create_connection(("127.0.0.1", %d))
+s.sendall(bytes([254]) + struct.pack("<H", 10) + b"x" * 10)
+time.sleep(0.3)
+s.close()
+]], port) }, { limit = 10 })
+            assert.are.equal(0, rc, err)
+            local j = last_json(proc.stop(srv), srv.name)
+            assert.is_false(j.ok, cjson.encode(j))
+            assert.are.equal(1, j.errors.EFRAME, cjson.encode(j))
+            assert.truthy(j.error:find("length prefix", 1, true), j.error)
+            assert.truthy(j.error:find("(EFRAME)", 1, true), j.error)
+        end)
+    end
+end)
