@@ -590,7 +590,7 @@ static void server_linger(ab__sconn_t *s) {
   s->lingering = 1;
   s->rlen = 0;
   while (!s->closing && ab_sockio_may_read(&conn->io)) {
-    ssize_t n = ab_sockio_recv(&conn->io, conn->cipher_rx, AB_CONN_CIPHER_RX);
+    ssize_t n = ab_conn_recv_discard(conn);
     if (n == 0) return;
     if (n < 0) {
       ab__sconn_error(s, (int)n, "read");

@@ -172,6 +172,10 @@ ssize_t ab_conn_recv(ab_conn_t *c, size_t *room) {
   return r < 0 ? r : n;
 }
 
+ssize_t ab_conn_recv_discard(ab_conn_t *c) {
+  return ab_sockio_recv(&c->io, cipher_rx(c), AB_CONN_CIPHER_RX);
+}
+
 int ab_conn_flush(ab_conn_t *c) {
   ab_outbuf_t *p = &c->plain;
   if (c->tls == NULL) {

@@ -77,7 +77,9 @@ struct ab_conn_s {
   ab_sockio_kept_t in;       /* the owner's plaintext input buffer */
   ab_outbuf_t plain;         /* plaintext output not yet sent */
   uint8_t *cipher_rx;        /* TLS: ciphertext scratch, 64 KiB, shared by
-                                the loop's connections, not owned */
+                                the loop's connections, not owned; read
+                                into by conn.c only (shared:N: each thread
+                                into its own) */
   int ready;                 /* handshakes done: on_ready has run */
   int peer_closed;           /* TLS close_notify read */
   const ab_conn_cbs_t *cbs;
@@ -116,6 +118,12 @@ int ab_conn_start(ab_conn_t *c, ab_reactor_t *reactor, uv_tcp_t *tcp, ab_sockio_
  * plaintext before it has been appended), AB_EPROTO (TLS), AB_ENOMEM, or a
  * socket error. */
 ssize_t ab_conn_recv(ab_conn_t *c, size_t *room);
+
+/* One socket read whose bytes are dropped (what a peer still sends after
+ * its close_notify), into the ciphertext scratch of the thread reading
+ * now -- never c->cipher_rx directly: in shared:N another thread may be
+ * decrypting in place from that one.  As ab_sockio_recv. */
+ssize_t ab_conn_recv_discard(ab_conn_t *c);
 
 /* Sends the queued plaintext: encrypts it (TLS, once ready) and hands the
  * bytes to the socket; what the kernel does not take waits in the sockio.

@@ -9,11 +9,13 @@
 -- the timeout; a Content-Length above the payload (worded by HTTP); a TLS
 -- echo that sends a record with a bad MAC, or a plaintext alert (OpenSSL's
 -- reason, worded the same in callback, coroutine and lua mode); a client
--- whose close_notify `serve --protocol tls` must answer. Every fixture reports its own counters as
+-- whose close_notify `serve --protocol tls` must answer; clients that keep
+-- sending after their close_notify to a shared:2 serve while 16 echo
+-- clients run beside them. Every fixture reports its own counters as
 -- JSON when stopped, so the client's counts are checked against the peer's.
 --
 -- Needs: /usr/bin/python3 ($ARKBENCH_PYTHON overrides it).
--- Runtime: ~20 s.
+-- Runtime: ~25 s.
 package.path = (os.getenv("ARKBENCH_ROOT") or ".") .. "/spec/?.lua;" .. package.path
 local files = require("helpers.files")
 local proc = require("helpers.proc")
@@ -400,6 +402,35 @@ describe("tls: a client's close_notify sent to arkbench serve --protocol tls", f
         local client = last_json(out, "tls_close_notify_client.py's output (stderr: " .. cerr .. ")")
         assert.is_true(client.handshake, cjson.encode(client))
         assert.are.equal("ok", client.unwrap, cjson.encode(client))
+    end)
+end)
+
+describe("tls: clients that keep sending after their close_notify, serve --topology shared:2", function()
+    -- serve lingers on such a connection and drops what still comes; that
+    -- read went into the loop's ciphertext buffer, which another thread
+    -- may be decrypting from in place (EPROTO on the echo clients: their
+    -- records overwritten), instead of the reading thread's own
+    it("disturbs no other connection: the echo clients and serve count no error", function()
+        local d = files.tmpdir("linger")
+        local cert = d .. "/serve.pem"
+        local srv = peers.serve("tls", { "--cert-out", cert, "--topology", "shared:2" })
+        local port = wait_listening(srv)
+        local lingerer = peers.python(FIX .. "/tls_linger_client.py", { "127.0.0.1", tostring(port), cert, "2.5" })
+        local res = ark.run_scenario(string.format([[
+return { name = "linger_neighbours", protocol = "tls", target = "127.0.0.1:%d", payload = 16384,
+         clients = 16, window = 4, warmup = 0, duration = 2, timeout = 10, repetitions = 1,
+         tls = { ca = %q } }
+]], port, cert), { name = "linger_neighbours" })
+        proc.wait_for(function() return not proc.alive(lingerer.pid) end, 20)
+        local lg = last_json(proc.stop(lingerer), "tls_linger_client.py's output")
+        local served = last_json(stop(srv), "serve's output")
+        assert.are.equal(1, #res.runs, "runs; stderr:\n" .. res.stderr)
+        local r = res.runs[1]
+        assert.is_true(lg.connections > 0 and lg.bytes > 0, cjson.encode(lg))
+        assert.is_true(r.completed > 0, brief(r))
+        assert.are.same({}, r.errors, brief(r))
+        assert.is_true(r.ok, brief(r))
+        assert.are.same({}, served.errors, cjson.encode(served))
     end)
 end)
 
