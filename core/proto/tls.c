@@ -94,7 +94,7 @@ static int conn_fail(ab_tls_conn_t *c, int ssl_err) {
     snprintf(c->err, sizeof(c->err), "%s: %s",
              why ? why : "certificate verify failed",
              X509_verify_cert_error_string(vr));
-  else if (why && c->ctx->is_client && c->ctx->min_ver == c->ctx->max_ver &&
+  else if (why && c->ctx->is_client && !c->done && c->ctx->min_ver == c->ctx->max_ver &&
            (ERR_GET_REASON(e) == SSL_R_TLSV1_ALERT_PROTOCOL_VERSION ||
             ERR_GET_REASON(e) == SSL_R_UNSUPPORTED_PROTOCOL)) {
     /* the usual cause: a server without the one version we offer */
@@ -676,11 +676,14 @@ int ab_tls_read(ab_tls_conn_t *c, uint8_t *buf, size_t cap, size_t *got) {
       continue;
     }
     if (SSL_want_read(c->ssl)) break; /* rbio is empty */
-    if (SSL_get_shutdown(c->ssl) & SSL_RECEIVED_SHUTDOWN) {
+    /* the peer's close_notify; a fatal alert it sent also marks the
+     * shutdown received, but is SSL_ERROR_SSL: a failure with its reason */
+    int e = SSL_get_error(c->ssl, 0);
+    if (e == SSL_ERROR_ZERO_RETURN) {
       if (total) break; /* the next call reports the close */
       return AB_ECLOSED;
     }
-    int r = conn_fail(c, SSL_get_error(c->ssl, 0));
+    int r = conn_fail(c, e);
     if (total) break; /* hand over what arrived; the next call fails */
     return r;
   }

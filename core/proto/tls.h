@@ -162,7 +162,8 @@ int ab_tls_handshake(ab_tls_conn_t *c);
 /* Decrypts up to cap bytes of plaintext into buf (as many records as fit
  * and have arrived).  Returns 0 with *got bytes (0 = need more input);
  * AB_ECLOSED once the peer's close_notify has been read (plaintext before
- * it is returned first); AB_EPROTO on a TLS error (ab_tls_error()).
+ * it is returned first); AB_EPROTO on a TLS error (ab_tls_error()),
+ * among them a fatal alert from the peer (not an orderly close).
  * Before the handshake is done this drives it, returning *got = 0. */
 int ab_tls_read(ab_tls_conn_t *c, uint8_t *buf, size_t cap, size_t *got);
 

@@ -647,6 +647,33 @@ static void test_close_and_corruption(void) {
   printf("corrupted record: \"%s\"\n", ab_tls_error(s.c));
   CHECK(ab_tls_pending_out(s.c) > 0); /* the alert for the client */
   CHECK(ab_tls_write(s.c, msg, 1) == AB_EPROTO);
+  /* the peer's fatal alert is a failure with its reason, not the orderly
+   * close a close_notify is (OpenSSL marks both "received shutdown") */
+  while ((n = ab_tls_take_out(s.c, b, sizeof(b))) > 0) CHECK(ab_tls_feed(c.c, b, n) == 0);
+  got = 1;
+  int ar = ab_tls_read(c.c, out, sizeof(out), &got);
+  printf("peer's fatal alert: %s \"%s\"\n", ab_err_name(ar), ab_tls_error(c.c));
+  CHECK(ar == AB_EPROTO && got == 0);
+  CHECK(strstr(ab_tls_error(c.c), "alert") != NULL);
+  CHECK(ab_tls_read(c.c, out, sizeof(out), &got) == AB_EPROTO);
+  peer_free(&c);
+  peer_free(&s);
+
+  /* a record header with a wrong version after the handshake: the
+   * server's protocol_version alert is not worded as a version mismatch
+   * of the handshake (the "does not offer TLS 1.3" hint) */
+  CHECK(connect_pair(&p, "127.0.0.1", &c, &s, 1 << 20) == 1);
+  CHECK(ab_tls_write(c.c, msg, 100) == 0);
+  n = ab_tls_take_out(c.c, b, sizeof(b));
+  b[1] = 0x09;
+  CHECK(ab_tls_feed(s.c, b, n) == 0);
+  CHECK(ab_tls_read(s.c, out, sizeof(out), &got) == AB_EPROTO);
+  while ((n = ab_tls_take_out(s.c, b, sizeof(b))) > 0) CHECK(ab_tls_feed(c.c, b, n) == 0);
+  ar = ab_tls_read(c.c, out, sizeof(out), &got);
+  printf("peer's protocol_version alert: %s \"%s\"\n", ab_err_name(ar), ab_tls_error(c.c));
+  CHECK(ar == AB_EPROTO);
+  CHECK(strstr(ab_tls_error(c.c), "alert protocol version") != NULL);
+  CHECK(strstr(ab_tls_error(c.c), "does not offer") == NULL);
   peer_free(&c);
   peer_free(&s);
   free_pair(&p);
