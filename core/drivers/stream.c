@@ -612,7 +612,10 @@ static void server_on_readable(ab_conn_t *conn) {
     size_t room = 0;
     ssize_t n = ab_conn_recv(conn, &room);
     if (n == AB_EPROTO) {
-      ab__sconn_error(s, (int)n, "TLS");
+      /* with OpenSSL's reason, as the client side says it */
+      char what[200];
+      snprintf(what, sizeof(what), "TLS: %s", ab_conn_error_text(conn));
+      ab__sconn_error(s, (int)n, what);
       return;
     }
     if (n == UV_EOF && !s->eof) {

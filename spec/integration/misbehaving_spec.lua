@@ -11,7 +11,8 @@
 -- reason, worded the same in callback, coroutine and lua mode); a client
 -- whose close_notify `serve --protocol tls` must answer; clients that keep
 -- sending after their close_notify to a shared:2 serve while 16 echo
--- clients run beside them. Every fixture reports its own counters as
+-- clients run beside them; a client that forges a record after a good
+-- echo (serve names OpenSSL's reason). Every fixture reports its own counters as
 -- JSON when stopped, so the client's counts are checked against the peer's.
 --
 -- Needs: /usr/bin/python3 ($ARKBENCH_PYTHON overrides it).
@@ -431,6 +432,27 @@ return { name = "linger_neighbours", protocol = "tls", target = "127.0.0.1:%d", 
         assert.are.same({}, r.errors, brief(r))
         assert.is_true(r.ok, brief(r))
         assert.are.same({}, served.errors, cjson.encode(served))
+    end)
+end)
+
+describe("tls: a client that forges a record after a good echo, against serve", function()
+    -- serve's error said only "server: TLS: protocol error (EPROTO)"; the
+    -- reason OpenSSL gives is named now, as on the client side
+    it("is one EPROTO named with OpenSSL's reason, the good message served", function()
+        local d = files.tmpdir("badrec")
+        local cert = d .. "/serve.pem"
+        local srv = peers.serve("tls", { "--cert-out", cert })
+        local port = wait_listening(srv)
+        local c = peers.python(FIX .. "/tls_bad_record_client.py", { "127.0.0.1", tostring(port), cert })
+        proc.wait_for(function() return not proc.alive(c.pid) end, 15)
+        local cl = last_json(proc.stop(c), "tls_bad_record_client.py's output")
+        proc.sleep(0.3)
+        local served = last_json(stop(srv), "serve's output")
+        assert.is_true(cl.handshake and cl.echoed, cjson.encode(cl))
+        assert.are.equal(1, served.messages, cjson.encode(served))
+        assert.are.same({ EPROTO = 1 }, served.errors, cjson.encode(served))
+        assert.truthy(served.error:find("server: TLS: ", 1, true), served.error)
+        assert.truthy(served.error:lower():find("bad record mac", 1, true), served.error)
     end)
 end)
 
