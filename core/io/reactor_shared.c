@@ -157,7 +157,10 @@ int ab_reactor_set_run(ab_reactor_set_t *s, ab_reactor_t *me) {
     if (n <= 0) break;
     for (int i = 0; i < n; i++) dispatch(ev[i].data.ptr, ev[i].events, me);
     total += n;
-    if (n < SET_BATCH) break;
+    /* not done at a short batch: what these callbacks sent to a peer in
+     * this process (the other end of a connection here) is ready now, and
+     * taken here it stays on this core instead of waking another thread
+     * (tcp 1 KiB 1 x 1, shared:2: 0.57-0.59 -> 0.70 of shared:1) */
   }
   return total;
 }
