@@ -258,6 +258,13 @@ void ab__server_reap(ab__loop_t *l);
 int ab__server_listen(ab__loop_t *l);
 void ab__sconn_close(ab__sconn_t *s);
 void ab__sconn_error(ab__sconn_t *s, int code, const char *what);
+/* The client's FIN (every server row): a half-close -- s->eof set, reads
+ * held (a readable end of stream would wake the loop for ever), and the
+ * connection closed once no request waits for the pool and no reply for
+ * the socket (ab__sconn_finish_if_done, called again as those drain), so
+ * an `echo ... | nc` style client still gets every reply. */
+void ab__sconn_half_closed(ab__sconn_t *s);
+void ab__sconn_finish_if_done(ab__sconn_t *s);
 void ab__server_work_returned(ab__sconn_t *s, uint64_t n);
 /* The callback tcp row's accept: plain frames on sockio. */
 void ab__server_accept_plain(ab__sconn_t *s);

@@ -93,20 +93,28 @@ static void stream_work_done(ab__sconn_t *s) { ab__sserver_release(s, 1); }
 
 /* ---- callback tcp: the loop's shared receive and send buffers ------------ */
 
-static int tcp_loop_open(ab__loop_t *l, char *err, size_t errlen) {
-  int r = stream_loop_open(l, err, errlen);
-  if (r < 0) return r;
+/* The loop's io_rx, and io_tx when it has clients (drivers_int.h). */
+static int io_bufs_open(ab__loop_t *l) {
   if ((l->d->io_rx = malloc(AB__IO_RX)) == NULL) return AB_ENOMEM;
   if (l->eng->cfg->role != AB_ROLE_SERVER && (l->d->io_tx = malloc(AB__IO_TX)) == NULL)
     return AB_ENOMEM;
   return 0;
 }
 
-static void tcp_loop_close(ab__loop_t *l) {
+static void io_bufs_close(ab__loop_t *l) {
   if (l->d) {
     free(l->d->io_rx);
     free(l->d->io_tx);
   }
+}
+
+static int tcp_loop_open(ab__loop_t *l, char *err, size_t errlen) {
+  int r = stream_loop_open(l, err, errlen);
+  return r < 0 ? r : io_bufs_open(l);
+}
+
+static void tcp_loop_close(ab__loop_t *l) {
+  io_bufs_close(l);
   stream_loop_close(l);
 }
 
@@ -125,20 +133,15 @@ static void tcp_work_done(ab__sconn_t *s) { ab__server_work_returned(s, 1); }
  * buffers then hold only partial frames and unsent output. */
 static int co_loop_open(ab__loop_t *l, char *err, size_t errlen) {
   int r = stream_loop_open(l, err, errlen);
+  if (r == 0) r = io_bufs_open(l);
   if (r < 0) return r;
-  if ((l->d->io_rx = malloc(AB__IO_RX)) == NULL) return AB_ENOMEM;
-  if (l->eng->cfg->role != AB_ROLE_SERVER && (l->d->io_tx = malloc(AB__IO_TX)) == NULL)
-    return AB_ENOMEM;
   return ab_sched_new(&l->d->sched, &l->loop) < 0 ? AB_ENOMEM : 0;
 }
 
 static void co_loop_close(ab__loop_t *l) {
   if (l->d && l->d->sched && ab_sched_free(l->d->sched) != 0)
     fprintf(stderr, "arkbench: loop %u: coroutine tasks still alive at the end\n", l->index);
-  if (l->d) {
-    free(l->d->io_rx);
-    free(l->d->io_tx);
-  }
+  io_bufs_close(l);
   stream_loop_close(l);
 }
 

@@ -458,14 +458,6 @@ static void close_after_flush(ab__sconn_t *s) {
   ab__sconn_close(s);
 }
 
-/* After the client's FIN (s->eof, reads held): the connection closes once
- * no request waits for the pool and no reply for the socket -- a client
- * that half-closes gets every reply it is owed, as tcp_server.c's does. */
-static void server_finish_if_done(ab__sconn_t *s) {
-  if (s->eof && !s->closing && s->hoff == s->hlen && ab_sockio_idle(&s->conn.io))
-    ab__sconn_close(s);
-}
-
 void ab__sserver_release(ab__sconn_t *s, uint64_t n) {
   s->jobs_back += n;
   if (s->closing || s->lingering) return;
@@ -485,7 +477,7 @@ void ab__sserver_release(ab__sconn_t *s, uint64_t n) {
   ab__sconn_owe_held(s, s->hlen - s->hoff);
   int r = ab_conn_flush(&s->conn);
   if (r < 0) ab__sconn_error(s, r, "write");
-  else server_finish_if_done(s);
+  else ab__sconn_finish_if_done(s);
 }
 
 static int hold(ab__sconn_t *s, const ab_msgview_t *m) {
@@ -619,11 +611,7 @@ static void server_on_readable(ab_conn_t *conn) {
       return;
     }
     if (n == UV_EOF && !s->eof) {
-      /* a half-close: the replies owed go out first (server_finish_if_done);
-       * reads stop, or the readable end of stream would wake it for ever */
-      s->eof = 1;
-      ab_sockio_hold_reads(&conn->io, 1);
-      server_finish_if_done(s);
+      ab__sconn_half_closed(s); /* the replies owed go out first */
       return;
     }
     if (n < 0 && n != AB_ECLOSED) {
@@ -663,7 +651,7 @@ static void server_on_error(ab_conn_t *conn, int err) {
 static void server_on_drained(ab_conn_t *conn) {
   ab__sconn_t *s = conn->data;
   s->loop = conn->io.watch.running;
-  server_finish_if_done(s);
+  ab__sconn_finish_if_done(s);
 }
 
 static const ab_conn_cbs_t server_cbs = {

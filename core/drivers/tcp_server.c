@@ -199,18 +199,21 @@ static ssize_t serve_frames(ab__sconn_t *s, const uint8_t *p, size_t len) {
   return (ssize_t)off;
 }
 
-/* After the client's EOF: closes once no request waits for the pool and
- * no reply waits for the socket (an `echo ... | nc` style client that
- * half-closes still gets every reply). */
-static void finish_if_done(ab__sconn_t *s) {
+void ab__sconn_finish_if_done(ab__sconn_t *s) {
   if (s->eof && !s->closing && s->hoff == s->hlen && ab_sockio_idle(&s->conn.io))
     ab__sconn_close(s);
+}
+
+void ab__sconn_half_closed(ab__sconn_t *s) {
+  s->eof = 1;
+  ab_sockio_hold_reads(&s->conn.io, 1);
+  ab__sconn_finish_if_done(s);
 }
 
 static void on_sdrained(ab_sockio_t *io) {
   ab__sconn_t *s = (ab__sconn_t *)((char *)io - offsetof(ab__sconn_t, conn.io));
   s->loop = io->watch.running;
-  finish_if_done(s);
+  ab__sconn_finish_if_done(s);
 }
 
 /* Reads until the socket has nothing more or reading stops (backpressure,
@@ -232,11 +235,7 @@ static void on_sreadable(ab_sockio_t *io) {
       return;
     }
     if (n == UV_EOF && !s->eof) {
-      /* replies still owed (pool work, unsent output) go out first; reads
-       * stop, or the readable EOF would wake the loop forever */
-      s->eof = 1;
-      ab_sockio_hold_reads(io, 1);
-      finish_if_done(s);
+      ab__sconn_half_closed(s);
       return;
     }
     if (n < 0) {
@@ -277,7 +276,7 @@ void ab__server_work_returned(ab__sconn_t *s, uint64_t n) {
     s->hoff = 0;
   }
   ab__sconn_owe_held(s, s->hlen - s->hoff);
-  finish_if_done(s);
+  ab__sconn_finish_if_done(s);
 }
 
 static void job_done(ab__job_t *job) {
