@@ -31,7 +31,7 @@ static int dloop_new(ab__loop_t *l) {
   l->d = calloc(1, sizeof(*l->d));
   if (l->d == NULL) return AB_ENOMEM;
   /* the loop's connections watch their sockets through this */
-  if (l->eng->shared) ab_reactor_shared_init(&l->d->reactor, l->eng->rset, l);
+  if (l->eng->shared) ab_reactor_shared_init(&l->d->reactor, l->eng->rset, l, (int)l->index);
   else ab_reactor_uv_init(&l->d->reactor, &l->loop, l);
   l->reactor = &l->d->reactor;
   return ab__home_close_open(l);

@@ -3,11 +3,9 @@
  * that replaces the per-loop in-flight counts (engine_int.h's header
  * comment says who may touch what).
  *
- * Each loop watches the set's descriptor with a uv_poll_t and, when it is
- * readable, runs the ready events on its own thread.  Nested epoll cannot
- * be EPOLLEXCLUSIVE, so a ready event wakes every idle loop thread; those
- * that find nothing left go back to waiting (the cost of this scheme,
- * docs/topologies.md).
+ * Each loop watches its own queue of the set with a uv_poll_t and, when it
+ * is readable, runs the ready events on its own thread (stealing from the
+ * other queues when its own has none: io/reactor_shared.c).
  *
  * Drain: a loop's counts of messages in flight do not add up per loop any
  * more (a message stamped on one thread completes on another), so a loop's
@@ -41,7 +39,7 @@ void ab__loop_connect_done_on(ab__loop_t *home, ab__loop_t *running) {
 
 int ab__shared_open(ab__engine_t *eng) {
   if (!eng->shared) return 0;
-  return ab_reactor_set_open(&eng->rset);
+  return ab_reactor_set_open(&eng->rset, (int)eng->nloops);
 }
 
 int ab__shared_loop_open(ab__loop_t *l) {
@@ -53,7 +51,7 @@ int ab__shared_loop_open(ab__loop_t *l) {
   int r = uv_async_init(&l->loop, &l->reports, on_reports);
   if (r < 0) return r;
   l->reports.data = l;
-  r = uv_poll_init(&l->loop, &l->rset_poll, ab_reactor_set_fd(eng->rset));
+  r = uv_poll_init(&l->loop, &l->rset_poll, ab_reactor_set_fd(eng->rset, (int)l->index));
   if (r < 0) return r;
   l->rset_poll.data = l;
   return uv_poll_start(&l->rset_poll, UV_READABLE, on_set_ready);

@@ -4,7 +4,7 @@
  * another reactor is one more implementation of ab_reactor_ops_t in one
  * file, plus its per-watch state in the union below.  Two exist:
  * reactor_uv.c, a uv_poll_t on the loop's thread (sharded:N, pool:N), and
- * reactor_shared.c, one epoll set served by several threads (shared:N).
+ * reactor_shared.c, one reactor served by several threads (shared:N).
  * Each engine loop's driver part has one reactor (ab__dloop_t.reactor);
  * `owner` is that loop, and a callback finds the loop of the thread running
  * it in w->running (reactor_uv: always the owner; reactor_shared: whichever
@@ -58,6 +58,8 @@ struct ab_reactor_s {
   uint8_t *scratch;           /* optional: the owner thread's 64 KiB read
                                  scratch (a TLS connection's ciphertext,
                                  conn.c), used during its callbacks */
+  int slot;                   /* reactor_shared: this thread's queue in the
+                                 set (0 .. threads - 1) */
 };
 
 struct ab_reactor_watch_s {
@@ -78,6 +80,8 @@ struct ab_reactor_watch_s {
       int in_set;             /* registered in the epoll set */
       int dispatching;        /* its callback is running: re-arm after */
       int closed;
+      int home;               /* the queue it is registered in: that of the
+                                 thread that ran it last */
     } sh;                     /* reactor_shared.c */
   } impl;
 };
@@ -85,21 +89,25 @@ struct ab_reactor_watch_s {
 /* The libuv reactor of `loop` (reactor_uv.c), serving engine loop `owner`. */
 void ab_reactor_uv_init(ab_reactor_t *r, uv_loop_t *loop, void *owner);
 
-/* reactor_shared.c: one epoll set that several threads serve. */
+/* reactor_shared.c: one reactor that several threads serve: a ready queue
+ * (an epoll set) per thread, with stealing. */
 typedef struct ab_reactor_set_s ab_reactor_set_t;
-/* 0 or a negative errno. */
-int ab_reactor_set_open(ab_reactor_set_t **out);
+/* For `threads` threads.  0 or a negative errno. */
+int ab_reactor_set_open(ab_reactor_set_t **out, int threads);
 /* After every thread stopped serving it and every watch was closed. */
 void ab_reactor_set_close(ab_reactor_set_t *s);
-/* The set's epoll descriptor: readable while an event is ready (a loop
- * watches it and calls ab_reactor_set_run). */
-int ab_reactor_set_fd(const ab_reactor_set_t *s);
-/* A reactor on the set for engine loop `owner` (each loop serving the set
- * has one; watches made through any of them share the set). */
-void ab_reactor_shared_init(ab_reactor_t *r, ab_reactor_set_t *s, void *owner);
-/* Takes the ready events (without waiting) and runs their callbacks on the
- * calling thread, whose reactor on the set is `me` (w->running = me->owner,
- * w->cur = me); returns how many ran. */
+/* Thread `slot`'s descriptor: readable while its queue has an event or
+ * another thread asks it to steal (its loop watches it and calls
+ * ab_reactor_set_run). */
+int ab_reactor_set_fd(const ab_reactor_set_t *s, int slot);
+/* A reactor on the set for engine loop `owner`, served by thread `slot`
+ * (each loop serving the set has one; a watch made through any of them may
+ * run on every thread). */
+void ab_reactor_shared_init(ab_reactor_t *r, ab_reactor_set_t *s, void *owner, int slot);
+/* Runs the ready events of me's queue (without waiting) on the calling
+ * thread, whose reactor on the set is `me` (w->running = me->owner,
+ * w->cur = me); when that queue is empty, steals another queue's ready
+ * events.  Returns how many ran. */
 int ab_reactor_set_run(ab_reactor_set_t *s, ab_reactor_t *me);
 
 static inline int ab_reactor_watch_init(ab_reactor_t *r, ab_reactor_watch_t *w, int fd,

@@ -1,19 +1,28 @@
-/* reactor_shared.c -- the reactor (reactor.h) as one epoll set served by
- * several threads: shared:N's reactor (docs/topologies.md).
+/* reactor_shared.c -- the reactor (reactor.h) served by several threads:
+ * shared:N's reactor (docs/topologies.md).
  *
- * Every watch of every loop of the case is one descriptor in one epoll set,
- * registered EPOLLONESHOT: an event is given to exactly one of the threads
- * that call ab_reactor_set_run(), and the descriptor stays disabled until
- * that thread has run the callback and re-armed it with what the owner
- * watches then.  So one thread at a time runs a given watch, and any
- * thread may run its next one.  The owner's lock (w->lock) is held around
- * the callback, because the owner's own loop touches the connection
- * outside callbacks too (timers, phase starts, the end).
+ * One ready queue per thread, with stealing.  Each queue is an epoll set;
+ * every watch is registered in exactly one of them, EPOLLONESHOT, in the
+ * queue of the thread that ran its callback last (at first: of the thread
+ * whose reactor made it).  A thread runs the events of its own queue until
+ * it is empty; when it finds its queue empty, it takes a batch of ready
+ * events from another thread's queue, and the watches it ran that way move
+ * to its own.  A thread that ends its turn with its queue still full asks
+ * one idle thread to steal (an eventfd in that thread's set).  So any
+ * thread may run any watch's next event, one thread at a time runs a given
+ * watch (the one-shot event disables the descriptor until the thread that
+ * took it re-arms it), and a connection stays on the core that ran it
+ * while no thread is short of work.  Why not one epoll set that every
+ * thread takes from (Asio's scheme), measured: docs/topologies.md.
+ *
+ * The owner's lock (w->lock) is held around the callback, because the
+ * owner's own loop touches the connection outside callbacks too (timers,
+ * phase starts, the end).
  *
  * Level-triggered, as reactor_uv: re-arming a descriptor whose condition
  * still holds reports it again.  EPOLLERR is reported as status UV_EBADF
  * with the watch stopped (as libuv does); EPOLLHUP as the watched events.
- * A watch that watches nothing is taken out of the set (EPOLLERR and
+ * A watch that watches nothing is taken out of its queue (EPOLLERR and
  * EPOLLHUP are reported even for an empty mask); one disabled by its
  * one-shot event stays in and is re-enabled by the next start.
  *
@@ -26,28 +35,47 @@
 #include "io/reactor.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
-/* Events taken per epoll_wait: small, so that the threads share a burst of
- * ready connections rather than one taking them all. */
+/* Events taken per epoll_wait. */
 #define SET_BATCH 8
 /* Batches one call runs at most before it returns to its loop. */
 #define SET_ROUNDS 16
 
-struct ab_reactor_set_s {
+typedef struct {
   int epfd;
+  int kick;          /* eventfd in epfd (edge-triggered): "steal" */
+  atomic_int idle;   /* its last turn found nothing to run */
+} queue_t;
+
+struct ab_reactor_set_s {
+  int n;
+  queue_t q[];
 };
 
-int ab_reactor_set_open(ab_reactor_set_t **out) {
-  ab_reactor_set_t *s = calloc(1, sizeof(*s));
+/* the epoll data of a queue's kick: not a watch */
+static char kick_mark;
+
+int ab_reactor_set_open(ab_reactor_set_t **out, int threads) {
+  if (threads < 1) threads = 1;
+  ab_reactor_set_t *s = calloc(1, sizeof(*s) + (size_t)threads * sizeof(queue_t));
   if (s == NULL) return -ENOMEM;
-  s->epfd = epoll_create1(EPOLL_CLOEXEC);
-  if (s->epfd < 0) {
-    int e = -errno;
-    free(s);
-    return e;
+  for (int i = 0; i < threads; i++) s->q[i].epfd = s->q[i].kick = -1;
+  s->n = threads;
+  for (int i = 0; i < threads; i++) {
+    queue_t *q = &s->q[i];
+    q->epfd = epoll_create1(EPOLL_CLOEXEC);
+    q->kick = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLET, .data.ptr = &kick_mark};
+    if (q->epfd < 0 || q->kick < 0 || epoll_ctl(q->epfd, EPOLL_CTL_ADD, q->kick, &ev) < 0) {
+      int e = -errno;
+      ab_reactor_set_close(s);
+      return e;
+    }
   }
   *out = s;
   return 0;
@@ -55,57 +83,67 @@ int ab_reactor_set_open(ab_reactor_set_t **out) {
 
 void ab_reactor_set_close(ab_reactor_set_t *s) {
   if (s == NULL) return;
-  close(s->epfd);
+  for (int i = 0; i < s->n; i++) {
+    if (s->q[i].epfd >= 0) close(s->q[i].epfd);
+    if (s->q[i].kick >= 0) close(s->q[i].kick);
+  }
   free(s);
 }
 
-int ab_reactor_set_fd(const ab_reactor_set_t *s) { return s->epfd; }
+int ab_reactor_set_fd(const ab_reactor_set_t *s, int slot) { return s->q[slot].epfd; }
 
 static ab_reactor_set_t *set_of(const ab_reactor_watch_t *w) { return w->r->impl; }
 
-/* Puts w's descriptor in the set with `want` (or takes it out when 0). */
-static int arm(ab_reactor_watch_t *w, int want) {
-  int epfd = set_of(w)->epfd;
-  if (want == 0) {
-    if (w->impl.sh.in_set && epoll_ctl(epfd, EPOLL_CTL_DEL, w->impl.sh.fd, NULL) < 0) return -errno;
+/* Puts w's descriptor in queue `slot` with `want` (or takes it out of its
+ * queue when 0); moves it there from another queue.  Its state is written
+ * before the descriptor is armed: from then on another thread may take its
+ * event. */
+static int arm(ab_reactor_watch_t *w, int want, int slot) {
+  ab_reactor_set_t *s = set_of(w);
+  if (w->impl.sh.in_set && (want == 0 || w->impl.sh.home != slot)) {
+    if (epoll_ctl(s->q[w->impl.sh.home].epfd, EPOLL_CTL_DEL, w->impl.sh.fd, NULL) < 0) return -errno;
     w->impl.sh.in_set = 0;
-    return 0;
   }
+  if (want == 0) return 0;
   struct epoll_event ev;
   ev.events = EPOLLONESHOT | (want & AB_REACTOR_READABLE ? EPOLLIN : 0u) |
               (want & AB_REACTOR_WRITABLE ? EPOLLOUT : 0u);
   ev.data.ptr = w;
   int op = w->impl.sh.in_set ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
-  if (epoll_ctl(epfd, op, w->impl.sh.fd, &ev) < 0) return -errno;
   w->impl.sh.in_set = 1;
+  w->impl.sh.home = slot;
+  if (epoll_ctl(s->q[slot].epfd, op, w->impl.sh.fd, &ev) < 0) {
+    int e = -errno;
+    if (op == EPOLL_CTL_ADD) w->impl.sh.in_set = 0;
+    return e;
+  }
   return 0;
 }
 
 static int sh_watch_init(ab_reactor_t *r, ab_reactor_watch_t *w, int fd) {
-  (void)r;
   w->impl.sh.fd = fd;
   w->impl.sh.want = 0;
   w->impl.sh.in_set = 0;
   w->impl.sh.dispatching = 0;
   w->impl.sh.closed = 0;
+  w->impl.sh.home = r->slot;
   return 0;
 }
 
 /* Inside the watch's callback only the wish is recorded: the dispatcher
- * re-arms once the callback has returned. */
+ * re-arms once the callback has returned.  Outside, it stays where it is. */
 static int sh_watch_start(ab_reactor_watch_t *w, int events) {
   w->impl.sh.want = events;
   if (w->impl.sh.dispatching || w->impl.sh.closed) return 0;
-  return arm(w, events);
+  return arm(w, events, w->impl.sh.home);
 }
 
 static void sh_watch_stop(ab_reactor_watch_t *w) { (void)sh_watch_start(w, 0); }
 
 static void sh_watch_close(ab_reactor_watch_t *w) {
   if (w->impl.sh.closed) return;
+  (void)arm(w, 0, w->impl.sh.home);
   w->impl.sh.want = 0;
-  if (w->impl.sh.in_set) (void)epoll_ctl(set_of(w)->epfd, EPOLL_CTL_DEL, w->impl.sh.fd, NULL);
-  w->impl.sh.in_set = 0;
   w->impl.sh.closed = 1;
 }
 
@@ -117,11 +155,12 @@ static const ab_reactor_ops_t shared_ops = {
     .watch_close = sh_watch_close,
 };
 
-void ab_reactor_shared_init(ab_reactor_t *r, ab_reactor_set_t *s, void *owner) {
+void ab_reactor_shared_init(ab_reactor_t *r, ab_reactor_set_t *s, void *owner, int slot) {
   r->ops = &shared_ops;
   r->impl = s;
   r->owner = owner;
   r->scratch = NULL;
+  r->slot = slot;
 }
 
 static void dispatch(ab_reactor_watch_t *w, uint32_t e, ab_reactor_t *me) {
@@ -143,24 +182,62 @@ static void dispatch(ab_reactor_watch_t *w, uint32_t e, ab_reactor_t *me) {
     if (status < 0 || events != 0) w->cb(w, status, events);
     w->impl.sh.dispatching = 0;
     w->cur = NULL;
-    /* the one-shot event disabled it: enable what is watched now */
-    if (!w->impl.sh.closed && w->impl.sh.want != 0) (void)arm(w, w->impl.sh.want);
+    /* the one-shot event disabled it: enable what is watched now, in the
+     * queue of this thread (it moves here when it was stolen) */
+    if (!w->impl.sh.closed && w->impl.sh.want != 0) (void)arm(w, w->impl.sh.want, me->slot);
   }
   if (w->lock) pthread_mutex_unlock(w->lock);
 }
 
-int ab_reactor_set_run(ab_reactor_set_t *s, ab_reactor_t *me) {
+/* One batch from queue q: runs its watches' events; returns how many ran
+ * (the kick is not counted), or -1 when the queue had nothing. */
+static int run_batch(queue_t *q, ab_reactor_t *me, int *full) {
   struct epoll_event ev[SET_BATCH];
-  int total = 0;
-  for (int round = 0; round < SET_ROUNDS; round++) {
-    int n = epoll_wait(s->epfd, ev, SET_BATCH, 0);
-    if (n <= 0) break;
-    for (int i = 0; i < n; i++) dispatch(ev[i].data.ptr, ev[i].events, me);
-    total += n;
-    /* not done at a short batch: what these callbacks sent to a peer in
-     * this process (the other end of a connection here) is ready now, and
-     * taken here it stays on this core instead of waking another thread
-     * (tcp 1 KiB 1 x 1, shared:2: 0.57-0.59 -> 0.70 of shared:1) */
+  int n = epoll_wait(q->epfd, ev, SET_BATCH, 0);
+  if (n <= 0) return -1;
+  int ran = 0;
+  for (int i = 0; i < n; i++) {
+    if (ev[i].data.ptr == &kick_mark) continue;
+    dispatch(ev[i].data.ptr, ev[i].events, me);
+    ran++;
+  }
+  *full = n == SET_BATCH;
+  return ran;
+}
+
+int ab_reactor_set_run(ab_reactor_set_t *s, ab_reactor_t *me) {
+  queue_t *own = &s->q[me->slot];
+  int total = 0, full = 0, round = 0;
+  /* not done at a short batch: what these callbacks sent to a peer in this
+   * process (the other end of a connection here) is ready now, and taken
+   * here it stays on this core */
+  for (; round < SET_ROUNDS; round++) {
+    int ran = run_batch(own, me, &full);
+    if (ran < 0) break;
+    total += ran;
+  }
+  if (total == 0) {
+    /* nothing of its own: steal one batch from the next queue that has
+     * one; what it runs moves here */
+    for (int k = 1; k < s->n && total == 0; k++) {
+      int ran = run_batch(&s->q[(me->slot + k) % s->n], me, &full);
+      if (ran > 0) total = ran;
+    }
+    atomic_store_explicit(&own->idle, total == 0, memory_order_relaxed);
+    return total;
+  }
+  atomic_store_explicit(&own->idle, 0, memory_order_relaxed);
+  if (round == SET_ROUNDS && full && s->n > 1) {
+    /* more is ready than this thread ran: one idle thread comes to steal */
+    for (int k = 1; k < s->n; k++) {
+      queue_t *q = &s->q[(me->slot + k) % s->n];
+      if (atomic_load_explicit(&q->idle, memory_order_relaxed) &&
+          atomic_exchange_explicit(&q->idle, 0, memory_order_relaxed)) {
+        uint64_t one = 1;
+        (void)!write(q->kick, &one, sizeof(one));
+        break;
+      }
+    }
   }
   return total;
 }

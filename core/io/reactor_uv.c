@@ -39,4 +39,5 @@ void ab_reactor_uv_init(ab_reactor_t *r, uv_loop_t *loop, void *owner) {
   r->impl = loop;
   r->owner = owner;
   r->scratch = NULL;
+  r->slot = 0;
 }
