@@ -14,7 +14,12 @@
 #       batches: at 0.95 C the open loop's rate is not met here); the
 #       client's (user + sys) CPU seconds / completed, each side's median
 #       over the rounds, alternating which goes first (goal open/closed
-#       <= 1.1).
+#       <= 1.1);
+#   (c) the machine's floor for both: build/timer_floor (bench/
+#       timer_floor.c) sleeps in epoll on a timerfd until each instant of
+#       the same two schedules, with no socket: how late a bare wake comes
+#       (lag p50/p99) and its CPU; arkbench's send_lag and open-loop CPU
+#       per round trip beside it (ratios arkbench / floor).
 # Needs a build ($ARKBENCH_BUILD_DIR, default build/) with arkbench.
 # --quick: 1 round, 0.05 s warm-up, 0.3 s measured, (a) with 1 repetition
 #          (tests the script).
@@ -100,10 +105,54 @@ for r in $(seq "$ROUNDS"); do
 done
 stop_servers
 trap - EXIT
+
 mcpu() { printf '%s\n' "$@" | grep -E '^[0-9.]+$' | sort -g | awk '{ v[++n] = $1 } END { if (n == 0) print "n/a"; else if (n % 2) print v[(n + 1) / 2]; else printf "%.3f\n", (v[n / 2] + v[n / 2 + 1]) / 2 }'; }
 C=$(mcpu $CL_CPU) O=$(mcpu $OP_CPU)
 say "  median: closed $(median $CL_RT) rt/s, $C us CPU/rt; open $(median $OP_RT) rt/s, $O us CPU/rt"
 say "  $(awk -v o="$O" -v c="$C" 'BEGIN { if (o !~ /^[0-9.]+$/ || c !~ /^[0-9.]+$/ || c == 0) print "open/closed CPU per round trip: n/a (goal <= 1.1)"; else printf "open/closed CPU per round trip: %.2f (goal <= 1.1): %s\n", o / c, (o / c <= 1.1 ? "PASS" : "ABOVE") }')"
+
+# ---- (c) ----------------------------------------------------------------
+say ""
+say "(c) the floor: a bare timerfd wake at each instant of the schedule (build/timer_floor, no socket):"
+FLOOR=$BUILD/timer_floor
+if [ ! -x "$FLOOR" ]; then
+  say "  n/a: no $FLOOR (cmake --build build --target timer_floor)"
+else
+  for rate in 20000 1000 "$RATE"; do
+    "$FLOOR" --rate "$rate" --warmup "$WARMUP" --duration "$DURATION" >"$OUT/floor-$rate.json" 2>"$OUT/floor-$rate.log" ||
+      { FAILED=1; step "timer_floor --rate $rate failed (log: $OUT/floor-$rate.log)"; continue; }
+  done
+  luajit - "$OUT" "$dir/runs.jsonl" "$O" "$RATE" <<'LUA' 2>&1 | tee -a "$SUMMARY"
+    local cjson = require("cjson")
+    local out, runs, open_cpu, brate = arg[1], arg[2], tonumber(arg[3]), tonumber(arg[4])
+    local worst = {}
+    for line in io.lines(runs) do
+      local r = cjson.decode(line)
+      if r.send_lag_us and r.rate_asked then
+        worst[r.rate_asked] = math.max(worst[r.rate_asked] or 0, r.send_lag_us.p99)
+      end
+    end
+    local function floor(rate)
+      local f = io.open(out .. "/floor-" .. rate .. ".json")
+      local fl = f and cjson.decode(f:read("*a"))
+      if f then f:close() end
+      return fl
+    end
+    for _, rate in ipairs({ 20000, 1000 }) do
+      local fl, ark = floor(rate), worst[rate]
+      if fl then
+        print(string.format("  %6d wakes/s: lag p50 %.1f us, p99 %.1f us, %.1f us CPU per wake; arkbench's worst send_lag p99 %s",
+          rate, fl.lag_us.p50, fl.lag_us.p99, fl.cpu_us_per_wake,
+          ark and string.format("%.1f us (%.2f x the floor's)", ark, ark / fl.lag_us.p99) or "n/a"))
+      end
+    end
+    local fl = brate and floor(brate)
+    if fl and open_cpu then
+      print(string.format("  %6d wakes/s ((b)'s rate): %.1f us CPU per wake; arkbench's open-loop CPU per round trip %.1f us (%.2f x a wake's)",
+        brate, fl.cpu_us_per_wake, open_cpu, open_cpu / fl.cpu_us_per_wake))
+    end
+LUA
+fi
 say "$(load_line) (at the end)"
 say "results: $OUT"
 exit "$FAILED"

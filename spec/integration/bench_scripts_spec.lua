@@ -91,6 +91,20 @@ describe("bench/open_loop.sh --quick", function()
         local r = out:match("open/closed CPU per round trip: ([%d.]+) %(goal <= 1.1%)")
         assert.truthy(c and o and r, out)
         assert.near(tonumber(o) / tonumber(c), tonumber(r), 0.006)
+        -- (c): the bare timer wake at both schedules' rates, and (b)'s
+        local floors = 0
+        for p99, cpu, ark, ratio in out:gmatch("wakes/s: lag p50 [%d.]+ us, p99 ([%d.]+) us, ([%d.]+) us CPU per wake; "
+            .. "arkbench's worst send_lag p99 ([%d.]+) us %(([%d.]+) x the floor's%)") do
+            floors = floors + 1
+            assert.is_true(tonumber(p99) > 0 and tonumber(cpu) > 0, out)
+            assert.near(tonumber(ark) / tonumber(p99), tonumber(ratio), 0.006)
+        end
+        assert.equals(2, floors, out)
+        local bcpu, bark, bratio = out:match("%(%(b%)'s rate%): ([%d.]+) us CPU per wake; arkbench's open%-loop CPU per "
+            .. "round trip ([%d.]+) us %(([%d.]+) x a wake's%)")
+        assert.truthy(bcpu, out)
+        assert.near(tonumber(bark), tonumber(o), 0.051)
+        assert.near(tonumber(bark) / tonumber(bcpu), tonumber(bratio), 0.006)
         assert.equals(out, files.read_file(dir .. "/summary.txt"))
         servers_ended(dir, { "srv" })
     end)
