@@ -46,6 +46,23 @@ describe("help", function()
         end
     end)
 
+    it("gives serve every option serve takes, and serve's own exit codes", function()
+        local rc, out = run({ "help", "serve" })
+        assert.equals(0, rc)
+        -- every key of serve.lua's option table (so a new option fails here
+        -- until the help names it)
+        local src = files.read_file(os.getenv("ARKBENCH_ROOT") .. "/lua/arkbench/cmd/serve.lua")
+        local opts = assert(src:match("local OPTS = (%b{})"), "serve.lua's OPTS")
+        local n = 0
+        for opt in opts:gmatch('%[?"?([%w%-]+)"?%]? = true') do
+            n = n + 1
+            assert.truthy(out:find("--" .. opt, 1, true), opt .. ": " .. out)
+        end
+        assert.equals(12, n)
+        assert.truthy(out:find("exit codes: 0 stopped by SIGINT/SIGTERM", 1, true), out)
+        assert.falsy(out:find("threshold", 1, true), out)
+    end)
+
     it("still lists every command on `arkbench help`", function()
         local rc, out = run({ "help" })
         assert.equals(0, rc)

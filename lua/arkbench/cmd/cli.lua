@@ -70,6 +70,9 @@ local HELP = {
   serve               only the server side, until SIGINT/SIGTERM
       --protocol P --listen HOST:PORT --topology T --work N --framing F --payload B
       --cert-out FILE (TLS: write the generated certificate) --tls-version V --alpn LIST
+      --tls-resume true|false  issue session tickets (default false)
+      --processes N       serve from N processes on one port (SO_REUSEPORT)
+      --reuse-port 1      share the port with other processes (SO_REUSEPORT)
 ]],
     report = [[
   report DIR          rebuild summary.json, report.md, report.html and charts/
@@ -117,8 +120,16 @@ end
 local USAGE = usage()
 
 -- One command's help: its usage line and options, and the exit codes.
+-- Commands whose exit codes are not run's.
+local EXIT_CODES_OF = {
+    serve = [[
+exit codes: 0 stopped by SIGINT/SIGTERM after serving, 1 the server failed
+(its JSON line's error says why), 2 bad command line
+]],
+}
+
 local function command_help(cmd)
-    return "usage: arkbench " .. cmd .. " [options]\n\n" .. HELP[cmd] .. "\n" .. EXIT_CODES
+    return "usage: arkbench " .. cmd .. " [options]\n\n" .. HELP[cmd] .. "\n" .. (EXIT_CODES_OF[cmd] or EXIT_CODES)
 end
 
 -- Options whose next argument is their value (so a value "-h" is no help).
