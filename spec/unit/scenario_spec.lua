@@ -208,7 +208,7 @@ describe("scenario.load", function()
         it("runs sharded:8 with clients = 2 and says 6 loops are idle", function()
             local spec = assert(scenario.load(F .. "sharded_few.lua"))
             assert.same({ F .. "sharded_few.lua:3: key 'topology': sharded:8 with clients=2: "
-                .. "6 of 8 loops run without a connection (the load is not changed): 1 of 1 cases" },
+                .. "6 of 8 loops run without a connection (the load is not changed): 1 of the scenario's 1 cases" },
                 spec.warnings)
             -- the only case has idle loops, and still the scenario is not refused
             local cases, dropped = matrix.expand(spec)
@@ -231,7 +231,7 @@ describe("scenario.load", function()
             local spec = assert(scenario.load(F .. "mixed_ok.lua"))
             assert.same({
                 F .. "mixed_ok.lua:5: key 'topology': sharded:8 with clients=4: 4 of 8 loops "
-                    .. "run without a connection (the load is not changed): 4 of 12 cases",
+                    .. "run without a connection (the load is not changed): 4 of the scenario's 12 cases",
             }, spec.warnings)
         end)
 
@@ -240,9 +240,9 @@ describe("scenario.load", function()
             local spec = assert(scenario.load(F .. "idle_loops.lua"))
             assert.same({
                 F .. "idle_loops.lua:6: key 'topology': sharded:4 with clients=1: 3 of 4 loops "
-                    .. "run without a connection (the load is not changed): 2 of 12 cases",
+                    .. "run without a connection (the load is not changed): 2 of the scenario's 12 cases",
                 F .. "idle_loops.lua:6: key 'topology': sharded:4 with clients=2: 2 of 4 loops "
-                    .. "run without a connection (the load is not changed): 2 of 12 cases",
+                    .. "run without a connection (the load is not changed): 2 of the scenario's 12 cases",
             }, spec.warnings)
         end)
 
@@ -323,9 +323,9 @@ describe("scenario.load", function()
             assert.is_nil(spec.keys.window)
             assert.same({
                 "scenarios/tcp.lua:31: key 'topology': sharded:2 with clients=1: 1 of 2 loops "
-                    .. "run without a connection (the load is not changed): 3 of 30 cases",
+                    .. "run without a connection (the load is not changed): 3 of the scenario's 30 cases",
                 "scenarios/tcp.lua:31: key 'topology': sharded:4 with clients=1: 3 of 4 loops "
-                    .. "run without a connection (the load is not changed): 3 of 30 cases",
+                    .. "run without a connection (the load is not changed): 3 of the scenario's 30 cases",
             }, spec.warnings)
         end)
     end)
@@ -446,7 +446,7 @@ describe("scenario.load", function()
         it("runs a topology given on the command line with fewer clients, warning at the --set", function()
             local spec = assert(scenario.load(F .. "minimal.lua", { "topology=sharded:4" }))
             assert.same({ "--set topology=sharded:4: key 'topology': sharded:4 with clients=1: "
-                .. "3 of 4 loops run without a connection (the load is not changed): 1 of 1 cases" },
+                .. "3 of 4 loops run without a connection (the load is not changed): 1 of the scenario's 1 cases" },
                 spec.warnings)
             local cases, dropped = matrix.expand(spec)
             assert.same({}, dropped)
@@ -458,7 +458,7 @@ describe("scenario.load", function()
         it("anchors the idle-loop warning at the file's topology when clients is --set", function()
             local spec = assert(scenario.load(F .. "sharded_few.lua", { "clients=3" }))
             assert.same({ F .. "sharded_few.lua:3: key 'topology': sharded:8 with clients=3: "
-                .. "5 of 8 loops run without a connection (the load is not changed): 1 of 1 cases" },
+                .. "5 of 8 loops run without a connection (the load is not changed): 1 of the scenario's 1 cases" },
                 spec.warnings)
         end)
 
@@ -467,9 +467,9 @@ describe("scenario.load", function()
             local spec = assert(scenario.load("scenarios/tcp.lua", { "load=1x1" }))
             assert.same({
                 "scenarios/tcp.lua:31: key 'topology': sharded:2 with clients=1: 1 of 2 loops "
-                    .. "run without a connection (the load is not changed): 3 of 15 cases",
+                    .. "run without a connection (the load is not changed): 3 of the scenario's 15 cases",
                 "scenarios/tcp.lua:31: key 'topology': sharded:4 with clients=1: 3 of 4 loops "
-                    .. "run without a connection (the load is not changed): 3 of 15 cases",
+                    .. "run without a connection (the load is not changed): 3 of the scenario's 15 cases",
             }, spec.warnings)
             assert.equals(15, #matrix.expand(spec))
         end)

@@ -208,7 +208,7 @@ function _M.check_cases(ctx, t, spec)
         end
     end
     for _, reason in ipairs(order) do
-        warn(ctx, "topology", str_format("key 'topology': %s: %d of %d cases",
+        warn(ctx, "topology", str_format("key 'topology': %s: %d of the scenario's %d cases",
              reason, count[reason], #cases))
     end
 
