@@ -190,14 +190,22 @@ static void dispatch(ab_reactor_watch_t *w, uint32_t e, ab_reactor_t *me) {
 }
 
 /* One batch from queue q: runs its watches' events; returns how many ran
- * (the kick is not counted), or -1 when the queue had nothing. */
-static int run_batch(queue_t *q, ab_reactor_t *me, int *full) {
+ * (the kick is not counted), or -1 when the queue had nothing.  A thief
+ * (q is not its own) that takes q's kick puts it back: it was meant for
+ * q's thread, which would otherwise sleep on, no longer marked idle. */
+static int run_batch(queue_t *q, int theirs, ab_reactor_t *me, int *full) {
   struct epoll_event ev[SET_BATCH];
   int n = epoll_wait(q->epfd, ev, SET_BATCH, 0);
   if (n <= 0) return -1;
   int ran = 0;
   for (int i = 0; i < n; i++) {
-    if (ev[i].data.ptr == &kick_mark) continue;
+    if (ev[i].data.ptr == &kick_mark) {
+      if (theirs) {
+        uint64_t one = 1;
+        (void)!write(q->kick, &one, sizeof(one));
+      }
+      continue;
+    }
     dispatch(ev[i].data.ptr, ev[i].events, me);
     ran++;
   }
@@ -212,7 +220,7 @@ int ab_reactor_set_run(ab_reactor_set_t *s, ab_reactor_t *me) {
    * process (the other end of a connection here) is ready now, and taken
    * here it stays on this core */
   for (; round < SET_ROUNDS; round++) {
-    int ran = run_batch(own, me, &full);
+    int ran = run_batch(own, 0, me, &full);
     if (ran < 0) break;
     total += ran;
   }
@@ -220,7 +228,7 @@ int ab_reactor_set_run(ab_reactor_set_t *s, ab_reactor_t *me) {
     /* nothing of its own: steal one batch from the next queue that has
      * one; what it runs moves here */
     for (int k = 1; k < s->n && total == 0; k++) {
-      int ran = run_batch(&s->q[(me->slot + k) % s->n], me, &full);
+      int ran = run_batch(&s->q[(me->slot + k) % s->n], 1, me, &full);
       if (ran > 0) total = ran;
     }
     atomic_store_explicit(&own->idle, total == 0, memory_order_relaxed);

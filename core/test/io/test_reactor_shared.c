@@ -149,6 +149,36 @@ static void test_kick_idle(void) {
   ab_reactor_set_close(s);
 }
 
+/* A thief that finds another thread's kick in that thread's queue (it
+ * looks there before the busy queue) leaves it there: the kicked thread
+ * still wakes to steal.  With three threads: 0 is busy and kicks 1, then
+ * 2; 1 wakes, looks in 2's queue first, and steals from 0. */
+static void test_kick_not_eaten(void) {
+  static item_t many[MANY];
+  static int owner2;
+  ab_reactor_set_t *s;
+  CHECK(ab_reactor_set_open(&s, 3) == 0);
+  ab_reactor_t r0, r1, r2;
+  ab_reactor_shared_init(&r0, s, &owner0, 0);
+  ab_reactor_shared_init(&r1, s, &owner1, 1);
+  ab_reactor_shared_init(&r2, s, &owner2, 2);
+  CHECK(ab_reactor_set_run(s, &r1) == 0); /* idle */
+  CHECK(ab_reactor_set_run(s, &r2) == 0); /* idle */
+  for (int i = 0; i < MANY; i++) {
+    item_open(&many[i], &r0, 0);
+    CHECK(write(many[i].peer, "x", 1) == 1);
+  }
+  CHECK(ab_reactor_set_run(s, &r0) > 0); /* kicks 1 */
+  CHECK(readable(ab_reactor_set_fd(s, 1)));
+  CHECK(ab_reactor_set_run(s, &r0) > 0); /* kicks 2 */
+  CHECK(readable(ab_reactor_set_fd(s, 2)));
+  CHECK(ab_reactor_set_run(s, &r1) > 0); /* steals from 0, passing 2's queue */
+  CHECK(readable(ab_reactor_set_fd(s, 2))); /* 2 is still asked to steal */
+  CHECK(ab_reactor_set_run(s, &r2) > 0);
+  for (int i = 0; i < MANY; i++) item_close(&many[i]);
+  ab_reactor_set_close(s);
+}
+
 /* Two threads serving the set, echoes in flight on every pair: no watch's
  * callback runs on both at once, and every echo comes back. */
 typedef struct {
@@ -213,6 +243,7 @@ int main(void) {
   test_home_and_steal();
   test_no_steal_when_busy();
   test_kick_idle();
+  test_kick_not_eaten();
   test_two_threads();
   TEST_DONE();
 }
