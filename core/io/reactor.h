@@ -72,6 +72,11 @@ struct ab_reactor_watch_s {
                                  thread's reactor; NULL otherwise */
   pthread_mutex_t *lock;      /* reactor_shared: held around each callback
                                  (NULL: none); kept by ab_sockio_start */
+  unsigned gen;               /* reactor_shared: counts watch_init on this
+                                 memory (a reopened connection's watch is
+                                 the same memory), so that an event taken
+                                 for an earlier descriptor is told apart;
+                                 kept by ab_sockio_start, as lock */
   union {
     uv_poll_t uv;             /* reactor_uv.c */
     struct {

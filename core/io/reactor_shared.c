@@ -30,7 +30,15 @@
  * took before the close; that thread finds it closed (under the lock) and
  * drops the event.  So a watch's memory must stay valid until every thread
  * has stopped serving the set: the engine keeps connections until the
- * loops have ended.
+ * loops have ended.  The same memory may be started again on a new
+ * descriptor before that thread gets the lock (a connection reopened by
+ * its home after a timeout): each event carries the low bits of the
+ * watch's start count (w->gen, in the pointer's alignment bits), and an
+ * event from an earlier start is dropped too -- else the new descriptor
+ * would get the old one's readiness, an EPOLLERR failing a fresh
+ * connection.  (Told apart modulo the alignment, 8 starts: a thread would
+ * have to hold one event through 8 reopens of that connection, each a
+ * connect and, after a failure, a backoff.)
  */
 #include "io/reactor.h"
 
@@ -59,6 +67,15 @@ struct ab_reactor_set_s {
 
 /* the epoll data of a queue's kick: not a watch */
 static char kick_mark;
+
+/* A watch's event data: its address with the low bits of its start count
+ * in the alignment bits. */
+#define GEN_MASK ((uintptr_t)_Alignof(ab_reactor_watch_t) - 1u)
+_Static_assert(_Alignof(ab_reactor_watch_t) >= 4, "room for a start count in a watch's address");
+
+static uint64_t event_data(const ab_reactor_watch_t *w) {
+  return (uint64_t)((uintptr_t)w | ((uintptr_t)w->gen & GEN_MASK));
+}
 
 int ab_reactor_set_open(ab_reactor_set_t **out, int threads) {
   if (threads < 1) threads = 1;
@@ -108,7 +125,7 @@ static int arm(ab_reactor_watch_t *w, int want, int slot) {
   struct epoll_event ev;
   ev.events = EPOLLONESHOT | (want & AB_REACTOR_READABLE ? EPOLLIN : 0u) |
               (want & AB_REACTOR_WRITABLE ? EPOLLOUT : 0u);
-  ev.data.ptr = w;
+  ev.data.u64 = event_data(w);
   int op = w->impl.sh.in_set ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
   w->impl.sh.in_set = 1;
   w->impl.sh.home = slot;
@@ -121,6 +138,7 @@ static int arm(ab_reactor_watch_t *w, int want, int slot) {
 }
 
 static int sh_watch_init(ab_reactor_t *r, ab_reactor_watch_t *w, int fd) {
+  w->gen++; /* an event taken for its last descriptor is not for this one */
   w->impl.sh.fd = fd;
   w->impl.sh.want = 0;
   w->impl.sh.in_set = 0;
@@ -163,9 +181,11 @@ void ab_reactor_shared_init(ab_reactor_t *r, ab_reactor_set_t *s, void *owner, i
   r->slot = slot;
 }
 
-static void dispatch(ab_reactor_watch_t *w, uint32_t e, ab_reactor_t *me) {
+/* The event `e` with data `data` (event_data), taken from a queue. */
+static void dispatch(uint64_t data, uint32_t e, ab_reactor_t *me) {
+  ab_reactor_watch_t *w = (ab_reactor_watch_t *)(uintptr_t)(data & ~(uint64_t)GEN_MASK);
   if (w->lock) pthread_mutex_lock(w->lock);
-  if (!w->impl.sh.closed) {
+  if (!w->impl.sh.closed && (data & GEN_MASK) == ((uintptr_t)w->gen & GEN_MASK)) {
     int want = w->impl.sh.want, status = 0, events = 0;
     if (e & EPOLLERR) {
       status = UV_EBADF;
@@ -206,7 +226,7 @@ static int run_batch(queue_t *q, int theirs, ab_reactor_t *me, int *full) {
       }
       continue;
     }
-    dispatch(ev[i].data.ptr, ev[i].events, me);
+    dispatch(ev[i].data.u64, ev[i].events, me);
     ran++;
   }
   *full = n == SET_BATCH;

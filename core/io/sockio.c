@@ -137,8 +137,10 @@ int ab_sockio_start(ab_sockio_t *io, ab_reactor_t *reactor, uv_tcp_t *tcp,
   int r = uv_fileno((const uv_handle_t *)tcp, &fd);
   if (r < 0) return r;
   pthread_mutex_t *lock = io->watch.lock; /* the owner's, set before */
+  unsigned gen = io->watch.gen;           /* reactor.h: survives a reopen */
   memset(io, 0, sizeof(*io));
   io->watch.lock = lock;
+  io->watch.gen = gen;
   io->fd = fd;
   io->on_readable = on_readable;
   io->on_error = on_error;

@@ -179,6 +179,62 @@ static void test_kick_not_eaten(void) {
   ab_reactor_set_close(s);
 }
 
+/* A thread that took a watch's event before the watch was closed, and
+ * waits for its lock while the owner closes it and starts it again on a
+ * new descriptor (a reopened connection reuses its watch), does not run
+ * that old event on the new watch: it had nothing ready. */
+typedef struct {
+  ab_reactor_set_t *s;
+  ab_reactor_t *r;
+} runner_t;
+
+static void *run_once(void *arg) {
+  runner_t *ru = arg;
+  (void)ab_reactor_set_run(ru->s, ru->r);
+  return NULL;
+}
+
+static void test_stale_event_after_reopen(void) {
+  ab_reactor_set_t *s;
+  CHECK(ab_reactor_set_open(&s, SLOTS) == 0);
+  ab_reactor_t r0, r1;
+  ab_reactor_shared_init(&r0, s, &owner0, 0);
+  ab_reactor_shared_init(&r1, s, &owner1, 1);
+  item_t a;
+  item_open(&a, &r0, 1);
+  CHECK(write(a.peer, "x", 1) == 1);
+  pthread_mutex_lock(&a.mu); /* the owner, outside a callback */
+  runner_t ru = {s, &r1};
+  pthread_t th;
+  CHECK(pthread_create(&th, NULL, run_once, &ru) == 0);
+  /* thread 1 has taken the event when the set no longer shows it */
+  for (int i = 0; i < 5000 && readable(ab_reactor_set_fd(s, 0)); i++) usleep(1000);
+  CHECK(!readable(ab_reactor_set_fd(s, 0)));
+  usleep(20000); /* and waits for the lock */
+  ab_reactor_watch_close(&a.w);
+  close(a.fd);
+  close(a.peer);
+  int sv[2];
+  CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv) == 0);
+  a.fd = sv[0];
+  a.peer = sv[1];
+  unsigned gen = a.w.gen;
+  memset(&a.w, 0, sizeof(a.w)); /* as ab_sockio_start does, keeping */
+  a.w.lock = &a.mu;               /* the lock and the start count */
+  a.w.gen = gen;
+  CHECK(ab_reactor_watch_init(&r0, &a.w, a.fd, on_ready) == 0);
+  a.w.data = &a;
+  CHECK(ab_reactor_watch_start(&a.w, AB_REACTOR_READABLE) == 0);
+  pthread_mutex_unlock(&a.mu);
+  pthread_join(th, NULL);
+  CHECK_EQ_U64(a.runs, 0); /* nothing ran for the old descriptor's event */
+  CHECK(write(a.peer, "y", 1) == 1);
+  CHECK(ab_reactor_set_run(s, &r0) == 1); /* the new one works */
+  CHECK_EQ_U64(a.runs, 1);
+  item_close(&a);
+  ab_reactor_set_close(s);
+}
+
 /* Two threads serving the set, echoes in flight on every pair: no watch's
  * callback runs on both at once, and every echo comes back. */
 typedef struct {
@@ -244,6 +300,7 @@ int main(void) {
   test_no_steal_when_busy();
   test_kick_idle();
   test_kick_not_eaten();
+  test_stale_event_after_reopen();
   test_two_threads();
   TEST_DONE();
 }

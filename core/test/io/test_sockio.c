@@ -9,8 +9,10 @@
  * owner holds its reads); a send that meets a reset returns 0 and the
  * reader still gets what had arrived; a reset after the peer's FIN is
  * EPIPE, one without is ECONNRESET (the class ab_err_stream_end gives each
- * side); held reads. */
+ * side); held reads; a start on a used ab_sockio_t (a reopen) keeps the
+ * owner's lock and the watch's start count (io/reactor.h). */
 #include <arpa/inet.h>
+#include <pthread.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
@@ -407,6 +409,24 @@ static void test_reserve_commit(void) {
   close(b);
 }
 
+/* A reopened connection starts its sockio again on the same memory: the
+ * owner's lock and the watch's start count (by which shared:N tells an
+ * event for the old descriptor apart) survive it. */
+static void test_restart_keeps(void) {
+  side_t s;
+  int b = open_pair(&s, 0, 0);
+  ab_sockio_close(&s.io);
+  uv_run(&loop, UV_RUN_NOWAIT); /* the watch's uv_poll closes */
+  pthread_mutex_t mu;
+  s.io.watch.lock = &mu;
+  s.io.watch.gen = 7;
+  CHECK(ab_sockio_start(&s.io, &reactor, &s.tcp, on_readable, on_error) == 0);
+  CHECK(s.io.watch.lock == &mu);
+  CHECK_EQ_U64(s.io.watch.gen, 7);
+  close_side(&s);
+  close(b);
+}
+
 int main(void) {
   CHECK(uv_loop_init(&loop) == 0);
   ab_reactor_uv_init(&reactor, &loop, NULL);
@@ -422,6 +442,7 @@ int main(void) {
   test_fin_then_reset(0);
   test_hold_reads();
   test_reserve_commit();
+  test_restart_keeps();
   uv_run(&loop, UV_RUN_DEFAULT);
   CHECK(uv_loop_close(&loop) == 0);
   TEST_DONE();
