@@ -269,7 +269,7 @@ static int client_open(ab__dclient_t *c) {
   r = ab__conn_setup(l, &c->conn, 1, 1, c->h.id);
   c->conn.data = c;
   /* shared:N: other threads may run it as soon as it is watched */
-  c->conn.io.watch.lock = eng->shared ? &c->h.mu : NULL;
+  ab_reactor_watch_set_lock(&c->conn.io.watch, eng->shared ? &c->h.mu : NULL);
   if (r == 0) r = ab_conn_start(&c->conn, &l->d->reactor, &c->tcp,
                                 (ab_sockio_kept_t){&c->rbuf, &c->rcap, &c->rlen}, &client_cbs);
   if (r == 0) r = ab__client_allow(c, eng->dc->codec_vt->max_overhead + eng->cfg->payload);
@@ -705,7 +705,7 @@ void ab__co_server_accept(ab__sconn_t *s) {
   ab__loop_t *l = s->loop;
   int r = ab__conn_setup(l, &s->conn, 0, 1, 0);
   s->conn.data = s;
-  s->conn.io.watch.lock = l->eng->shared ? &s->mu : NULL; /* ab__conn_setup cleared it */
+  s->conn.io.watch.lock = l->eng->shared ? &s->mu : NULL; /* a new connection: nobody reads it yet */
   if (r == 0) r = ab_task_c_new(l->d->sched, &s->task, STACK_SIZE(l), server_main, s);
   if (r < 0) {
     s->task = NULL;

@@ -398,7 +398,7 @@ static void client_connected(uv_connect_t *req, int status) {
   c->ly.state = AB__LY_HS_TLS;
   /* shared:N: other threads may run it as soon as it is watched */
   ab__client_take(l, &c->h);
-  c->conn.io.watch.lock = l->eng->shared ? &c->h.mu : NULL;
+  ab_reactor_watch_set_lock(&c->conn.io.watch, l->eng->shared ? &c->h.mu : NULL);
   r = ab_conn_start(&c->conn, &l->d->reactor, &c->tcp, client_in(c), &client_cbs);
   if (r == 0) r = ab__client_allow(c, l->eng->dc->codec_vt->max_overhead + l->eng->cfg->payload);
   if (r < 0) {
@@ -675,7 +675,7 @@ void ab__sserver_accept(ab__sconn_t *s) {
     return;
   }
   s->ly.state = AB__LY_HS_TLS;
-  s->conn.io.watch.lock = eng->shared ? &s->mu : NULL; /* ab__conn_setup cleared it */
+  s->conn.io.watch.lock = eng->shared ? &s->mu : NULL; /* a new connection: nobody reads it yet */
   r = ab_conn_start(&s->conn, &l->d->reactor, &s->tcp, sconn_in(s), &server_cbs);
   if (r < 0) ab__sconn_error(s, r, "read start");
 }

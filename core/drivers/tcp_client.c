@@ -289,7 +289,7 @@ static void on_connect(uv_connect_t *req, int status) {
     ab__client_take(l, &c->h);
     c->h.alive = 1;
     if (!c->h.reopening) l->ready_clients++; /* the coordinator's count of first connects */
-    c->conn.io.watch.lock = l->eng->shared ? &c->h.mu : NULL;
+    ab_reactor_watch_set_lock(&c->conn.io.watch, l->eng->shared ? &c->h.mu : NULL);
     int r = ab_sockio_start(&c->conn.io, &l->d->reactor, &c->tcp, on_readable, on_io_error);
     if (r == 0) r = ab__client_allow(c, l->fsz);
     if (r < 0) ab__client_fail(c, r, "read start");

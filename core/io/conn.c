@@ -2,6 +2,7 @@
 #include "io/conn.h"
 
 #include <stdio.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "base/ab_error.h"
@@ -21,7 +22,11 @@ static uint8_t *cipher_rx(const ab_conn_t *c) {
 }
 
 void ab_conn_init(ab_conn_t *c, ab_tls_conn_t *tls, uint8_t *cipher_rx) {
-  memset(c, 0, sizeof(*c));
+  /* all but the watch, which ab_sockio_start sets up (reactor.h: a thread
+   * holding an event for a closed watch may read it now) */
+  size_t w0 = offsetof(ab_conn_t, io.watch), w1 = w0 + sizeof(ab_reactor_watch_t);
+  memset(c, 0, w0);
+  memset((char *)c + w1, 0, sizeof(*c) - w1);
   c->tls = tls;
   c->cipher_rx = cipher_rx;
   ab_outbuf_init(&c->plain);

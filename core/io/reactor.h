@@ -71,12 +71,15 @@ struct ab_reactor_watch_s {
   ab_reactor_t *cur;          /* reactor_shared, during a callback: that
                                  thread's reactor; NULL otherwise */
   pthread_mutex_t *lock;      /* reactor_shared: held around each callback
-                                 (NULL: none); kept by ab_sockio_start */
+                                 (NULL: none); ab_reactor_watch_set_lock */
   unsigned gen;               /* reactor_shared: counts watch_init on this
                                  memory (a reopened connection's watch is
                                  the same memory), so that an event taken
-                                 for an earlier descriptor is told apart;
-                                 kept by ab_sockio_start, as lock */
+                                 for an earlier descriptor is told apart */
+  /* lock and gen survive a restart: ab_sockio_start and ab_conn_init never
+   * clear the watch (watch_init sets the rest), because a thread that took
+   * an event before the watch was closed reads lock without holding it,
+   * and gen once it does, while the owner starts the watch again */
   union {
     uv_poll_t uv;             /* reactor_uv.c */
     struct {
@@ -122,6 +125,13 @@ static inline int ab_reactor_watch_init(ab_reactor_t *r, ab_reactor_watch_t *w, 
   w->running = r->owner;
   w->cur = NULL;
   return r->ops->watch_init(r, w, fd);
+}
+
+/* The lock held around w's callbacks (reactor_shared), written only when
+ * it changes: at a reopen, a thread with an event for the closed watch may
+ * be reading it. */
+static inline void ab_reactor_watch_set_lock(ab_reactor_watch_t *w, pthread_mutex_t *lock) {
+  if (w->lock != lock) w->lock = lock;
 }
 
 static inline int ab_reactor_watch_start(ab_reactor_watch_t *w, int events) {

@@ -2,6 +2,7 @@
 #include "io/sockio.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -136,11 +137,10 @@ int ab_sockio_start(ab_sockio_t *io, ab_reactor_t *reactor, uv_tcp_t *tcp,
   uv_os_fd_t fd;
   int r = uv_fileno((const uv_handle_t *)tcp, &fd);
   if (r < 0) return r;
-  pthread_mutex_t *lock = io->watch.lock; /* the owner's, set before */
-  unsigned gen = io->watch.gen;           /* reactor.h: survives a reopen */
-  memset(io, 0, sizeof(*io));
-  io->watch.lock = lock;
-  io->watch.gen = gen;
+  /* all but the watch: watch_init sets it up, keeping the owner's lock
+   * and the start count (reactor.h: a thread holding an event for the
+   * closed watch may read them now) */
+  memset(io, 0, offsetof(ab_sockio_t, watch));
   io->fd = fd;
   io->on_readable = on_readable;
   io->on_error = on_error;

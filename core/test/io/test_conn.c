@@ -5,8 +5,10 @@
  * and at once without TLS); plaintext sent before the handshake is done
  * waits and then goes out first; a client that does not trust the server's
  * certificate gets on_error(AB_EPROTO) with OpenSSL's reason, and neither
- * side becomes ready. */
+ * side becomes ready; setting up a used connection again (a reopen) keeps
+ * its watch's lock and start count (io/reactor.h). */
 #include <arpa/inet.h>
+#include <pthread.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
@@ -147,6 +149,22 @@ static void untrusted_case(ab_tls_ctx_t *sctx, ab_tls_ctx_t *other) {
   free(sv);
 }
 
+/* ab_conn_init on a connection's memory once more (a reopen): the rest is
+ * zeroed, the watch's lock and start count are not touched. */
+static void reinit_case(void) {
+  static ab_conn_t c;
+  static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+  uint8_t scratch[16];
+  memset(&c, 0xab, sizeof(c));
+  c.io.watch.lock = &mu;
+  c.io.watch.gen = 3;
+  ab_conn_init(&c, NULL, scratch);
+  CHECK(c.io.watch.lock == &mu);
+  CHECK_EQ_U64(c.io.watch.gen, 3);
+  CHECK(c.io.fd == 0 && c.io.started == 0 && c.io.on_readable == NULL);
+  CHECK(c.tls == NULL && c.cipher_rx == scratch && c.data == NULL && c.t_setup == 0);
+}
+
 int main(void) {
   CHECK(uv_loop_init(&loop) == 0);
   ab_reactor_uv_init(&reactor, &loop, NULL);
@@ -161,6 +179,7 @@ int main(void) {
   echo_case(sctx, cctx, 100, 4096);           /* TLS, early bytes wait */
   echo_case(sctx, cctx, 70000, 1 << 20);      /* TLS, a burst */
   untrusted_case(sctx, other);
+  reinit_case();
 
   ab_tls_ctx_free(cctx);
   ab_tls_ctx_free(other);
