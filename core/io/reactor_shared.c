@@ -21,7 +21,9 @@
  *
  * Level-triggered, as reactor_uv: re-arming a descriptor whose condition
  * still holds reports it again.  EPOLLERR is reported as status UV_EBADF
- * with the watch stopped (as libuv does); EPOLLHUP as the watched events.
+ * with the watch stopped (as libuv does); EPOLLHUP as the watched events;
+ * a re-arm after a callback that fails (the epoll set out of room, say) as
+ * its error, the watch stopped too.
  * A watch that watches nothing is taken out of its queue (EPOLLERR and
  * EPOLLHUP are reported even for an empty mask); one disabled by its
  * one-shot event stays in and is re-enabled by the next start.
@@ -181,6 +183,17 @@ void ab_reactor_shared_init(ab_reactor_t *r, ab_reactor_set_t *s, void *owner, i
   r->slot = slot;
 }
 
+/* w's callback on this thread (w's lock held): what it watches meanwhile
+ * is recorded, and armed after. */
+static void run_cb(ab_reactor_watch_t *w, ab_reactor_t *me, int status, int events) {
+  w->running = me->owner;
+  w->cur = me;
+  w->impl.sh.dispatching = 1;
+  w->cb(w, status, events);
+  w->impl.sh.dispatching = 0;
+  w->cur = NULL;
+}
+
 /* The event `e` with data `data` (event_data), taken from a queue. */
 static void dispatch(uint64_t data, uint32_t e, ab_reactor_t *me) {
   ab_reactor_watch_t *w = (ab_reactor_watch_t *)(uintptr_t)(data & ~(uint64_t)GEN_MASK);
@@ -196,15 +209,15 @@ static void dispatch(uint64_t data, uint32_t e, ab_reactor_t *me) {
       if (e & EPOLLHUP) events |= want;
       events &= want;
     }
-    w->running = me->owner;
-    w->cur = me;
-    w->impl.sh.dispatching = 1;
-    if (status < 0 || events != 0) w->cb(w, status, events);
-    w->impl.sh.dispatching = 0;
-    w->cur = NULL;
+    if (status < 0 || events != 0) run_cb(w, me, status, events);
     /* the one-shot event disabled it: enable what is watched now, in the
-     * queue of this thread (it moves here when it was stolen) */
-    if (!w->impl.sh.closed && w->impl.sh.want != 0) (void)arm(w, w->impl.sh.want, me->slot);
+     * queue of this thread (it moves here when it was stolen); if that
+     * fails, the watch is stopped and told, as for EPOLLERR */
+    int r = !w->impl.sh.closed && w->impl.sh.want != 0 ? arm(w, w->impl.sh.want, me->slot) : 0;
+    if (r < 0) {
+      w->impl.sh.want = 0;
+      run_cb(w, me, r, 0);
+    }
   }
   if (w->lock) pthread_mutex_unlock(w->lock);
 }
