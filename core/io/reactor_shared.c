@@ -34,13 +34,16 @@
  * has stopped serving the set: the engine keeps connections until the
  * loops have ended.  The same memory may be started again on a new
  * descriptor before that thread gets the lock (a connection reopened by
- * its home after a timeout): each event carries the low bits of the
- * watch's start count (w->gen, in the pointer's alignment bits), and an
- * event from an earlier start is dropped too -- else the new descriptor
- * would get the old one's readiness, an EPOLLERR failing a fresh
- * connection.  (Told apart modulo the alignment, 8 starts: a thread would
- * have to hold one event through 8 reopens of that connection, each a
- * connect and, after a failure, a backoff.)
+ * its home after a timeout): each event carries the low 16 bits of the
+ * watch's start count (w->gen) above the watch's address in its epoll
+ * data (user-space addresses take 48 bits on x86-64 and arm64 unless a
+ * program asks the kernel for more, which this one does not; a watch
+ * above them is refused at its start), and an event from an earlier start
+ * is dropped too -- else the new descriptor would get the old one's
+ * readiness, an EPOLLERR failing a fresh connection.  (Told apart modulo
+ * 65536 starts: a thread would have to hold one event through 65536
+ * reopens of that connection.  The 3 alignment bits alone were too few:
+ * test_reactor_shared's reopens under load wrapped them.)
  */
 #include "io/reactor.h"
 
@@ -70,13 +73,17 @@ struct ab_reactor_set_s {
 /* the epoll data of a queue's kick: not a watch */
 static char kick_mark;
 
-/* A watch's event data: its address with the low bits of its start count
- * in the alignment bits. */
-#define GEN_MASK ((uintptr_t)_Alignof(ab_reactor_watch_t) - 1u)
-_Static_assert(_Alignof(ab_reactor_watch_t) >= 4, "room for a start count in a watch's address");
+/* A watch's event data: its address, with the low 16 bits of its start
+ * count above it (bits 48..63; 32..47 where addresses take 32 bits). */
+#if UINTPTR_MAX > 0xffffffffu
+#define ADDR_BITS 48
+#else
+#define ADDR_BITS 32
+#endif
+#define ADDR_MASK ((UINT64_C(1) << ADDR_BITS) - 1u)
 
 static uint64_t event_data(const ab_reactor_watch_t *w) {
-  return (uint64_t)((uintptr_t)w | ((uintptr_t)w->gen & GEN_MASK));
+  return (uint64_t)(uintptr_t)w | ((uint64_t)(w->gen & 0xffffu) << ADDR_BITS);
 }
 
 int ab_reactor_set_open(ab_reactor_set_t **out, int threads) {
@@ -140,6 +147,7 @@ static int arm(ab_reactor_watch_t *w, int want, int slot) {
 }
 
 static int sh_watch_init(ab_reactor_t *r, ab_reactor_watch_t *w, int fd) {
+  if (((uint64_t)(uintptr_t)w & ~ADDR_MASK) != 0) return UV_EINVAL; /* no room for gen */
   w->gen++; /* an event taken for its last descriptor is not for this one */
   w->impl.sh.fd = fd;
   w->impl.sh.want = 0;
@@ -196,9 +204,9 @@ static void run_cb(ab_reactor_watch_t *w, ab_reactor_t *me, int status, int even
 
 /* The event `e` with data `data` (event_data), taken from a queue. */
 static void dispatch(uint64_t data, uint32_t e, ab_reactor_t *me) {
-  ab_reactor_watch_t *w = (ab_reactor_watch_t *)(uintptr_t)(data & ~(uint64_t)GEN_MASK);
+  ab_reactor_watch_t *w = (ab_reactor_watch_t *)(uintptr_t)(data & ADDR_MASK);
   if (w->lock) pthread_mutex_lock(w->lock);
-  if (!w->impl.sh.closed && (data & GEN_MASK) == ((uintptr_t)w->gen & GEN_MASK)) {
+  if (!w->impl.sh.closed && (data >> ADDR_BITS) == (w->gen & 0xffffu)) {
     int want = w->impl.sh.want, status = 0, events = 0;
     if (e & EPOLLERR) {
       status = UV_EBADF;
