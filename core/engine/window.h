@@ -134,7 +134,9 @@ static inline uint8_t ab__win_phase(const ab__loop_t *l, uint64_t now, uint64_t 
  * (its k-th since the phase began), ns.  Fixed in advance: the schedule
  * never moves when sends are late. */
 static inline uint64_t ab__win_intended(const ab__win_t *w, uint64_t k) {
-  return w->sched_t0 + (uint64_t)(w->sched_off + (double)k * w->sched_period);
+  /* rounded, not truncated: an instant that is exactly a whole ns (the
+   * measure deadline, say) must not come out 1 ns before it */
+  return w->sched_t0 + (uint64_t)(w->sched_off + (double)k * w->sched_period + 0.5);
 }
 
 /* The interval of the time series that time t falls in (the measure
