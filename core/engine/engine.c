@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/ab_error.h"
 #include "base/clock.h"
@@ -251,6 +252,12 @@ static void measure(ab__engine_t *eng, ab_result_t *out) {
   double drain_s = cfg->timeout_s;
   if (out->error[0] == '\0' && !eng->aborted && !eng->interrupted) {
     ran = 1;
+    /* CLOCK_REALTIME as the measure phase is started (at t_start, or
+     * as late as this thread woke), for shards started on a plan
+     * (--start-at) and joined by that clock (docs/distributed.md) */
+    struct timespec rt;
+    clock_gettime(CLOCK_REALTIME, &rt);
+    out->measure_start_unix_ns = (int64_t)rt.tv_sec * 1000000000 + rt.tv_nsec;
     eng->live_t0 = t_start;
     send_cmd(eng, AB__CMD_MEASURE, t_start, deadline);
     if (measure_wait(eng, deadline)) {

@@ -206,6 +206,8 @@ struct ab_result_s {
   ab_tag_stats_t *tags;
   double connect_phase_s; /* from the connect command until every client's
                              first connect (and handshakes) finished */
+  int64_t measure_start_unix_ns; /* CLOCK_REALTIME at the measure phase's
+                                    start (0: it did not start) */
 };
 
 /* Checks cfg; returns 0 or AB_ECONFIG with a sentence in err[0..errlen). */

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <lauxlib.h>
 
@@ -144,6 +145,21 @@ static int64_t group_sync(int stage, void *arg) {
   }
 }
 
+/* A shard's wall-clock plan (group_sync_t): stage 1 (connected) starts the
+ * warm-up at plan - lead, stage 2 the measure phase at plan, each as the
+ * CLOCK_MONOTONIC instant that CLOCK_REALTIME reads then; 0 (now) when
+ * that instant is past. */
+static int64_t plan_sync(int stage, void *arg) {
+  group_sync_t *g = arg;
+  struct timespec rt, mt;
+  clock_gettime(CLOCK_REALTIME, &rt);
+  clock_gettime(CLOCK_MONOTONIC, &mt);
+  int64_t real = (int64_t)rt.tv_sec * 1000000000 + rt.tv_nsec;
+  int64_t mono = (int64_t)mt.tv_sec * 1000000000 + mt.tv_nsec;
+  int64_t want = g->plan_unix_ns - (stage == 1 ? g->lead_ns : 0);
+  return want > real ? mono + (want - real) : 0;
+}
+
 /* The group fields of a part (engine.h): id_base, id_stride,
  * clients_total, the source addresses `bind` (a list of IP addresses,
  * into *bind, malloc'd), reuse_port, and sync_fd/go_fd for the barrier. */
@@ -159,6 +175,11 @@ static const char *read_group(lua_State *L, ab_case_cfg_t *cfg, group_sync_t *g,
   g->in_fd = (int)opt_number(L, "go_fd", 0);
   if (g->out_fd >= 0) {
     cfg->sync = group_sync;
+    cfg->sync_arg = g;
+  } else if (opt_number(L, "plan_measure_unix_us", 0) > 0) {
+    g->plan_unix_ns = (int64_t)(opt_number(L, "plan_measure_unix_us", 0) * 1e3);
+    g->lead_ns = (int64_t)(opt_number(L, "plan_lead_s", 0) * 1e9);
+    cfg->sync = plan_sync;
     cfg->sync_arg = g;
   }
   lua_getfield(L, 1, "bind");

@@ -37,6 +37,10 @@ typedef struct {
   int out_fd, in_fd;
   char buf[128];
   size_t len;
+  /* a shard on a wall-clock plan (--start-at, docs/distributed.md), when
+   * out_fd < 0: the measure phase starts at plan_unix_ns (CLOCK_REALTIME)
+   * and the warm-up lead_ns before it; an instant already past is now */
+  int64_t plan_unix_ns, lead_ns;
 } group_sync_t;
 
 /* The case table at index 1 into cfg (lua_engine_cfg.c): its shape (protocol,

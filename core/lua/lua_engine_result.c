@@ -312,6 +312,7 @@ void ab_lua_push_result(lua_State *L, const ab_case_cfg_t *cfg, const ab_result_
   SETNUM("payload_mib_per_s", (double)r->completed * cfg->payload * per_s / 1048576.0);
   SETNUM("connections_per_s", (double)r->connections_opened * per_s);
   SETNUM("connect_phase_s", r->connect_phase_s);
+  if (r->measure_start_unix_ns > 0) SETNUM("measure_start_unix_us", (double)r->measure_start_unix_ns / 1e3);
   SETNUM("tls_handshakes", r->session.tls_handshakes);
   SETNUM("tls_resumed", r->session.tls_resumed_count);
   if (r->interrupted) {

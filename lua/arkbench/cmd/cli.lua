@@ -140,7 +140,7 @@ local VALUE_OPTS = {
     ["--topology"] = true, ["--work"] = true, ["--framing"] = true, ["--payload"] = true,
     ["--cert-out"] = true, ["--tls-version"] = true, ["--alpn"] = true, ["--pairs"] = true,
     ["--duration"] = true, ["--warmup"] = true, ["--clients"] = true, ["--window"] = true,
-    ["--cpu"] = true,
+    ["--cpu"] = true, ["--shard"] = true, ["--start-at"] = true, ["--slot"] = true,
 }
 
 local function wants_help(args)
@@ -198,6 +198,15 @@ local function parse_run_args(args, first)
         elseif a:match("^%-%-filter=") then o.filters[#o.filters + 1] = a:sub(10); i = i + 1
         elseif a:match("^%-%-out=") then o.out = a:sub(7); i = i + 1
         elseif a:match("^%-%-threshold=") then o.thresholds[#o.thresholds + 1] = a:sub(13); i = i + 1
+        elseif a == "--shard" or a == "--start-at" or a == "--slot" then
+            -- distributed runs (arkbench.run.shard, docs/distributed.md)
+            local v = value()
+            if v == nil then return nil, a .. " needs a value" end
+            o[a:sub(3):gsub("%-", "_")] = v
+        elseif a:match("^%-%-shard=") or a:match("^%-%-start%-at=") or a:match("^%-%-slot=") then
+            local k, v = a:match("^%-%-([%w%-]+)=(.*)$")
+            o[k:gsub("%-", "_")] = v
+            i = i + 1
         elseif a == "--quick" then o.quick = true; i = i + 1
         elseif a == "--append" then o.append = true; i = i + 1
         elseif a == "--list" then o.list = true; i = i + 1
@@ -345,6 +354,13 @@ function _M.run(args, ropts)
     end
     local runs_total = 0
     for _, c in ipairs(cases) do runs_total = runs_total + (c.repetitions or 1) end
+    -- --shard / --start-at / --slot (arkbench.run.shard): refused now
+    local dist = {}
+    if o.shard or o.start_at or o.slot then
+        local derr
+        dist, derr = require("arkbench.run.shard").prepare(o, cases, core.wall_s())
+        if not dist then return die(o.path .. ": " .. derr) end
+    end
     if o.list then
         for _, c in ipairs(cases) do
             io_stdout:write(str_format("%3d  %s  (x%d)\n", c.index, c.case_id, c.repetitions or 1))
@@ -383,12 +399,21 @@ function _M.run(args, ropts)
     for _, v in ipairs(o.sets) do settings.sets[#settings.sets + 1] = v end
     for _, v in ipairs(o.filters) do settings.filters[#settings.filters + 1] = v end
     local dir, cerr, prior
+    -- a shard writes its own folder: every shard may get the same --out
+    -- (a shared filesystem) and `arkbench merge` joins them
+    local sh = dist.shard
+    local sub = sh and str_format("shard-%d-of-%d", sh.index, sh.count)
+    if sh then
+        settings.shard = { index = sh.index, count = sh.count, from = sh.from }
+        settings.start_at_unix_s = dist.start_s
+        settings.thresholds = json.array(threshold_rules(spec, o.thresholds))
+    end
     if o.out then
-        dir, cerr, prior = folder.claim_out(o.out, { append = o.append, sha256 = sha,
-                                                     settings = settings })
+        dir, cerr, prior = folder.claim_out(sub and (o.out .. "/" .. sub) or o.out,
+                                            { append = o.append, sha256 = sha, settings = settings })
     else
         dir, cerr, prior = folder.claim_new("results/" .. folder.sanitize(spec.name),
-                                            env.utc_stamp(started))
+                                            env.utc_stamp(started) .. (sub and ("-" .. sub) or ""))
     end
     if not dir then
         if prior == true then -- a mkdir failed: a write failure
@@ -447,6 +472,8 @@ function _M.run(args, ropts)
         spec = spec, cases = cases, sets = o.sets, quick = o.quick, out_dir = dir,
         on_run = on_run, on_progress = on_progress,
         rep_base = prior and require("arkbench.report.runfile").last_repetitions(prior.runs),
+        shard = sh,
+        schedule = dist.start_s and require("arkbench.run.shard").schedule(dist.start_s, dist.slot_s),
     })
     local ended = core.wall_s()
     this_env.ended_utc = env.utc_iso(ended)
@@ -462,10 +489,11 @@ function _M.run(args, ropts)
         if warning then io_stderr:write("arkbench: warning: ", warning, "\n") end
         if all then runs = all elseif aerr then io_stderr:write("arkbench: ", aerr, "\n") end
     end
+    -- a shard's thresholds are checked on the merge (its numbers are a part)
     local _, wrote, crossed = finish_results(dir, spec.name, runs, {
         scenario = spec.name, started_utc = envinfo.started_utc, ended_utc = this_env.ended_utc,
         interrupted = code == 130,
-    }, threshold_rules(spec, o.thresholds))
+    }, not sh and threshold_rules(spec, o.thresholds) or nil)
     folder.release(dir)
     io_stdout:flush()
     io_stderr:write("results: ", dir, "\n")

@@ -22,6 +22,7 @@ local json = require("arkbench.util.json")
 local scenario = require("arkbench.scenario.load")
 local status = require("arkbench.run.status")
 local group = require("arkbench.run.group")
+local shard = require("arkbench.run.shard")
 local merge_runs = require("arkbench.run.merge")
 local sources = require("arkbench.run.sources")
 local request = require("arkbench.scenario.request")
@@ -31,6 +32,12 @@ local ipairs, pairs, type, tonumber = ipairs, pairs, type, tonumber
 local io_stdout, io_stderr = io.stdout, io.stderr
 
 local _M = {}
+
+-- processes = N: this worker leads N client processes (a part is
+-- started with --part and never leads)
+local function nproc_of(case, o)
+    return (not o.part and tonumber(case.processes)) or 1
+end
 
 local function parse(args)
     local o = { sets = {} }
@@ -46,6 +53,19 @@ local function parse(args)
             if not pi then return nil, "worker: --part expects I/N" end
             o.part = { index = tonumber(pi), count = tonumber(pn) }
             i = i + 2
+        elseif a == "--shard" then
+            -- this run is shard I of N of the case (arkbench.run.shard)
+            local si, sn = tostring(args[i + 1]):match("^(%d+)/(%d+)$")
+            if not si then return nil, "worker: --shard expects I/N" end
+            o.shard = { index = tonumber(si), count = tonumber(sn) }
+            i = i + 2
+        elseif a == "--measure-at" then
+            -- the wall-clock plan: measure from this instant (unix us),
+            -- warm up from LEAD s before it
+            o.measure_at = tonumber(args[i + 1])
+            o.lead = tonumber(args[i + 2])
+            if not o.measure_at or not o.lead then return nil, "worker: --measure-at expects US LEAD_S" end
+            i = i + 3
         elseif not o.path and a:sub(1, 2) ~= "--" then o.path = a; i = i + 1
         else return nil, "worker: unexpected argument '" .. a .. "'" end
     end
@@ -180,6 +200,13 @@ local function group_result(parts)
         end
     end
     if #measured == 0 then res.sent = 0; res.completed = 0 end
+    -- the measure phase began when the first part began it
+    for _, p in ipairs(measured) do
+        local t = p.measure_start_unix_us
+        if type(t) == "number" and (res.measure_start_unix_us == nil or t < res.measure_start_unix_us) then
+            res.measure_start_unix_us = t
+        end
+    end
     -- each process interns its own tags: together they may pass the
     -- case's limit, which one process would have refused (a script error)
     local names = {}
@@ -247,11 +274,22 @@ function _M.main(args)
     end
     obj.scenario = { name = spec.name, path = o.path, sha256 = core.sha256(spec.source) }
 
+    -- a shard runs its part of the case; the run object keeps the case
+    -- as written (every shard's the same) and says which part ran
+    if o.shard then
+        local lo, hi
+        case, lo, hi = shard.apply(case, o.shard)
+        obj.shard = { index = o.shard.index, count = o.shard.count, clients_from = lo,
+                      clients_to = hi, host = core.uname and (core.uname() or {}).nodename or json.null }
+    end
     local run = {}
     for k, v in pairs(case) do run[k] = v end
+    if o.measure_at and nproc_of(case, o) == 1 then
+        run.plan_measure_unix_us, run.plan_lead_s = o.measure_at, o.lead
+    end
     -- processes = N: this worker leads N client processes (a part is
     -- started with --part and never leads)
-    local nproc = (not o.part and tonumber(case.processes)) or 1
+    local nproc = nproc_of(case, o)
     local server
     if case.target then
         run.role, run.target = "client", case.target
@@ -312,6 +350,7 @@ function _M.main(args)
     if nproc > 1 then
         parts, rerr = group.run_clients({ exe = core.exe_path(), path = o.path, sets = o.sets,
             quick = o.quick, repetition = o.repetition, case = case, n = nproc,
+            plan = o.measure_at and { measure_unix_us = o.measure_at, lead_s = o.lead },
             extra = { target = run.target, tls = run.tls, bind = run.bind or json.null,
                       role = "client" } })
         if parts then res = group_result(parts) end

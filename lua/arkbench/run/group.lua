@@ -4,7 +4,7 @@
 --   group.share(clients, n, i) -> connections of part i (1-based)
 --   group.part_case(case, n, i, extra) -> the case part i runs
 --   group.run_clients(o) -> parts | nil, err
---       o = { exe, path, sets, quick, repetition, case, extra, n }
+--       o = { exe, path, sets, quick, repetition, case, extra, n, plan }
 --
 -- Part i is `arkbench worker ... --part i/N` with the case's connections
 -- i-1, i-1+N, i-1+2N, ... (their ids are the case's: message headers,
@@ -40,8 +40,11 @@ function _M.part_case(case, n, i, extra)
     for k, v in pairs(case) do c[k] = v end
     local share = _M.share(case.clients, n, i)
     c.clients = share
-    c.clients_total = case.clients
-    c.id_base, c.id_stride = i - 1, n
+    -- a shard's case (run/shard.lua) is already a range of the case's
+    -- ids, id_base .. id_base + clients - 1 of clients_total: its parts
+    -- split that range again
+    c.clients_total = case.clients_total or case.clients
+    c.id_base, c.id_stride = (case.id_base or 0) + i - 1, n
     if type(case.rate) == "number" then c.rate = case.rate * share / case.clients end
     -- connect_rate stays the case's: a connect is due at its id / rate
     -- (engine.c connect_due_at), so the parts' connects interleave on one
@@ -83,6 +86,17 @@ local function result_of(h, last, i, n)
                             i, n, how, tail) }
 end
 
+-- CLOCK_MONOTONIC ns of the next phase: a little ahead of now, or on a
+-- shard's wall-clock plan (o.plan: measure_unix_us, lead_s; stage 1 is
+-- the warm-up, lead_s before the measure phase) when that is later
+local function start_at(plan, stage)
+    local soon = core.now_ns() + _M.LEAD_NS
+    if not plan then return soon end
+    local want_us = plan.measure_unix_us - (stage == 1 and plan.lead_s * 1e6 or 0)
+    local t = core.now_ns() + (want_us - core.wall_s() * 1e6) * 1e3
+    return t > soon and t or soon
+end
+
 function _M.run_clients(o)
     -- the parts write no live line (ARKBENCH_PROGRESS_FD: each would show
     -- only its share)
@@ -116,7 +130,7 @@ function _M.run_clients(o)
                 if not h:state() and stage[i] < want then all = false end
             end
             if all then
-                local go = format("go %.0f\n", core.now_ns() + _M.LEAD_NS)
+                local go = format("go %.0f\n", start_at(o.plan, want))
                 for _, h in ipairs(kids) do
                     if not h:state() then h:write(go) end
                 end

@@ -22,6 +22,11 @@
 --   timeout_s = optional override of the per-run hard limit (tests),
 --   rep_base = optional {case_id -> n}: repetitions are numbered from n + 1
 --             (an --append continues a folder's numbering),
+--   shard   = optional {index, count}: every worker runs that shard of its
+--             case (`--shard I/N`, arkbench.run.shard),
+--   schedule = optional wall-clock plan (arkbench.run.shard.schedule):
+--             run k waits for its slot and measures from its planned
+--             instant (`--measure-at`); the run object gets `plan`,
 -- }
 -- exit_code: 0 every run ok, 1 some run failed or degraded (any status but
 -- ok: arkbench.run.status.exit_code), 130 interrupted (SIGINT or
@@ -244,9 +249,18 @@ local function log_output(ctx, prefix, res)
     end
 end
 
-local function worker_argv(plan, exe, case_json, rep)
+local function worker_argv(plan, exe, case_json, rep, slot)
     local argv = { exe, "worker", plan.spec.path, "--case-json", case_json,
                    "--repetition", tostring(rep) }
+    if plan.shard then
+        argv[#argv + 1] = "--shard"
+        argv[#argv + 1] = plan.shard.index .. "/" .. plan.shard.count
+    end
+    if slot then
+        argv[#argv + 1] = "--measure-at"
+        argv[#argv + 1] = format("%.0f", slot.measure_unix_us)
+        argv[#argv + 1] = format("%.6f", slot.lead_s)
+    end
     for _, kv in ipairs(plan.sets or {}) do
         argv[#argv + 1] = "--set"
         argv[#argv + 1] = kv
@@ -268,7 +282,7 @@ local function mkdir_p(dir)
 end
 
 -- One worker run -> run object (ready to append) and its JSON line.
-local function run_one(plan, ctx, case, case_json, rep, done, total)
+local function run_one(plan, ctx, case, case_json, rep, done, total, slot)
     local case_id = case.case_id
     -- the engine itself may wait up to three reply timeouts (connect,
     -- warm-up drain, measure drain) on top of warm-up and duration, and
@@ -278,7 +292,7 @@ local function run_one(plan, ctx, case, case_json, rep, done, total)
     local limit_s = plan.timeout_s
         or (tonumber(case.warmup) or 0) + (tonumber(case.duration) or 0)
            + 3 * (tonumber(case.timeout) or 2) + pace_s + _M.GRACE_S + connect_allowance(case)
-    local argv = worker_argv(plan, ctx.exe, case_json, rep)
+    local argv = worker_argv(plan, ctx.exe, case_json, rep, slot)
     local t0 = core.now_ns()
     local opts = { timeout_s = limit_s, env = ctx.env, channel = true }
     if plan.on_progress then
@@ -413,7 +427,17 @@ function _M.run(plan)
                 if core.interrupted() then interrupted = true; break end
                 -- an --append continues each case's repetition numbers
                 local base = plan.rep_base and plan.rep_base[case.case_id] or 0
-                local obj, line = run_one(plan, ctx, case, jsons[i], base + rep, done, total)
+                local slot = plan.schedule and plan.schedule:wait(case, done)
+                if core.interrupted() then interrupted = true; break end
+                local obj, line = run_one(plan, ctx, case, jsons[i], base + rep, done, total, slot)
+                if plan.shard or slot then
+                    -- a run object the runner wrote still names its shard
+                    if plan.shard and obj.shard == nil then
+                        obj.shard = { index = plan.shard.index, count = plan.shard.count }
+                    end
+                    if slot then plan.schedule:mark(obj, slot) end
+                    line = json.encode(obj)
+                end
                 local wok, werr = append_line(runs_path, line)
                 if not wok then
                     -- the runs before this one are complete lines in the file
