@@ -29,7 +29,8 @@ local str_format = string.format
 local _M = {}
 
 -- Per-command help (arkbench help CMD, CMD --help); USAGE is all of them.
-local HELP_ORDER = { "URL", "run", "search", "calibrate", "serve", "report", "compare", "env", "version", "help" }
+local HELP_ORDER = { "URL", "run", "search", "calibrate", "serve", "report", "compare", "merge", "k8s",
+                     "env", "version", "help" }
 local HELP = {
     URL = [[
   URL [-c N] [-t N] [-d D] [-R R] [-H 'N: V'] [-m M] [-b B] [--json] ...
@@ -51,6 +52,12 @@ local HELP = {
       --threshold RULE    a pass/fail rule checked per case after the run,
                           e.g. 'p99_us < 1000' (repeatable; adds to the
                           scenario's thresholds); crossed -> exit 3
+      --shard I/N|auto    run the I-th (0-based) of N parts of every case's
+                          clients, against its target; auto: Slurm, k8s
+                          Indexed Job, MPI (docs/distributed.md)
+      --start-at TIME     start case k rep r at a planned wall-clock slot:
+                          2026-12-04T15:00:00Z, epoch seconds, or +30s
+      --slot D            the length of each planned slot (with --start-at)
 ]],
     search = [[
   search FILE.lua     the highest rate whose runs meet an SLO (bisection,
@@ -92,6 +99,18 @@ local HELP = {
   compare DIR --pair KEY
                       within one result: cases differing only in KEY against
                       its first value (e.g. --pair topology, --pair execution)
+]],
+    merge = [[
+  merge OUT DIR...    join the shards' result folders (run --shard) into one:
+                      DIR is a shard's folder or holds shard-I-of-N/ folders
+      --threshold RULE    checked on the merged result (with the shards')
+]],
+    k8s = [[
+  k8s FILE.lua        Kubernetes manifests for N shards of a scenario (a
+                      ConfigMap and an Indexed Job) and the commands to
+                      apply, collect and merge (docs/distributed.md)
+      --shards N --image IMG --target HOST:PORT [--start-in 60s]
+      [--out DIR] [--set k=v]... [--filter k=v]... [--quick]
 ]],
     env = [[
   env                 print this host's environment (as env.json)
@@ -140,7 +159,8 @@ local VALUE_OPTS = {
     ["--topology"] = true, ["--work"] = true, ["--framing"] = true, ["--payload"] = true,
     ["--cert-out"] = true, ["--tls-version"] = true, ["--alpn"] = true, ["--pairs"] = true,
     ["--duration"] = true, ["--warmup"] = true, ["--clients"] = true, ["--window"] = true,
-    ["--cpu"] = true, ["--shard"] = true, ["--start-at"] = true, ["--slot"] = true,
+    ["--cpu"] = true, ["--shard"] = true, ["--start-at"] = true, ["--slot"] = true, ["--shards"] = true,
+    ["--image"] = true, ["--target"] = true, ["--start-in"] = true,
 }
 
 local function wants_help(args)
@@ -689,6 +709,10 @@ function _M.main(args)
         return _M.report(args)
     elseif cmd == "compare" then
         return _M.compare(args)
+    elseif cmd == "merge" then
+        return require("arkbench.cmd.merge").main(args, _M)
+    elseif cmd == "k8s" then
+        return require("arkbench.cmd.k8s").main(args, _M)
     elseif cmd == "search" then
         return require("arkbench.cmd.search").main(args)
     elseif cmd == "env" then

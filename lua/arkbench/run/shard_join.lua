@@ -1,0 +1,252 @@
+-- arkbench.run.shard_join: the run objects of the shards of one run
+-- (`run --shard I/N`) joined into the run objects of the whole case
+-- (docs/distributed.md, docs/run-object.md "Shards").
+--
+--   join.all(n, by_index) -> runs, notes
+--       by_index[i]: shard i's { dir, env, runs, shard = {index, count} }
+--       (nil: missing). One run per (case_id,
+--       repetition) that any shard has, in the first shard's order.
+--   join.one(key_runs, n, interval_s) -> run
+--   join.skew_text(runs) -> the start skew per case, for the terminal
+--
+-- A joined run is arkbench.run.merge.parts of the shards that measured
+-- (counters summed, histograms merged bucket-wise), with the intervals
+-- aligned by each shard's wall-clock measure start, a `shards` list
+-- (shard, host, status, CPU %, RSS, start offset, ...), `start_skew_us`
+-- (max - min of the shards' measure starts) and `load_applied`. A shard
+-- that is missing or did not measure makes the run degraded, with
+-- "shard 2 of 4: missing (...)" in its error and the load the others
+-- applied.
+
+local merge = require("arkbench.run.merge")
+local status = require("arkbench.run.status")
+local json = require("arkbench.util.json")
+
+local ipairs, pairs, type, tostring, tonumber = ipairs, pairs, type, tostring, tonumber
+local format = string.format
+local floor = math.floor
+
+local _M = {}
+
+-- start skew above this is warned about (us)
+_M.SKEW_WARN_US = 1000
+
+local function num(v) return type(v) == "number" and v or 0 end
+
+local RANK = { ok = 1, degraded = 2, failed = 3, script_error = 3, timeout = 3, crashed = 3,
+               interrupted = 4 }
+
+-- the intervals of parts, each shifted by its start (shift[i] intervals)
+local function aligned_intervals(parts, shift, interval_s)
+    local buckets, last = {}, 0
+    for i, p in ipairs(parts) do
+        for j, iv in ipairs(type(p.intervals) == "table" and p.intervals or {}) do
+            local k = j + shift[i]
+            buckets[k] = buckets[k] or {}
+            buckets[k][#buckets[k] + 1] = iv
+            if k > last then last = k end
+        end
+    end
+    local out = json.array()
+    for k = 1, last do
+        local at = buckets[k] or {}
+        local iv = { t_s = (k - 1) * interval_s, duration_s = 0 }
+        for _, key in ipairs({ "sent", "completed", "errors", "timed_out", "connections" }) do
+            local v = 0
+            for _, x in ipairs(at) do v = v + num(x[key]) end
+            iv[key] = v
+        end
+        for _, x in ipairs(at) do
+            if num(x.duration_s) > iv.duration_s then iv.duration_s = x.duration_s end
+        end
+        iv.round_trips_per_s = iv.duration_s > 0 and iv.completed / iv.duration_s or 0
+        local enc = merge.merged_hist(at, "rtt_histogram")
+        local s = merge.stats(enc)
+        iv.p50_us, iv.p90_us, iv.p99_us, iv.max_us = s.p50, s.p90, s.p99, s.max
+        iv.rtt_histogram = enc or json.null
+        out[k] = iv
+    end
+    return out
+end
+
+local function shard_row(i, r, n, dir)
+    local row = { shard = i, folder = dir or json.null }
+    if not r then
+        row.status = "missing"
+        return row
+    end
+    local sh = type(r.shard) == "table" and r.shard or {}
+    row.host = sh.host or json.null
+    row.clients_from, row.clients_to = sh.clients_from or json.null, sh.clients_to or json.null
+    row.status = status.of(r)
+    for _, k in ipairs({ "sent", "completed", "cpu_percent", "rss_peak_bytes", "measure_start_unix_us",
+                         "rate_asked", "error" }) do
+        if r[k] ~= nil then row[k] = r[k] end
+    end
+    if type(r.plan) == "table" then
+        row.start_offset_us = r.plan.start_offset_us or json.null
+        row.overrun = r.plan.overrun
+    end
+    return row
+end
+
+-- The run of one (case_id, repetition): got[i] the run of shard i or nil.
+function _M.one(got, n, dirs)
+    local measured, rows, problems = {}, json.array(), {}
+    local first
+    local worst = "ok"
+    for i = 0, n - 1 do
+        local r = got[i]
+        first = first or r
+        rows[#rows + 1] = shard_row(i, r, n, dirs and dirs[i])
+        if not r then
+            problems[#problems + 1] = format("shard %d of %d: missing (no run of this case and"
+                                             .. " repetition in its folder%s)", i, n,
+                                             dirs and dirs[i] and "" or "; no folder given for it")
+        elseif status.measured(r) and type(r.sent) == "number" then
+            measured[#measured + 1] = r
+            local st = status.of(r)
+            if (RANK[st] or 3) > RANK[worst] then worst = st end
+        else
+            problems[#problems + 1] = format("shard %d of %d: failed (%s: %s)", i, n, status.of(r),
+                                             tostring(r.error))
+            if status.of(r) == "interrupted" then worst = "interrupted" end
+        end
+    end
+    local out = {}
+    for _, k in ipairs({ "schema_version", "scenario", "case_id", "case", "repetition" }) do
+        out[k] = first[k]
+    end
+    if #measured > 0 then
+        for k, v in pairs(merge.parts(measured)) do out[k] = v end
+    else
+        out.sent, out.completed = 0, 0
+    end
+    -- the measure phases on one wall clock: skew, and the intervals by it
+    local t0, t1
+    for _, r in ipairs(measured) do
+        local t = r.measure_start_unix_us
+        if type(t) == "number" then
+            if not t0 or t < t0 then t0 = t end
+            if not t1 or t > t1 then t1 = t end
+        end
+    end
+    if t0 then
+        out.measure_start_unix_us = t0
+        out.start_skew_us = t1 - t0
+        local iv_s = type(first.case) == "table" and tonumber(first.case.interval) or nil
+        iv_s = iv_s or (type(measured[1].intervals) == "table" and measured[1].intervals[1]
+                        and measured[1].intervals[1].duration_s) or 1
+        local shift, any = {}, false
+        for i, r in ipairs(measured) do
+            shift[i] = floor((num(r.measure_start_unix_us) - t0) / 1e6 / iv_s + 0.5)
+            if shift[i] ~= 0 then any = true end
+        end
+        if any then out.intervals = aligned_intervals(measured, shift, iv_s) end
+        -- measured_s: from the first start to the last shard's end
+        local span = 0
+        for _, r in ipairs(measured) do
+            local e = (num(r.measure_start_unix_us) - t0) / 1e6 + num(r.measured_s)
+            if e > span then span = e end
+        end
+        if any and span > 0 then
+            out.measured_s = span
+            out.round_trips_per_s = out.completed / span
+        end
+    end
+    out.start_planned = type(first.plan) == "table"
+    out.shards = rows
+    -- the load the shards that measured applied
+    local clients, rate = 0, 0
+    for _, r in ipairs(measured) do
+        local sh = type(r.shard) == "table" and r.shard or {}
+        clients = clients + num(sh.clients_to) - num(sh.clients_from)
+        rate = rate + num(r.rate_asked)
+    end
+    local case = type(first.case) == "table" and first.case or {}
+    out.load_applied = { shards = #measured, shards_total = n, clients = clients,
+                         clients_total = case.clients or json.null,
+                         rate = case.rate and rate or json.null, rate_total = case.rate or json.null }
+    if worst == "interrupted" then
+        out.ok, out.status = false, "interrupted"
+    elseif #measured == 0 then
+        out.ok, out.status = false, "failed"
+    elseif #problems > 0 or worst ~= "ok" then
+        out.ok, out.status = false, "degraded"
+    else
+        out.ok, out.status = true, "ok"
+    end
+    local errs = {}
+    for _, p in ipairs(problems) do errs[#errs + 1] = p end
+    if #problems > 0 then
+        errs[#errs + 1] = format("load applied: %d of %s connections%s from %d of %d shards", clients,
+            tostring(case.clients), case.rate and format(", %g of %g msg/s", rate, case.rate) or "",
+            #measured, n)
+    end
+    for _, r in ipairs(measured) do
+        if status.of(r) ~= "ok" and r.error then
+            errs[#errs + 1] = format("shard %d of %d: %s", r.shard and r.shard.index or -1, n, tostring(r.error))
+        end
+    end
+    out.error = #errs > 0 and table.concat(errs, "; ") or json.null
+    return out
+end
+
+function _M.all(n, by_index)
+    local order, got = {}, {}
+    for i = 0, n - 1 do
+        local s = by_index[i]
+        for _, r in ipairs(s and s.runs or {}) do
+            local key = tostring(r.case_id) .. "\0" .. tostring(r.repetition)
+            if not got[key] then
+                got[key] = {}
+                order[#order + 1] = key
+            end
+            got[key][i] = r
+        end
+    end
+    local dirs = {}
+    for i = 0, n - 1 do dirs[i] = by_index[i] and by_index[i].dir end
+    local runs, notes = {}, {}
+    for _, key in ipairs(order) do runs[#runs + 1] = _M.one(got[key], n, dirs) end
+    -- the start skew per case: warned above SKEW_WARN_US
+    local planned, worst = false, {}
+    for _, r in ipairs(runs) do
+        if r.start_planned then planned = true end
+        local s = r.start_skew_us
+        if type(s) == "number" and s > (worst[r.case_id] or -1) then worst[r.case_id] = s end
+    end
+    if not planned then
+        notes[#notes + 1] = "the shards started when they were launched (no --start-at): their"
+            .. " measure phases began up to the start_skew_us below apart"
+    else
+        for _, r in ipairs(runs) do
+            local s = worst[r.case_id]
+            if s and s > _M.SKEW_WARN_US then
+                notes[#notes + 1] = format("warning: case %s: the shards began measuring %.0f us apart"
+                    .. " (start_skew_us, above %d): their clocks disagree or a shard started late;"
+                    .. " check the hosts' clock sync (chronyc tracking / ntpq -p)", tostring(r.case_id), s,
+                    _M.SKEW_WARN_US)
+                worst[r.case_id] = nil
+            end
+        end
+    end
+    return runs, notes
+end
+
+function _M.skew_text(runs)
+    local lines, seen = { "start skew per case (max - min of the shards' measure starts):" }, {}
+    local worst, order = {}, {}
+    for _, r in ipairs(runs) do
+        if not seen[r.case_id] then seen[r.case_id] = true; order[#order + 1] = r.case_id end
+        local s = r.start_skew_us
+        if type(s) == "number" and s > (worst[r.case_id] or -1) then worst[r.case_id] = s end
+    end
+    for _, id in ipairs(order) do
+        lines[#lines + 1] = format("  %s  start_skew_us %s", tostring(id),
+                                   worst[id] and format("%.0f", worst[id]) or "-")
+    end
+    return table.concat(lines, "\n") .. "\n"
+end
+
+return _M
