@@ -174,8 +174,9 @@ function _M.main(args, cli)
             env.shards[#env.shards + 1] = { shard = i, folder = s.dir, hostname = s.env.hostname or json.null,
                                             started_utc = s.env.started_utc or json.null,
                                             ended_utc = s.env.ended_utc or json.null }
-            if s.env.started_utc and (not started or s.env.started_utc < started) then started = s.env.started_utc end
-            if s.env.ended_utc and (not ended or s.env.ended_utc > ended) then ended = s.env.ended_utc end
+            local a, b = s.env.started_utc, s.env.ended_utc
+            if type(a) == "string" and (not started or a < started) then started = a end
+            if type(b) == "string" and (not ended or b > ended) then ended = b end
         end
     end
     env.started_utc, env.ended_utc = started or env.started_utc, ended or env.ended_utc
