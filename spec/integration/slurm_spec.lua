@@ -59,7 +59,8 @@ local function free_port()
     for _ = 1, 200 do
         next_port = next_port + 1
         if not listening(next_port)
-            and sh_out("ss -Htan '( sport = :" .. next_port .. " or dport = :" .. next_port .. " )' 2>/dev/null"):match("^%s*$") then
+            and sh_out("ss -Htan '( sport = :" .. next_port .. " or dport = :" .. next_port
+                       .. " )' 2>/dev/null"):match("^%s*$") then
             return next_port
         end
     end
@@ -85,7 +86,8 @@ local function start_slurm()
         "--key-file=" .. D .. "/munge/munge.key", "--log-file=" .. D .. "/munge/log",
         "--pid-file=" .. D .. "/munge/pid", "--seed-file=" .. D .. "/munge/seed" },
         { name = "munged", limit = 600 })
-    assert(proc.wait_for(function() return files.exists(sock) end, 10), "munged did not start: " .. tail(D .. "/munge/log"))
+    assert(proc.wait_for(function() return files.exists(sock) end, 10),
+           "munged did not start: " .. tail(D .. "/munge/log"))
     local host = sh_out("hostname -s"):gsub("%s+", "")
     local cpus = 4
     local conf = table.concat({
@@ -252,9 +254,11 @@ describe("shards under Slurm (srun -n 4 ... --shard auto --start-at +5s)", funct
     end)
 
     it("lets the thresholds on the merge decide the exit code", function()
-        local rc1, so1, se1 = ark.run({ "merge", files.tmpdir("_t") .. "/pass", OUT, "--threshold", "round_trips_per_s > 1" })
+        local rc1, so1, se1 = ark.run({ "merge", files.tmpdir("_t") .. "/pass", OUT,
+                                        "--threshold", "round_trips_per_s > 1" })
         assert(rc1 == 0, so1 .. se1)
-        local rc3, so3, se3 = ark.run({ "merge", files.tmpdir("_t") .. "/fail", OUT, "--threshold", "round_trips_per_s > 1e9" })
+        local rc3, so3, se3 = ark.run({ "merge", files.tmpdir("_t") .. "/fail", OUT,
+                                        "--threshold", "round_trips_per_s > 1e9" })
         assert(rc3 == 3, "exit " .. tostring(rc3) .. "\n" .. so3 .. se3)
     end)
 

@@ -88,7 +88,7 @@ local function read_shard(dir)
     if type(rs.shard) ~= "table" then
         return nil, dir .. ": not a shard (its run had no --shard)"
     end
-    local runs, rerr, warning = {}, nil, nil
+    local runs, rerr, warning = {}, nil, nil -- luacheck: ignore rerr
     if core.file_kind(dir .. "/runs.jsonl") then
         runs, rerr, warning = runfile.read(dir .. "/runs.jsonl")
         if not runs then

@@ -69,7 +69,7 @@ local function aligned_intervals(parts, shift, interval_s)
     return out
 end
 
-local function shard_row(i, r, n, dir)
+local function shard_row(i, r, dir)
     local row = { shard = i, folder = dir or json.null }
     if not r then
         row.status = "missing"
@@ -98,7 +98,7 @@ function _M.one(got, n, dirs)
     for i = 0, n - 1 do
         local r = got[i]
         first = first or r
-        rows[#rows + 1] = shard_row(i, r, n, dirs and dirs[i])
+        rows[#rows + 1] = shard_row(i, r, dirs and dirs[i])
         if not r then
             problems[#problems + 1] = format("shard %d of %d: missing (no run of this case and"
                                              .. " repetition in its folder%s)", i, n,

@@ -1,0 +1,161 @@
+-- shard_spec.lua -- the parts of a case that shards run (arkbench.run.shard)
+-- and how their run objects are joined (arkbench.run.shard_join;
+-- docs/distributed.md): --shard and --start-at parsing and refusals, the
+-- id ranges, the rate shares that add up to the unsplit schedule, a
+-- shard's processes splitting its range again, and a missing shard.
+package.path = (os.getenv("ARKBENCH_ROOT") or ".") .. "/spec/?.lua;" .. package.path
+local shard = require("arkbench.run.shard")
+local join = require("arkbench.run.shard_join")
+local group = require("arkbench.run.group")
+
+local function env(t) return function(k) return t[k] end end
+
+describe("--shard", function()
+    it("takes I/N with a 0-based index and refuses the rest, saying what it expects", function()
+        local s = assert(shard.parse("3/4"))
+        assert.are.same({ 3, 4 }, { s.index, s.count })
+        local _, e1 = shard.parse("4/4")
+        assert.truthy(e1:find("0 <= I < 4", 1, true), e1)
+        local _, e2 = shard.parse("x")
+        assert.truthy(e2:find("expected I/N", 1, true), e2)
+        local _, e3 = shard.parse("1/0")
+        assert.truthy(e3:find("at least 1", 1, true), e3)
+    end)
+
+    it("finds auto's index and count in each launcher's environment", function()
+        local cases = {
+            { { SLURM_PROCID = "2", SLURM_NTASKS = "4" }, 2, 4, "Slurm" },
+            { { JOB_COMPLETION_INDEX = "1", ARKBENCH_SHARDS = "3" }, 1, 3, "Kubernetes" },
+            { { OMPI_COMM_WORLD_RANK = "0", OMPI_COMM_WORLD_SIZE = "2" }, 0, 2, "Open MPI" },
+            { { PMI_RANK = "5", PMI_SIZE = "8" }, 5, 8, "PMI" },
+        }
+        for _, c in ipairs(cases) do
+            local s = assert(shard.parse("auto", env(c[1])))
+            assert.are.same({ c[2], c[3] }, { s.index, s.count })
+            assert.truthy(s.from:find(c[4], 1, true), s.from)
+        end
+        local _, e = shard.parse("auto", env({}))
+        for _, k in ipairs({ "SLURM_PROCID", "JOB_COMPLETION_INDEX", "ARKBENCH_SHARDS", "OMPI_COMM_WORLD_RANK",
+                             "PMI_RANK" }) do
+            assert.truthy(e:find(k, 1, true), e)
+        end
+        local _, e2 = shard.parse("auto", env({ JOB_COMPLETION_INDEX = "1" }))
+        assert.truthy(e2:find("ARKBENCH_SHARDS", 1, true), e2)
+    end)
+
+    it("refuses cases without a target and cases with fewer clients than shards, naming the case", function()
+        local sh = { index = 0, count = 4 }
+        local e1 = shard.check({ { case_id = "a", clients = 8, placement = "split" } }, sh)
+        assert.truthy(e1:find("case a", 1, true) and e1:find("split", 1, true) and e1:find("target", 1, true), e1)
+        local e2 = shard.check({ { case_id = "b", clients = 8 } }, sh)
+        assert.truthy(e2:find("same process", 1, true), e2)
+        local e3 = shard.check({ { case_id = "c", clients = 3, target = "127.0.0.1:1" } }, sh)
+        assert.truthy(e3:find("case c", 1, true) and e3:find("3 clients", 1, true), e3)
+        assert.is_nil(shard.check({ { case_id = "d", clients = 4, target = "127.0.0.1:1" } }, sh))
+    end)
+
+    it("splits the ids exactly and the rate so that each connection keeps its own", function()
+        for _, C in ipairs({ 4, 7, 64, 1001 }) do
+            for _, N in ipairs({ 1, 2, 3, 4 }) do
+                if C >= N then
+                    local seen, rate = {}, 0
+                    for i = 0, N - 1 do
+                        local c, lo, hi = shard.apply({ clients = C, rate = 8000 }, { index = i, count = N })
+                        assert.are.equal(hi - lo, c.clients)
+                        assert.are.equal(C, c.clients_total)
+                        assert.are.equal(lo, c.id_base)
+                        assert.is_true(math.abs(c.rate / c.clients - 8000 / C) < 1e-9)
+                        rate = rate + c.rate
+                        for id = lo, hi - 1 do
+                            assert.is_nil(seen[id])
+                            seen[id] = true
+                        end
+                    end
+                    for id = 0, C - 1 do assert.is_true(seen[id], "id " .. id) end
+                    assert.is_true(math.abs(rate - 8000) < 1e-6)
+                end
+            end
+        end
+    end)
+
+    it("lets processes = M split a shard's range again, with the case's ids", function()
+        local c = shard.apply({ clients = 64, rate = 6400, processes = 3 }, { index = 2, count = 4 })
+        local ids = {}
+        for i = 1, 3 do
+            local p = group.part_case(c, 3, i)
+            assert.are.equal(64, p.clients_total)
+            for k = 0, p.clients - 1 do ids[#ids + 1] = p.id_base + k * p.id_stride end
+            assert.is_true(math.abs(p.rate / p.clients - 100) < 1e-9)
+        end
+        table.sort(ids)
+        assert.are.equal(16, #ids)
+        for k = 1, 16 do assert.are.equal(31 + k, ids[k]) end
+    end)
+end)
+
+describe("--start-at", function()
+    local now = 1796400000.25
+    it("reads UTC times, epoch seconds and +durations", function()
+        assert.are.equal(1796405100, shard.parse_start("2026-12-04T17:25:00Z", now))
+        assert.are.equal(1796403000, shard.parse_start("1796403000", now))
+        -- +D: rounded up to the grid every shard agrees on
+        local t = shard.parse_start("+30s", now)
+        assert.is_true(t >= now + 30 and t < now + 30 + shard.GRID_S)
+        assert.are.equal(0, t % shard.GRID_S)
+    end)
+
+    it("refuses the past and what it cannot read", function()
+        local _, e1 = shard.parse_start("2020-01-01T00:00:00Z", now)
+        assert.truthy(e1:find("in the past", 1, true), e1)
+        local _, e2 = shard.parse_start("soon", now)
+        assert.truthy(e2:find("expected a UTC time", 1, true), e2)
+        local _, e3 = shard.parse_start("+x", now)
+        assert.truthy(e3:find("+DURATION", 1, true), e3)
+    end)
+
+    it("plans slots long enough for connect, warm-up, measure and drain", function()
+        local p = shard.plan_of({ clients = 64, warmup = 0.25, duration = 2, timeout = 2 })
+        assert.is_true(p.slot_s >= p.prep_s + p.lead_s + 2)
+        assert.are.equal(20, shard.plan_of({ clients = 64, duration = 2 }, 20).slot_s)
+    end)
+end)
+
+describe("joining shards", function()
+    local H = "ab1:1:1000:1000:0:3e8:f4240:8=1"
+    local function run(i, extra)
+        local r = { schema_version = 1, case_id = "c", repetition = 1, case = { clients = 8, rate = 800 },
+                    ok = true, status = "ok", sent = 100, completed = 100, measured_s = 1,
+                    rate_asked = 200, measure_start_unix_us = 1e15 + i * 10,
+                    shard = { index = i, count = 4, clients_from = 2 * i, clients_to = 2 * i + 2, host = "h" },
+                    plan = { start_offset_us = i * 10 }, rtt_histogram = H }
+        for k, v in pairs(extra or {}) do r[k] = v end
+        return r
+    end
+
+    it("sums the counts and reports the skew", function()
+        local by = {}
+        for i = 0, 3 do by[i] = { dir = "d" .. i, runs = { run(i) } } end
+        local runs = join.all(4, by)
+        assert.are.equal(1, #runs)
+        local m = runs[1]
+        assert.are.equal("ok", m.status)
+        assert.are.equal(400, m.completed)
+        assert.are.equal(30, m.start_skew_us)
+        assert.are.equal(4, #m.shards)
+        assert.are.equal(8, m.load_applied.clients)
+    end)
+
+    it("degrades a run a shard is missing from or failed in, naming it and the load applied", function()
+        local by = {}
+        for i = 0, 3 do by[i] = { dir = "d" .. i, runs = { run(i) } } end
+        by[2] = { dir = "d2", runs = {} }
+        by[3].runs[1] = run(3, { ok = false, status = "crashed", error = "killed by SIGKILL" })
+        by[3].runs[1].sent = nil
+        local m = join.all(4, by)[1]
+        assert.are.equal("degraded", m.status)
+        assert.truthy(m.error:find("shard 2 of 4: missing", 1, true), m.error)
+        assert.truthy(m.error:find("shard 3 of 4: failed (crashed: killed by SIGKILL)", 1, true), m.error)
+        assert.truthy(m.error:find("4 of 8 connections, 400 of 800 msg/s", 1, true), m.error)
+        assert.are.equal(200, m.completed)
+    end)
+end)
