@@ -1,0 +1,247 @@
+-- arkbench.cmd.k8s: `arkbench k8s FILE --shards N --image IMG --target
+-- HOST:PORT [--start-in 60s] [--out DIR] [--set k=v]... [--filter k=v]...
+-- [--quick]` writes the Kubernetes manifests that run N shards of a
+-- scenario (docs/distributed.md, "Kubernetes") and prints the commands
+-- that apply them, collect the results and merge them.
+--
+--   DIR/configmap.yaml  a ConfigMap holding the scenario file
+--   DIR/job.yaml        an Indexed Job (completionMode: Indexed,
+--                       completions = parallelism = N) whose pod i runs
+--                       shard i: `arkbench run --shard auto` finds
+--                       JOB_COMPLETION_INDEX and ARKBENCH_SHARDS, then its
+--                       result folder goes to stdout as a base64 tar
+--                       between two marker lines, for `kubectl logs`
+--
+-- The scenario is loaded and checked here first (a target every shard
+-- reaches, enough clients for N shards): what the pods would refuse is
+-- refused now, exit 2. With --start-in, the Job's ARKBENCH_START_AT is
+-- "@START_AT@", filled in by the printed apply command with the epoch
+-- second of `now + start-in` when it is applied: every pod then gets the
+-- same --start-at.
+
+local shard = require("arkbench.run.shard")
+local units = require("arkbench.util.units")
+
+local format = string.format
+local ipairs, tostring, tonumber = ipairs, tostring, tonumber
+local io_stderr, io_stdout = io.stderr, io.stdout
+
+local _M = {}
+
+_M.BEGIN = "-----BEGIN ARKBENCH RESULTS-----"
+_M.END = "-----END ARKBENCH RESULTS-----"
+-- where the pod sees the scenario and writes its results
+_M.SCENARIO = "/etc/arkbench/scenario.lua"
+_M.RESULTS = "/tmp/arkbench-results"
+
+local function die(msg)
+    io_stderr:write("arkbench: k8s: ", msg, "\n")
+    return 2
+end
+
+local function parse(args)
+    local o = { sets = {}, filters = {} }
+    local i = 2
+    while i <= #args do
+        local a = args[i]
+        local v = args[i + 1]
+        local function need()
+            if v == nil then error(a .. " needs a value", 0) end
+            i = i + 2
+            return v
+        end
+        if a == "--shards" then o.shards = need()
+        elseif a == "--image" then o.image = need()
+        elseif a == "--target" then o.target = need()
+        elseif a == "--start-in" then o.start_in = need()
+        elseif a == "--out" then o.out = need()
+        elseif a == "--name" then o.name = need()
+        elseif a == "--set" then o.sets[#o.sets + 1] = need()
+        elseif a == "--filter" then o.filters[#o.filters + 1] = need()
+        elseif a == "--quick" then o.quick = true; i = i + 1
+        elseif a:sub(1, 1) == "-" then error("unknown option '" .. a .. "' (see arkbench help k8s)", 0)
+        elseif not o.path then o.path = a; i = i + 1
+        else error("unexpected argument '" .. a .. "'", 0) end
+    end
+    if not o.path then error("k8s needs a scenario file: arkbench k8s FILE --shards N --image IMG"
+                             .. " --target HOST:PORT", 0) end
+    local n = tonumber(o.shards or "")
+    if not n or n < 1 or n ~= math.floor(n) then error("--shards N: expected a whole number >= 1", 0) end
+    o.n = n
+    if not o.image or o.image == "" then error("--image IMG: the container image with arkbench installed", 0) end
+    if not o.target or not (o.target:match("^[^:]+:%d+$") or o.target:match("^%[.+%]:%d+$")) then
+        error("--target HOST:PORT: the server every pod drives (host:port, [v6]:port)", 0)
+    end
+    if o.start_in then
+        local s = units.seconds(o.start_in)
+        if type(s) ~= "number" or not (s >= 1) or s == math.huge then
+            error("--start-in " .. tostring(o.start_in) .. ": expected a duration of at least 1s (e.g. 60s)", 0)
+        end
+        o.start_s = math.ceil(s)
+    end
+    return o
+end
+
+-- a YAML double-quoted scalar (control characters, quotes and
+-- backslashes as \xNN escapes)
+local function q(s)
+    return '"' .. tostring(s):gsub('[%c"\\]', function(c)
+        return format("\\x%02x", c:byte())
+    end) .. '"'
+end
+
+local function block(text, indent)
+    local pad = string.rep(" ", indent)
+    local out = {}
+    for line in (text:gsub("\n$", "") .. "\n"):gmatch("([^\n]*)\n") do
+        out[#out + 1] = line == "" and "" or (pad .. line)
+    end
+    return table.concat(out, "\n")
+end
+
+local function shq(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+
+-- the container's shell script: run the shard, then its folder as a tar
+function _M.script(o)
+    local words = { "arkbench", "run", '"$ARKBENCH_SCENARIO"', "--shard", "auto",
+                    "--set", shq("target=" .. o.target), "--out", '"$ARKBENCH_RESULTS"' }
+    for _, kv in ipairs(o.sets) do words[#words + 1] = "--set"; words[#words + 1] = shq(kv) end
+    for _, kv in ipairs(o.filters) do words[#words + 1] = "--filter"; words[#words + 1] = shq(kv) end
+    if o.quick then words[#words + 1] = "--quick" end
+    local lines = {
+        "set -u",
+        'start=""',
+        'if [ -n "${ARKBENCH_START_AT:-}" ]; then start="--start-at $ARKBENCH_START_AT"; fi',
+        "# the run's own output goes to stderr: stdout carries the results",
+        table.concat(words, " ") .. " $start >&2",
+        "rc=$?",
+        "echo " .. shq(_M.BEGIN),
+        'tar -C "$ARKBENCH_RESULTS" -cf - . | base64',
+        "echo " .. shq(_M.END),
+        "exit $rc",
+    }
+    return table.concat(lines, "\n") .. "\n"
+end
+
+function _M.manifests(o, scenario_text)
+    local name = o.name
+    local cm = table.concat({
+        "apiVersion: v1",
+        "kind: ConfigMap",
+        "metadata:",
+        "  name: " .. q(name),
+        "  labels:",
+        "    app.kubernetes.io/name: arkbench",
+        "data:",
+        "  scenario.lua: |2",
+        block(scenario_text, 4),
+    }, "\n") .. "\n"
+    local env = {
+        { "ARKBENCH_SHARDS", tostring(o.n) },
+        { "ARKBENCH_SCENARIO", _M.SCENARIO },
+        { "ARKBENCH_RESULTS", _M.RESULTS },
+    }
+    if o.start_s then env[#env + 1] = { "ARKBENCH_START_AT", "@START_AT@" } end
+    local env_lines = {}
+    for _, e in ipairs(env) do
+        env_lines[#env_lines + 1] = "            - name: " .. e[1]
+        env_lines[#env_lines + 1] = "              value: " .. q(e[2])
+    end
+    local dir = _M.SCENARIO:match("^(.*)/[^/]+$")
+    local job = table.concat({
+        "apiVersion: batch/v1",
+        "kind: Job",
+        "metadata:",
+        "  name: " .. q(name),
+        "  labels:",
+        "    app.kubernetes.io/name: arkbench",
+        "spec:",
+        "  completionMode: Indexed",
+        "  completions: " .. o.n,
+        "  parallelism: " .. o.n,
+        "  backoffLimit: 0",
+        "  template:",
+        "    metadata:",
+        "      labels:",
+        "        app.kubernetes.io/name: arkbench",
+        "    spec:",
+        "      restartPolicy: Never",
+        "      containers:",
+        "        - name: arkbench",
+        "          image: " .. q(o.image),
+        "          command: [\"/bin/sh\", \"-c\"]",
+        "          args:",
+        "            - |",
+        block(_M.script(o), 14),
+        "          env:",
+        table.concat(env_lines, "\n"),
+        "          volumeMounts:",
+        "            - name: scenario",
+        "              mountPath: " .. q(dir),
+        "              readOnly: true",
+        "      volumes:",
+        "        - name: scenario",
+        "          configMap:",
+        "            name: " .. q(name),
+    }, "\n") .. "\n"
+    return cm, job
+end
+
+function _M.commands(o, dir)
+    local apply
+    if o.start_s then
+        apply = format("sed \"s/@START_AT@/$(( $(date +%%s) + %d ))/\" %s/job.yaml | kubectl apply -f %s/configmap.yaml -f -",
+                       o.start_s, dir, dir)
+    else
+        apply = format("kubectl apply -f %s/configmap.yaml -f %s/job.yaml", dir, dir)
+    end
+    local collect = format("kubectl wait --for=condition=complete --timeout=24h job/%s; mkdir -p %s/results;"
+        .. " for i in $(seq 0 %d); do kubectl logs --tail=-1"
+        .. " -l job-name=%s,batch.kubernetes.io/job-completion-index=$i"
+        .. " | sed -n '/^%s$/,/^%s$/p' | sed '1d;$d' | base64 -d | tar -C %s/results -xf -; done",
+        o.name, dir, o.n - 1, o.name, _M.BEGIN, _M.END, dir)
+    local merge = format("arkbench merge %s/merged %s/results", dir, dir)
+    return apply, collect, merge
+end
+
+function _M.main(args, cli)
+    local ok, o = pcall(parse, args)
+    if not ok then return die(tostring(o)) end
+    -- every pod would refuse what is refused here
+    local sets = {}
+    for _, kv in ipairs(o.sets) do sets[#sets + 1] = kv end
+    sets[#sets + 1] = "target=" .. o.target
+    local spec, cases, lcode = cli.load_cases({ path = o.path, sets = sets, filters = o.filters, quick = o.quick })
+    if not spec then
+        io_stderr:write(cases, "\n")
+        return lcode or 2
+    end
+    local bad = shard.check(cases, { index = 0, count = o.n })
+    if bad then return die(o.path .. ": " .. bad) end
+    local f = io.open(o.path, "rb")
+    local text = f and f:read("*a")
+    if f then f:close() end
+    if not text then return die("cannot read " .. o.path) end
+    local folder = require("arkbench.run.folder")
+    o.name = o.name or ("arkbench-" .. folder.sanitize(spec.name):lower():gsub("[^a-z0-9-]", "-"):sub(1, 40):gsub("%-+$", ""))
+    local dir = o.out or ("k8s-" .. folder.sanitize(spec.name))
+    local made, merr = folder.mkdir_p(dir)
+    if not made then return die("cannot create " .. tostring(merr)) end
+    local cm, job = _M.manifests(o, text)
+    for _, w in ipairs({ { "configmap.yaml", cm }, { "job.yaml", job } }) do
+        local wok, werr = cli.write_file(dir .. "/" .. w[1], w[2])
+        if not wok then
+            io_stderr:write("arkbench: k8s: cannot write ", tostring(werr), "\n")
+            return 1
+        end
+    end
+    local apply, collect, merge = _M.commands(o, dir)
+    io_stdout:write(format("wrote %s/configmap.yaml and %s/job.yaml: %d shards of %s (%d cases) against %s\n\n",
+                           dir, dir, o.n, spec.name, #cases, o.target))
+    io_stdout:write("# 1. apply", o.start_s and format(" (every pod starts its plan %d s after this)", o.start_s) or "",
+                    "\n", apply, "\n\n# 2. collect each pod's result folder\n", collect,
+                    "\n\n# 3. merge\n", merge, "\n")
+    return 0
+end
+
+return _M
