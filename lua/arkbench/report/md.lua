@@ -167,6 +167,8 @@ function _M.case_rows(model, cases)
             local notes = {}
             if runs_ok < runs then notes[#notes + 1] = (runs - runs_ok) .. " failed" end
             if degraded > 0 then notes[#notes + 1] = degraded .. " degraded" end
+            local gb = num(c.generator_bound_runs) or 0
+            if gb > 0 then notes[#notes + 1] = gb .. " generator-bound" end
             r[last] = #notes > 0 and (runs_text .. " (" .. concat(notes, ", ") .. ")") or runs_text
             rows[#rows + 1] = { cells = r, case = c, sort = sortv, degraded = degraded > 0 }
         end
