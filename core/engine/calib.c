@@ -13,9 +13,9 @@
 #define CALIB_MIN 100u
 #define CALIB_MAX 1000u
 /* the spin margin: SPIN_FACTOR x the floor's p99, within these bounds */
-#define SPIN_FACTOR 2.0
+#define SPIN_FACTOR 1.5
 #define SPIN_MIN_NS 10000u
-#define SPIN_MAX_NS 2000000u
+#define SPIN_MAX_NS 200000u
 
 void ab__rate_calibrate(ab__engine_t *eng, ab_result_t *out) {
   const ab_case_cfg_t *cfg = eng->cfg;

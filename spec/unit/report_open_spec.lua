@@ -163,7 +163,7 @@ local function count(s, pat)
 end
 
 describe("open-loop charts", function()
-    it("draw p50/p99/p999 against achieved rate when rate varies, marking missed rates", function()
+    it("draw p50/p99/p999 against the asked rate when rate varies, marking missed rates", function()
         local m = build(RUNS)
         local load = {}
         for _, ch in ipairs(svg.charts(m)) do
@@ -178,7 +178,9 @@ describe("open-loop charts", function()
         assert.equals(9, count(ch.svg, '<circle class="point'))
         assert.equals(3, count(ch.svg, 'class="point missed"'))
         assert.equals(3, count(ch.svg, '<polyline class="line"'))
-        assert.truthy(ch.svg:find("achieved rate (messages/s)", 1, true))
+        assert.truthy(ch.svg:find("asked rate (messages/s)", 1, true))
+        assert.truthy(ch.svg:find('<polyline class="achieved"', 1, true))
+        assert.truthy(ch.svg:find("achieved rate (right)", 1, true))
         assert.truthy(ch.svg:find("p999 (corrected)", 1, true))
         assert.truthy(ch.svg:find("(rate not met)", 1, true))
     end)
@@ -251,7 +253,7 @@ describe("gates in report.md", function()
         assert.truthy(text:find("## SLO search", 1, true))
         assert.truthy(text:find("answer **5,000 messages/s** (converged)", 1, true))
         assert.truthy(text:find("## Latency vs load", 1, true))
-        assert.truthy(text:find("![latency vs load](charts/load-all.svg)", 1, true))
+        assert.truthy(text:find("![latency vs offered load](charts/load-all.svg)", 1, true))
         s.thresholds.results[2].crossed = false
         m = model_of.build(s, RUNS, {})
         assert.truthy(md.render(m, {}):find("Every threshold held in every case.", 1, true))
