@@ -340,6 +340,7 @@ int ab_run_case(const ab_case_cfg_t *cfg, ab_result_t *out) {
   ab_hist_init(&out->handshake);
   ab_hist_init(&out->rtt_raw);
   ab_hist_init(&out->send_lag);
+  ab_hist_init(&out->gen_lag);
   int r = ab_case_check(cfg, out->error, sizeof(out->error));
   if (r < 0) return r;
   /* before the loops, the clients and their windows exist: what the run
@@ -364,6 +365,7 @@ int ab_run_case(const ab_case_cfg_t *cfg, ab_result_t *out) {
     engine_destroy(&eng);
     return r;
   }
+  ab__rate_calibrate(&eng, out); /* open loop: the timer floor (calib.c) */
   for (uint32_t li = 0; li < eng.nloops; li++)
     uv_thread_create(&eng.loops[li].thread, loop_main, &eng.loops[li]);
 

@@ -60,6 +60,10 @@ typedef struct {
   double rate;       /* open loop: messages/s for the whole case, spread
                         evenly over the clients; 0 = closed loop */
   double interval_s; /* time series interval, 0.01 .. duration (0: 1 s) */
+  /* open loop: how the schedule is kept (rate.c): AB_RATE_SLEEP sleeps to
+   * each instant (one wake serves what is due by then); AB_RATE_SPIN
+   * sleeps to a calibrated margin before it and spins (a core per loop) */
+  int rate_precision;
   /* churn: after this many round trips a connection closes cleanly and a
    * new one opens in its place (same id, same share of the load); 0 =
    * connections stay open.  Needs a driver that can reopen (can_reopen),
@@ -141,6 +145,7 @@ typedef struct {
 } ab_case_cfg_t;
 
 enum { AB_ROLE_BOTH = 0, AB_ROLE_CLIENT = 1, AB_ROLE_SERVER = 2 };
+enum { AB_RATE_SLEEP = 0, AB_RATE_SPIN = 1 };
 
 #define AB_MAX_ERROR_CLASSES 32
 #define AB_MAX_NOTES 8
@@ -191,6 +196,20 @@ struct ab_result_s {
   /* open loop: rtt above is from the intended send time (corrected);
    * these are the RTT from the actual send and actual - intended, ns */
   ab_hist_t rtt_raw, send_lag;
+  /* open loop: the generator's part of send_lag (a send's lag counted from
+   * the reply that freed its slot when the window was full), ns */
+  ab_hist_t gen_lag;
+  /* the loop threads that run clients: their busy share of the measure
+   * phase (the wall time not blocked waiting for events / wall, spinning
+   * of rate_precision "spin" left out),
+   * the highest and the mean over busy_loops loops; busy_loops 0: none */
+  double loop_busy_max, loop_busy_mean;
+  uint32_t busy_loops;
+  /* open loop: the machine's timer floor, measured before the run
+   * (engine/calib.c): a bare timerfd wake's lateness p50/p99 and its CPU,
+   * us; timer_floor_wakes 0: not measured */
+  double timer_floor_p50_us, timer_floor_p99_us, timer_floor_cpu_us;
+  uint32_t timer_floor_wakes;
   /* the time series: niv intervals of interval_s from the start (the last
    * also holds what was counted after the deadline; an interrupted run
    * has only the intervals begun before the interrupt), merged across

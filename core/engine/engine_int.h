@@ -181,6 +181,16 @@ struct ab__loop_s {
   uint64_t rate_cursor;
   uint64_t rate_early_ns;       /* the timer fires this early; the rest is
                                    waited out on the clock (rate.c) */
+  uint64_t rate_margin_ns;      /* rate_precision "spin": how long before
+                                   an instant the timer fires (from the
+                                   timer floor, engine/calib.c) */
+  uint64_t rate_spin_ns;        /* time spent spinning (rate_precision
+                                   "spin"), not counted as busy */
+  /* the loop's busy share of the measure phase (loop.c): the wall time
+   * not blocked waiting for events over the wall time, from the measure
+   * command to the deadline */
+  uint64_t busy_idle0_ns, busy_wall0_ns, busy_spin0_ns;
+  double busy_share;            /* -1: not measured */
   /* the time series of the measure phase: iv_n intervals of iv_ns from
    * start_ns, the current one iv_i (ends at iv_end_ns); window.h */
   ab__iv_t *iv;
@@ -198,6 +208,8 @@ struct ab__loop_s {
   ab_hist_t rtt, connect, handshake;
   ab_hist_t rtt_raw, send_lag;  /* open loop: RTT from the actual send,
                                    actual - intended send time; ns */
+  ab_hist_t gen_lag;            /* open loop: the generator's part of the
+                                   send lag (window.h ab__win_stamp), ns */
   AB_COUNTER_FIELDS             /* sent, completed, ... (engine/counters.h) */
   /* client: whole replies whose status says the request failed (a driver
    * counts them, and adds their error classes to errors[]) */
@@ -266,6 +278,10 @@ void ab__live_close(ab__loop_t *l);
 void ab__live_collect(ab__engine_t *eng);
 uint64_t ab__live_next_ns(const ab__engine_t *eng, uint64_t deadline);
 void ab__live_free(ab__engine_t *eng);
+
+/* calib.c: open loop, before the loop threads start (coordinator): the
+ * timer floor into out->timer_floor_*, and each loop's rate_margin_ns. */
+void ab__rate_calibrate(ab__engine_t *eng, ab_result_t *out);
 
 /* shared.c: shared:N's reactor set and the loops' part in it */
 int ab__shared_open(ab__engine_t *eng);

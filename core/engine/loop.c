@@ -69,6 +69,31 @@ void ab__loop_check_progress_drain(ab__loop_t *l) {
 
 static void measure_end(ab__loop_t *l);
 
+/* The loop's busy share of the measure phase: the wall time it did not
+ * spend blocked waiting for events (libuv's UV_METRICS_IDLE_TIME, set at
+ * setup for loops with clients: two clock reads per loop iteration, none
+ * per message) over the wall time, from the measure command to the
+ * deadline.  Time spun by rate_precision "spin" is left out: it is the
+ * mode's price, not load.  A loop near 1 never waited for anything: it
+ * cannot keep a schedule, whatever else the machine runs (a thread
+ * preempted while it waits for events counts as waiting). */
+static void busy_begin(ab__loop_t *l) {
+  l->busy_wall0_ns = ab_now_ns();
+  l->busy_idle0_ns = uv_metrics_idle_time(&l->loop);
+  l->busy_spin0_ns = l->rate_spin_ns;
+  l->busy_share = -1;
+}
+
+static void busy_end(ab__loop_t *l) {
+  uint64_t wall = ab_now_ns() - l->busy_wall0_ns;
+  uint64_t idle = uv_metrics_idle_time(&l->loop) - l->busy_idle0_ns;
+  uint64_t spin = l->rate_spin_ns - l->busy_spin0_ns;
+  if (l->busy_wall0_ns == 0 || l->busy_share >= 0 || wall == 0) return;
+  uint64_t busy = wall > idle + spin ? wall - idle - spin : 0;
+  l->busy_share = (double)busy / (double)wall;
+  if (l->busy_share > 1) l->busy_share = 1;
+}
+
 static void phase_timer_cb(uv_timer_t *t) {
   ab__loop_t *l = t->data;
   uint64_t now = ab_now_ns();
@@ -130,6 +155,7 @@ static void phase_begin(ab__loop_t *l, uint64_t t0) {
 /* The measure deadline passed: open loop, what the schedules meant to
  * send before it and did not is unsent. */
 static void measure_end(ab__loop_t *l) {
+  busy_end(l);
   if (l->open_loop) ab__rate_end(l); /* rate.c */
 }
 
@@ -207,6 +233,7 @@ static void ctl_cb(uv_async_t *a) {
   case AB__CMD_MEASURE:
     if (!eng->shared) ab__loop_phase_set(l, cmd, t0, t1);
     arm_phase_timer(l, t1);
+    busy_begin(l);
     ab__sweep_start(l);
     ab__live_start(l);
     phase_begin(l, t0);

@@ -47,6 +47,13 @@ static void merge_loop(ab_result_t *out, ab__loop_t *l) {
   ab_hist_merge(&out->rtt, &l->rtt);
   ab_hist_merge(&out->rtt_raw, &l->rtt_raw);
   ab_hist_merge(&out->send_lag, &l->send_lag);
+  ab_hist_merge(&out->gen_lag, &l->gen_lag);
+  if (l->nclients > 0 && l->busy_share >= 0) {
+    /* the mean, kept as a running sum until the last loop (ab__merge_loops) */
+    if (l->busy_share > out->loop_busy_max) out->loop_busy_max = l->busy_share;
+    out->loop_busy_mean += l->busy_share;
+    out->busy_loops++;
+  }
   ab__series_merge(out, l);
   ab_hist_merge(&out->connect, &l->connect);
   ab_hist_merge(&out->handshake, &l->handshake);
@@ -102,6 +109,7 @@ int ab__merge_loops(ab__engine_t *eng, ab_result_t *out) {
     uv_loop_close(&l->loop);
     ab__loop_free_clients(l);
   }
+  if (out->busy_loops > 0) out->loop_busy_mean /= out->busy_loops;
   eng->drv->case_close(eng, out);
   return merged;
 }

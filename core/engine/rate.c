@@ -31,16 +31,30 @@ static uint64_t rate_time(const ab__loop_t *l, uint64_t cursor) {
   return ab__win_intended(&ab__loop_client(l, (uint32_t)(cursor % l->nclients))->win, cursor / l->nclients);
 }
 
-/* When a loop's sends are far apart (its thread sleeps between them), the
- * timer fires this long before an intended send and the loop waits out
- * the rest reading the clock: waking a sleeping thread takes tens of
- * microseconds (more on a busy machine), which would otherwise all be send
- * lag.  At most RATE_EARLY_NS is spent spinning per wake, so at most
- * RATE_EARLY_NS / RATE_SPIN_GAP_NS of the thread (16 %); a loop whose
- * sends are closer than RATE_SPIN_GAP_NS is busy anyway and never spins
- * (it would delay its replies). */
-#define RATE_EARLY_NS 40000u
-#define RATE_SPIN_GAP_NS 250000u
+/* The schedule's precision (rate_precision, docs/load-models.md):
+ * - "sleep" (AB_RATE_SLEEP, the default): the timer is armed at the next
+ *   intended send and the loop sleeps until it; each wake serves every
+ *   message due by then, across the loop's clients.  The lag is the
+ *   machine's wake-up lateness (its timer floor); the CPU is at most one
+ *   wake per message and less when several are due at once.
+ * - "spin" (AB_RATE_SPIN): the timer is armed rate_margin_ns (calibrated
+ *   from the timer floor before the run, engine/calib.c) before the
+ *   instant and the loop reads the clock until it: microseconds of lag for
+ *   a core per client loop.  One spin per wake: a wake that served a
+ *   message and finds the next within the margin re-arms the timer in the
+ *   past (it fires at once), so the loop's replies are read in between. */
+static uint64_t rate_early(const ab__loop_t *l) {
+  return l->eng->cfg->rate_precision == AB_RATE_SPIN ? l->rate_margin_ns : 0;
+}
+
+/* Waits on the clock for t (spin mode), counting the time spun. */
+static uint64_t rate_spin_until(ab__loop_t *l, uint64_t now, uint64_t t) {
+  uint64_t t0 = now;
+  while ((now = ab_now_ns()) < t) {
+  }
+  l->rate_spin_ns += now - t0;
+  return now;
+}
 
 /* Wakes the clients whose messages are due and arms the timer just before
  * the next intended send of the phase (or disarms it). */
@@ -55,9 +69,8 @@ static void rate_run(ab__loop_t *l) {
   for (uint32_t steps = 0;; steps++) {
     t = rate_time(l, l->rate_cursor);
     if (t > now) {
-      if (t - now > l->rate_early_ns || t >= dl) break;
-      while ((now = ab_now_ns()) < t) {
-      }
+      if (steps > 0 || t - now > l->rate_early_ns || t >= dl) break;
+      now = rate_spin_until(l, now, t);
     }
     if (steps == n) {
       /* more than a round behind (a stall): every client was woken and
@@ -72,7 +85,8 @@ static void rate_run(ab__loop_t *l) {
     ab__loop_wake(l, ab__loop_client(l, (uint32_t)(l->rate_cursor % n)));
     l->rate_cursor++;
   }
-  rate_arm(l, t < dl ? t - l->rate_early_ns : 0);
+  if (t >= dl) rate_arm(l, 0);
+  else rate_arm(l, t > l->rate_early_ns ? t - l->rate_early_ns : 1);
 }
 
 static void rate_cb(uv_poll_t *p, int status, int events) {
@@ -105,9 +119,7 @@ void ab__rate_begin(ab__loop_t *l, uint64_t t0) {
     ab__client_give(l, c);
   }
   l->rate_cursor = 0;
-  /* the loop's sends are sched_period / nclients apart */
-  double gap = l->nclients ? ab__loop_client(l, 0)->win.sched_period / l->nclients : 0;
-  l->rate_early_ns = gap >= RATE_SPIN_GAP_NS ? RATE_EARLY_NS : 0;
+  l->rate_early_ns = rate_early(l);
   rate_run(l);
 }
 

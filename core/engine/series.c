@@ -29,6 +29,7 @@ int ab__series_alloc(ab__loop_t *l, const ab_case_cfg_t *cfg) {
   for (uint32_t i = 0; i < l->iv_n; i++) ab_hist_init(&l->iv[i].rtt);
   ab_hist_init(&l->rtt_raw);
   ab_hist_init(&l->send_lag);
+  ab_hist_init(&l->gen_lag);
   if (!l->open_loop) return 0;
   l->iv_lag = calloc(l->iv_n, sizeof(ab_hist_t));
   if (l->iv_lag == NULL) return AB_ENOMEM;

@@ -112,6 +112,7 @@ int ab__loops_alloc(ab__engine_t *eng, ab_result_t *out) {
     l->rate_fd = -1;
     l->sweep_fd = -1;
     l->open_loop = cfg->rate > 0;
+    l->busy_share = -1;
     ab_hist_init(&l->rtt);
     ab_hist_init(&l->connect);
     ab_hist_init(&l->handshake);
@@ -173,6 +174,8 @@ int ab__loops_open(ab__engine_t *eng, uint32_t workers, uint32_t *started, ab_re
     int r = uv_loop_init(&l->loop);
     if (r < 0) return ab__setup_error(out, r);
     (*started)++;
+    /* the loop's time blocked for events, for its busy share (loop.c) */
+    if (l->nclients > 0) uv_loop_configure(&l->loop, UV_METRICS_IDLE_TIME);
     ab__loop_open_handles(l);
     ab__live_open(l);
     if ((r = ab__sweep_open(l)) < 0) return ab__setup_error(out, r);

@@ -96,6 +96,7 @@ static void give_up(ab__loop_t *l, ab__win_t *w, uint32_t i, uint64_t *as) {
   }
   if (w->kind == AB__WIN_DATAGRAM) ab__dg_drop(w, i);
   w->ns[i] = 0;
+  if (w->inflight == l->window) w->freed_ns = ab_now_ns(); /* generator lag */
   w->inflight--;
 }
 

@@ -239,6 +239,10 @@ static inline uint32_t ab__win_stamp(ab__client_t *c, ab__win_grant_t *g, uint32
           uint64_t lag = t > it ? t - it : 0;
           ab_hist_record(&l->send_lag, lag);
           ab_hist_record(&l->iv_lag[ab__iv_at(l, t) - l->iv], lag);
+          /* the generator's part: from the intended time or, when the
+           * window was full then, from the reply that freed a slot */
+          uint64_t from = w->freed_ns > it ? w->freed_ns : it;
+          ab_hist_record(&l->gen_lag, t > from ? t - from : 0);
         }
       }
     }
@@ -277,6 +281,7 @@ AB__WIN_HOT int ab__win_account(ab__loop_t *l, ab__win_t *w, uint32_t slot, uint
                                   uint64_t t0) {
   uint64_t rtt = now > t0 ? now - t0 : 0; /* bytes there before the send */
   w->ns[slot] = 0;
+  if (w->inflight == l->window) w->freed_ns = now; /* generator lag (stamp) */
   w->inflight--;
   if (w->phase[slot] == AB_PHASE_MEASURE) {
     ab__iv_t *iv = ab__iv_at(l, now);
@@ -373,6 +378,7 @@ static inline int ab__win_complete_coded(ab__client_t *c, uint64_t now, uint32_t
   w->oldest_seq++;
   if (err == 0) return ab__win_account(l, w, slot, now, w->ns[slot]);
   w->ns[slot] = 0;
+  if (w->inflight == l->window) w->freed_ns = now; /* generator lag */
   w->inflight--;
   if (!measure) {
     l->warm_inflight--;
@@ -418,6 +424,7 @@ static inline int ab__win_dgram_done(ab__client_t *c, uint32_t slot, uint64_t se
   if (now > w->ns[slot] && now - w->ns[slot] > l->timeout_ns) {
     ab__win_outcome(w, seq, AB__WIN_OUT_LOST, ph);
     w->ns[slot] = 0;
+    if (w->inflight == l->window) w->freed_ns = now; /* generator lag */
     w->inflight--;
     if (measure) {
       l->timed_out++;

@@ -60,6 +60,10 @@ typedef struct ab__win_s {
                                    ns after sched_t0 (id / rate) */
   double sched_period;          /* ns between two of its messages
                                    (clients / rate) */
+  uint64_t freed_ns;            /* open loop: when a reply last freed a
+                                   slot of a full window (the generator's
+                                   part of a send's lag starts there or
+                                   at the intended time, the later) */
   /* datagram only */
   uint64_t highest_seq;         /* highest sequence whose reply arrived */
   uint64_t *out_seq;            /* outcome ring, out_n entries */

@@ -238,6 +238,10 @@ static const char *read_shape(lua_State *L, ab_case_cfg_t *cfg) {
   cfg->model = ab_caps_id(models, nmodel, model);
   cfg->threads = n;
   cfg->rate = opt_number(L, "rate", 0);
+  /* "sleep" (default) or "spin" (engine.h, rate.c); the scenario check
+   * refuses anything else */
+  cfg->rate_precision = strcmp(opt_string(L, "rate_precision", "sleep"), "spin") == 0 ? AB_RATE_SPIN
+                                                                                     : AB_RATE_SLEEP;
   cfg->requests_per_connection = (uint32_t)opt_number(L, "requests_per_connection", 0);
   cfg->connect_rate = opt_number(L, "connect_rate", 0);
   cfg->payload = (uint32_t)opt_number(L, "payload", 1024);

@@ -194,12 +194,39 @@ static void push_host(lua_State *L, const ab_case_cfg_t *cfg, const ab_result_t 
   SETNUM("logical_cpus", ncpu);
 }
 
+/* What the generator itself cost and how late it was (docs/load-models.md,
+ * "Generator-bound runs"): the client loops' busy share (every client run)
+ * and, open loop, the generator's part of the send lag, the schedule's
+ * precision and the machine's timer floor measured before the run. */
+static void push_generator(lua_State *L, const ab_case_cfg_t *cfg, const ab_result_t *r) {
+  if (r->busy_loops > 0) {
+    SETNUM("client_loop_busy_max", r->loop_busy_max);
+    SETNUM("client_loop_busy_mean", r->loop_busy_mean);
+  }
+  if (!(cfg->rate > 0)) return;
+  push_stats(L, &r->gen_lag);
+  lua_setfield(L, -2, "generator_lag_us");
+  push_encoded(L, &r->gen_lag);
+  lua_setfield(L, -2, "generator_lag_histogram");
+  lua_pushstring(L, cfg->rate_precision == AB_RATE_SPIN ? "spin" : "sleep");
+  lua_setfield(L, -2, "rate_precision");
+  if (r->timer_floor_wakes > 0) {
+    lua_createtable(L, 0, 5);
+    SETNUM("p50", r->timer_floor_p50_us);
+    SETNUM("p99", r->timer_floor_p99_us);
+    SETNUM("cpu_per_wake", r->timer_floor_cpu_us);
+    SETNUM("wakes", r->timer_floor_wakes);
+    lua_setfield(L, -2, "timer_floor_us");
+  }
+}
+
 /* load_model and, open loop, the rate accounting and the raw RTT and send
  * lag views (docs/run-object.md, docs/scenarios.md: rate). */
 static void push_load(lua_State *L, const ab_case_cfg_t *cfg, const ab_result_t *r) {
   if (!(cfg->rate > 0)) {
     lua_pushliteral(L, "closed");
     lua_setfield(L, -2, "load_model");
+    push_generator(L, cfg, r);
     return;
   }
   lua_pushliteral(L, "open");
@@ -222,6 +249,7 @@ static void push_load(lua_State *L, const ab_case_cfg_t *cfg, const ab_result_t 
   lua_setfield(L, -2, "send_lag_us");
   push_encoded(L, &r->send_lag);
   lua_setfield(L, -2, "send_lag_histogram");
+  push_generator(L, cfg, r);
 }
 
 /* A histogram's percentile p in us, null when empty. */

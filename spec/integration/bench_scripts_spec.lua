@@ -81,8 +81,9 @@ describe("bench/open_loop.sh --quick", function()
             n = n + 1
             assert.is_true(tonumber(lag) > 0, out)
         end
-        assert.equals(2, n, out)
-        assert.truthy(out:find("worst send_lag p99 [%d.]+ us %(goal <= 20%): %u+"), out)
+        assert.equals(4, n, out)
+        assert.truthy(out:find("spin: worst send_lag p99 [%d.]+ us %(goal <= 5%): %u+"), out)
+        assert.truthy(out:find("sleep: worst send_lag p99 [%d.]+ us %(goal <= 1.2 x the timer floor's p99"), out)
         local cap, rate = out:match("capacity %(closed loop%): (%d+) rt/s; open loop at (%d+) msg/s")
         assert.truthy(cap, out)
         assert.near(tonumber(cap) / 2, tonumber(rate), 1)
@@ -94,14 +95,14 @@ describe("bench/open_loop.sh --quick", function()
         -- (c): the bare timer wake at both schedules' rates, and (b)'s
         local floors = 0
         for p99, cpu, ark, ratio in out:gmatch("wakes/s: lag p50 [%d.]+ us, p99 ([%d.]+) us, ([%d.]+) us CPU per wake; "
-            .. "arkbench's worst send_lag p99 ([%d.]+) us %(([%d.]+) x the floor's%)") do
+            .. "arkbench's worst send_lag p99 ([%d.]+) us %(([%d.]+) x the floor's; sleep mode, goal <= 1.2%)") do
             floors = floors + 1
             assert.is_true(tonumber(p99) > 0 and tonumber(cpu) > 0, out)
             assert.near(tonumber(ark) / tonumber(p99), tonumber(ratio), 0.006)
         end
         assert.equals(2, floors, out)
         local bcpu, bark, bratio = out:match("%(%(b%)'s rate%): ([%d.]+) us CPU per wake; arkbench's open%-loop CPU per "
-            .. "round trip ([%d.]+) us %(([%d.]+) x a wake's%)")
+            .. "round trip ([%d.]+) us %(([%d.]+) x a wake's; goal <= 1.2%)")
         assert.truthy(bcpu, out)
         assert.near(tonumber(bark), tonumber(o), 0.051)
         assert.near(tonumber(bark) / tonumber(bcpu), tonumber(bratio), 0.006)

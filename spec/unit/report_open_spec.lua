@@ -163,7 +163,7 @@ local function count(s, pat)
 end
 
 describe("open-loop charts", function()
-    it("draw p50/p99/p999 against achieved rate when rate varies, marking missed rates", function()
+    it("draw p50/p99/p999 against the asked rate when rate varies, marking missed rates", function()
         local m = build(RUNS)
         local load = {}
         for _, ch in ipairs(svg.charts(m)) do
@@ -178,7 +178,9 @@ describe("open-loop charts", function()
         assert.equals(9, count(ch.svg, '<circle class="point'))
         assert.equals(3, count(ch.svg, 'class="point missed"'))
         assert.equals(3, count(ch.svg, '<polyline class="line"'))
-        assert.truthy(ch.svg:find("achieved rate (messages/s)", 1, true))
+        assert.truthy(ch.svg:find("asked rate (messages/s)", 1, true))
+        assert.truthy(ch.svg:find('<polyline class="achieved"', 1, true))
+        assert.truthy(ch.svg:find("achieved rate (right)", 1, true))
         assert.truthy(ch.svg:find("p999 (corrected)", 1, true))
         assert.truthy(ch.svg:find("(rate not met)", 1, true))
     end)
@@ -251,9 +253,70 @@ describe("gates in report.md", function()
         assert.truthy(text:find("## SLO search", 1, true))
         assert.truthy(text:find("answer **5,000 messages/s** (converged)", 1, true))
         assert.truthy(text:find("## Latency vs load", 1, true))
-        assert.truthy(text:find("![latency vs load](charts/load-all.svg)", 1, true))
+        assert.truthy(text:find("![latency vs offered load](charts/load-all.svg)", 1, true))
         s.thresholds.results[2].crossed = false
         m = model_of.build(s, RUNS, {})
         assert.truthy(md.render(m, {}):find("Every threshold held in every case.", 1, true))
+    end)
+end)
+
+describe("generator-bound runs (report/openloop.lua)", function()
+    local function open_run(lag, rtt, busy, floor)
+        return { load_model = "open", rtt_us = { p99 = rtt }, send_lag_us = { p99 = lag * 4 },
+                 generator_lag_us = { p99 = lag }, client_loop_busy_max = busy,
+                 timer_floor_us = floor and { p99 = floor } or nil, notes = {} }
+    end
+
+    it("bounds the generator's lag share above the timer floor, or a busy loop", function()
+        local g = openloop.generator(open_run(300, 1000, 0.5, 20))
+        assert.is_true(g.bound)
+        assert.equals("lag", g.cause)
+        assert.near(0.3, g.share, 1e-12)
+        -- below the share: not bound, whatever the send lag (the window's waits)
+        assert.is_false(openloop.generator(open_run(200, 1000, 0.5, 20)).bound)
+        -- a lag within 2x the machine's timer floor is the wake-up, not a generator behind
+        assert.is_false(openloop.generator(open_run(30, 40, 0.1, 20)).bound)
+        assert.is_true(openloop.generator(open_run(41, 40, 0.1, 20)).bound)
+        -- a loop 95 % busy is bound whatever its lag
+        g = openloop.generator(open_run(1, 1000, 0.95, 20))
+        assert.is_true(g.bound)
+        assert.equals("busy", g.cause)
+    end)
+
+    it("writes the share, the flag and a note naming the lag", function()
+        local r = open_run(2500, 5000, 0.2, 30)
+        openloop.judge_generator(r)
+        assert.equals(0.5, r.generator_lag_share)
+        assert.is_true(r.generator_bound)
+        assert.equals("generator-bound: the load generator fell behind by 2.50 ms at p99: the"
+            .. " corrected latency includes it; add threads, processes or shards", r.notes[1])
+        r = open_run(10, 5000, 0.2, 30)
+        openloop.judge_generator(r)
+        assert.is_false(r.generator_bound)
+        assert.equals(0, #r.notes)
+    end)
+
+    it("notes a busy client loop in closed loop only when the client is apart", function()
+        local r = { load_model = "closed", client_loop_busy_max = 0.99, notes = {},
+                    case = { target = "127.0.0.1:1" } }
+        openloop.judge_generator(r)
+        assert.is_true(r.generator_bound)
+        assert.truthy(r.notes[1]:find("a client loop was 99 % busy", 1, true), r.notes[1])
+        r = { load_model = "closed", client_loop_busy_max = 0.99, notes = {}, case = {} }
+        openloop.judge_generator(r)
+        assert.is_nil(r.generator_bound)
+        assert.equals(0, #r.notes)
+    end)
+
+    it("says so in a crossed latency threshold", function()
+        local thresholds = require("arkbench.report.thresholds")
+        local s = { cases = { { case_id = "a", runs_ok = 2, generator_bound_runs = 1,
+                                metrics = { rtt_p99_us = { median = 5000 } } } } }
+        local res = thresholds.check(s, thresholds.parse_list({ "p99_us < 1000" }))
+        assert.is_true(res[1].crossed)
+        assert.truthy(res[1].why:find("generator-bound in 1 of 2 ok runs", 1, true), res[1].why)
+        s.cases[1].generator_bound_runs = 0
+        res = thresholds.check(s, thresholds.parse_list({ "p99_us < 1000" }))
+        assert.is_nil(res[1].why:find("generator", 1, true))
     end)
 end)

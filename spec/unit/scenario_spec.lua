@@ -97,7 +97,7 @@ describe("scenario.load", function()
         it("lists the known keys when nothing is near", function()
             assert.equals(F .. "unknown_far.lua:2: unknown key 'frobnicate'; known keys: name, "
                 .. "label, vars, description, protocol, framing, payload, clients, window, load, topology, "
-                .. "execution, coroutine_stack, work, warmup, duration, repetitions, rate, requests_per_connection, "
+                .. "execution, coroutine_stack, work, warmup, duration, repetitions, rate, rate_precision, requests_per_connection, "
                 .. "connect_rate, interval, timeout, connect_timeout, placement, processes, target, bind, tls, udp, "
                 .. "request, client, server, message, expect, tag"
                 .. ", thresholds, max_error_rate, rate_strict",

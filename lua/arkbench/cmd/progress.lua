@@ -113,6 +113,13 @@ function _M.printer(total_runs, opts)
             out:write(format("warning: %s rep %s: %s\n", tostring(obj.case_id),
                              tostring(obj.repetition), warning))
         end
+        -- a generator-bound run says so too (report/openloop.lua)
+        local gen = openloop.generator_warning(obj)
+        if gen then
+            if tty and not warning and done ~= total then out:write("\n") end
+            out:write(format("warning: %s rep %s: %s\n", tostring(obj.case_id),
+                             tostring(obj.repetition), gen))
+        end
         out:flush()
     end
 

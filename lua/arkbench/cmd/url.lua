@@ -52,7 +52,9 @@ usage: arkbench URL [options]
   -R, --rate R        open loop: R requests/s in all, on a schedule; latency
                       from the intended send times (default: closed loop)
   -w, --window N      requests in flight per connection (default 1;
-                      pipelined over http)
+                      above 1 over http needs --pipeline)
+      --pipeline      http/https: send -w requests per connection without
+                      waiting (HTTP/1.1 pipelining; never on by itself)
   -H, --header 'N: V' a request header (repeatable; http/https)
   -m, --method M      request method (default GET; http/https)
   -b, --body TEXT     request body (http/https)
@@ -131,6 +133,7 @@ local FLAGS = {
     latency = { "latency", "flag" },
     out = { "out", "text" },
     json = { "json", "flag" },
+    pipeline = { "pipeline", "flag" },
     threshold = { "thresholds", "list" },
     h = { "help", "flag" }, help = { "help", "flag" },
 }
@@ -209,6 +212,14 @@ function _M.parse_args(args)
         if o[k] and not http then return nil, format("--%s is for http:// and https:// URLs", k) end
     end
     if #o.headers > 0 and not http then return nil, "-H is for http:// and https:// URLs" end
+    -- a window above 1 over HTTP/1.1 is pipelining: never turned on by -w
+    -- (or to meet -R) without being asked for
+    if o.pipeline and not http then return nil, "--pipeline is for http:// and https:// URLs" end
+    if http and (o.window or 1) > 1 and not o.pipeline then
+        return nil, format("-w %d over %s:// pipelines %d requests on each connection (HTTP/1.1"
+            .. " pipelining, which many servers serve one by one or refuse); add --pipeline to ask"
+            .. " for it, or raise -c for more requests in flight", o.window, u.scheme, o.window)
+    end
     if o.payload and http then
         return nil, "--payload is for the echo schemes (ws, wss, tcp, tls, udp); use -b for a body"
     end
@@ -418,6 +429,11 @@ function _M.summary_text(o, run, dir)
     end
     if n.load_model == "open" and n.rate_met == false then
         line("warning: the rate was not met: %g/s asked, %.2f/s sent", n.rate_asked or 0, n.rate_achieved or 0)
+        if (u.protocol == "http" or u.protocol == "https") and (o.window or 1) == 1 then
+            -- what limits it: one request in flight per connection
+            line("  limited by one request in flight on each of %d connections (at most connections"
+                .. " / latency requests/s): raise -c, or --pipeline -w N", o.connections or 16)
+        end
     end
     if run.status ~= "ok" then line("status: %s%s", tostring(run.status), run.error and (": " .. run.error) or "") end
     line("results: %s (report.html)", dir)

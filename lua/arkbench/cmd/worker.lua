@@ -27,6 +27,7 @@ local merge_runs = require("arkbench.run.merge")
 local sources = require("arkbench.run.sources")
 local request = require("arkbench.scenario.request")
 local boot = require("arkbench.exec.boot")
+local openloop = require("arkbench.report.openloop")
 
 local ipairs, pairs, type, tonumber = ipairs, pairs, type, tonumber
 local io_stdout, io_stderr = io.stdout, io.stderr
@@ -367,6 +368,8 @@ function _M.main(args)
         return finish(1)
     end
     merge(obj, res)
+    -- generator_lag_share, generator_bound and its note (report/openloop.lua)
+    openloop.judge_generator(obj)
     -- the engine's ok / degraded / failed, then a Lua error inside a hook
     -- (execution = "lua": script_error), an interrupt and max_error_rate
     -- (arkbench.run.status)

@@ -202,7 +202,9 @@ function _M.render(model, charts)
 
     -- contents
     add("<nav><ul>")
-    if #model.findings > 0 then add('<li><a href="#findings">Key findings</a></li>') end
+    if #model.findings > 0 or #(model.knees or {}) > 0 then
+        add('<li><a href="#findings">Key findings</a></li>')
+    end
     for _, part in ipairs(model.parts) do
         add(format('<li><a href="#%s">%s</a></li>', h(part.slug), h(part.title)))
     end
@@ -222,6 +224,14 @@ function _M.render(model, charts)
             rows[i] = { cells = md.finding_cells(f), sort = { nil, nil, nil, f.ratio, f.n } }
         end
         add(html_table(md.FINDING_HEADER, rows))
+    end
+    local knees = md.knee_lines(model)
+    if #knees > 0 then
+        if #model.findings == 0 then add('<h2 id="findings">Key findings</h2>') end
+        add('<p class="note">The knee of each rate sweep: the highest asked rate before the corrected'
+            .. " p99 rises past 2× its value at the lowest rate.</p><ul class=\"knees\">")
+        for _, l in ipairs(knees) do add("<li>" .. h(l) .. "</li>") end
+        add("</ul>")
     end
 
     local by_part, by_section = {}, { load = {}, time = {} }

@@ -167,6 +167,8 @@ function _M.case_rows(model, cases)
             local notes = {}
             if runs_ok < runs then notes[#notes + 1] = (runs - runs_ok) .. " failed" end
             if degraded > 0 then notes[#notes + 1] = degraded .. " degraded" end
+            local gb = num(c.generator_bound_runs) or 0
+            if gb > 0 then notes[#notes + 1] = gb .. " generator-bound" end
             r[last] = #notes > 0 and (runs_text .. " (" .. concat(notes, ", ") .. ")") or runs_text
             rows[#rows + 1] = { cells = r, case = c, sort = sortv, degraded = degraded > 0 }
         end
@@ -196,13 +198,32 @@ end
 
 -- "tcp, 16 clients, window 16: sharded:2 1.75x [1.50x, 2.00x] over 2 payloads
 --  vs sharded:1; lowest p99 sharded:2 (2 of 2)", one line per finding
+-- "rate sweep, payload=64: knee at 4,000 msg/s: ...", one per group with
+-- 2+ rates (report/knee.lua)
+function _M.knee_lines(model)
+    local knee, out = require("arkbench.report.knee"), {}
+    for _, k in ipairs(model.knees or {}) do
+        out[#out + 1] = (k.title ~= "" and (k.title .. ": ") or "") .. knee.text(k.knee)
+    end
+    return out
+end
+
 function _M.findings_text(model)
-    if #model.findings == 0 then return "" end
-    local lines = { "key findings: best topology by round trips/s, the median [min, max] of its per-"
-        .. (model.x_axis or "case") .. " ratios to the one-thread topology" }
+    local knees = _M.knee_lines(model)
+    if #model.findings == 0 and #knees == 0 then return "" end
+    local lines = {}
+    if #model.findings > 0 then
+        lines[1] = "key findings: best topology by round trips/s, the median [min, max] of its per-"
+            .. (model.x_axis or "case") .. " ratios to the one-thread topology"
+    end
     for _, f in ipairs(model.findings) do
         local c = _M.finding_cells(f)
         lines[#lines + 1] = format("  %s: %s %s over %s vs %s; lowest p99 %s", c[1], c[3], c[4], c[5], c[2], c[6])
+    end
+    if #knees > 0 then
+        lines[#lines + 1] = "key findings: the knee of each rate sweep (the highest asked rate before"
+            .. " corrected p99 rises past 2x its low-load value)"
+        for _, l in ipairs(knees) do lines[#lines + 1] = "  " .. l end
     end
     return concat(lines, "\n") .. "\n"
 end
@@ -235,7 +256,9 @@ end
 -- Chart sections after the case tables: { section, title, note }
 _M.SECTIONS = {
     { "load", "Latency vs load", "p50, p99 and p999 RTT from intended send (corrected) against the"
-      .. " achieved rate, per group of the other keys; a hollow red ring marks a rate not met." },
+      .. " asked rate, per group of the other keys, the achieved rate dashed on the right axis; a"
+      .. " hollow red ring marks a rate not met, an orange square a generator-bound run, a dashed"
+      .. " line the knee." },
     { "time", "Time series", "Round trips/s and p99 per interval of the measure phase, every"
       .. " repetition overlaid (report.html only)." },
 }
@@ -344,6 +367,14 @@ function _M.render(model, charts)
         local rows = {}
         for i, f in ipairs(model.findings) do rows[i] = _M.finding_cells(f) end
         add(table_md(_M.FINDING_HEADER, rows) .. "\n")
+    end
+    local knees = _M.knee_lines(model)
+    if #knees > 0 then
+        if #model.findings == 0 then add("## Key findings\n\n") end
+        add("The knee of each rate sweep: the highest asked rate before the corrected p99 rises past"
+            .. " 2× its value at the lowest rate.\n\n")
+        for _, l in ipairs(knees) do add("- " .. cell(l) .. "\n") end
+        add("\n")
     end
 
     local by_part, by_section = {}, { load = {}, time = {} }

@@ -447,6 +447,8 @@ function _M.build(summary, runs, env)
     m.thresholds = type(summary) == "table" and type(summary.thresholds) == "table"
         and summary.thresholds or nil
     m.search = type(summary) == "table" and type(summary.search) == "table" and summary.search or nil
+    -- rate sweeps: each group's knee against the asked rate (report/knee.lua)
+    m.knees = require("arkbench.report.knee").all(m)
     m.runs = runs or {}
 
     m.tag_rows = require("arkbench.report.tags").rows(cases)

@@ -8,6 +8,22 @@
 --   openloop.rate_warning(run) -> sentence | nil  for a run with rate_met = false
 --   openloop.rate_text(c) -> "asked 5,000/s, achieved 4,990/s" | nil
 --   openloop.RTT_NOTE
+--   openloop.generator(run) -> { share, bound, lag_us, busy, cause } | nil
+--                                the generator's verdict (below)
+--   openloop.generator_warning(run) -> sentence | nil  for a generator-bound run
+--   openloop.judge_generator(obj)   sets obj.generator_lag_share and
+--                                   obj.generator_bound and adds the note
+--
+-- Generator-bound (docs/load-models.md, "Generator-bound runs"): an open-loop
+-- run is generator_bound when the generator's part of the send lag
+-- (generator_lag_us: a send's lag counted from its intended time, or from
+-- the reply that freed its slot when the window was full -- a wait for the
+-- peer is not the generator's) is at p99 at least LAG_SHARE of the
+-- corrected p99 and more than FLOOR_FACTOR x the machine's timer floor p99
+-- (a lag within the floor is the wake-up, which rate_precision = "spin"
+-- removes, not a generator behind), or when a client loop was at least
+-- BUSY of its measured time busy.  A closed-loop run with a loop that busy
+-- is noted the same way (its throughput is the client's).
 --
 -- The cause of a missed rate comes from the run object alone: intended sends
 -- left unsent at the deadline by a full window (unsent_window_full) mean
@@ -76,6 +92,75 @@ function _M.rate_warning(run)
             .. ")"
     end
     return s
+end
+
+_M.LAG_SHARE, _M.BUSY, _M.FLOOR_FACTOR = 0.25, 0.95, 2
+
+local function p99_of(t)
+    return type(t) == "table" and num(t.p99) or nil
+end
+
+function _M.generator(run)
+    if type(run) ~= "table" then return nil end
+    local busy = num(run.client_loop_busy_max)
+    local g = { busy = busy }
+    if busy and busy >= _M.BUSY then g.bound, g.cause = true, "busy" end
+    if not _M.is_open_run(run) then
+        -- closed loop: a loop that serves both ends is busy by design; only
+        -- a client apart from its server (target, split) is noted
+        local c = type(run.case) == "table" and run.case or {}
+        if not (c.target or c.placement == "split") then g.bound = false end
+        return busy and g or nil
+    end
+    local lag = p99_of(run.generator_lag_us) or p99_of(run.send_lag_us)
+    local rtt = p99_of(run.rtt_us)
+    g.lag_us = lag
+    if lag and rtt and rtt > 0 then g.share = lag / rtt end
+    local floor = type(run.timer_floor_us) == "table" and num(run.timer_floor_us.p99) or nil
+    local above_floor = lag ~= nil and (floor == nil or lag > _M.FLOOR_FACTOR * floor)
+    if g.share and g.share >= _M.LAG_SHARE and above_floor then
+        g.bound, g.cause = true, g.cause or "lag"
+    end
+    g.bound = g.bound or false
+    return g
+end
+
+local function ms(us)
+    local v = us / 1000
+    if v >= 100 then return format("%.0f", v) end
+    if v >= 10 then return format("%.1f", v) end
+    if v >= 0.1 then return format("%.2f", v) end
+    return format("%.3f", v)
+end
+
+function _M.generator_warning(run)
+    local g = _M.generator(run)
+    if not (g and g.bound) then return nil end
+    local busy = g.busy and g.busy >= _M.BUSY
+        and format("a client loop was %.0f %% busy", g.busy * 100) or nil
+    if not _M.is_open_run(run) then
+        return "generator-bound: " .. busy .. ": the throughput is the client's as much as the"
+            .. " server's; add threads, processes or shards"
+    end
+    return format("generator-bound: the load generator fell behind by %s ms at p99%s: the"
+        .. " corrected latency includes it; add threads, processes or shards", ms(g.lag_us or 0),
+        busy and (" (" .. busy .. ")") or "")
+end
+
+function _M.judge_generator(obj)
+    local g = _M.generator(obj)
+    if not g then return end
+    if _M.is_open_run(obj) then
+        obj.generator_lag_share = g.share
+        obj.generator_bound = g.bound
+    elseif g.bound then
+        obj.generator_bound = true
+    end
+    local w = _M.generator_warning(obj)
+    if w then
+        if type(obj.notes) ~= "table" then obj.notes = {} end
+        obj.notes[#obj.notes + 1] = w
+    end
 end
 
 -- median asked and achieved rate of a summary case

@@ -245,6 +245,11 @@ local function summarize_case(id, runs)
             if run.rate_met == false then rate_missed = rate_missed + 1 end
         end
     end
+    -- generator-bound ok runs (report/openloop.lua: generator_bound)
+    local generator_bound = 0
+    for _, run in ipairs(ok_runs) do
+        if run.generator_bound == true then generator_bound = generator_bound + 1 end
+    end
     if load_model == "closed" then
         for _, run in ipairs(runs) do
             if run.load_model == "open" then load_model = "open" end
@@ -265,6 +270,7 @@ local function summarize_case(id, runs)
         load_model = load_model,
         rate_runs = rate_runs,
         rate_missed = rate_missed,
+        generator_bound_runs = generator_bound,
         -- per tag (report/tags.lua), absent when no run has tags
         tags = require("arkbench.report.tags").summarize(ok_runs),
         notes = notes,

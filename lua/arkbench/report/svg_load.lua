@@ -4,9 +4,12 @@
 --   svg_load.latency_vs_load(model) -> { chart, ... }
 --       when `rate` varies: per group of the other varying keys with 2+
 --       rates, p50/p99/p999 RTT (corrected; summary medians) against the
---       achieved rate (median rate_achieved; the asked rate when a case has
---       none), y on a log scale; a point whose rate was not met in some run
---       is drawn hollow with a red ring (class "point missed").
+--       asked rate (monotone), y on a log scale, the achieved rate (median
+--       rate_achieved) a dashed line on the right axis, the knee
+--       (report/knee.lua) a dashed vertical line; a point whose rate was
+--       not met in some run is drawn hollow with a red ring (class "point
+--       missed"), one with a generator-bound run as an orange square
+--       (class "point bound").
 --       chart.kind = "latency-vs-load", file "load-<slug>.svg", section = "load"
 --   svg_load.time_series(model) -> { chart, ... }
 --       per case whose ok runs have `intervals`: round trips/s and p99 per
@@ -120,28 +123,9 @@ end
 
 local PCTS = { { "p50", "rtt_p50_us", COLORS[1] }, { "p99", "rtt_p99_us", COLORS[2] },
                { "p999", "rtt_p999_us", COLORS[4] } }
+local ACHIEVED_COLOR, BOUND_COLOR, MISSED_COLOR = "#555555", "#e07000", "#d00000"
 
-local function achieved(c)
-    return (stat(c, "rate_achieved")) or (stat(c, "rate_asked")) or num(case_value(c, "rate"))
-end
-
--- cases grouped by every varying key but rate, first-appearance order
-local function groups_by_other_axes(model)
-    local keys = {}
-    for _, k in ipairs(model.varying) do
-        if k ~= "rate" then keys[#keys + 1] = k end
-    end
-    local order, by = {}, {}
-    for _, c in ipairs(model.cases) do
-        local id = {}
-        for i, k in ipairs(keys) do id[i] = k .. "=" .. axis_text(case_value(c, k)) end
-        local sid = concat(id, " ")
-        if not by[sid] then by[sid] = { title = sid, cases = {} }; order[#order + 1] = by[sid] end
-        local g = by[sid].cases
-        g[#g + 1] = c
-    end
-    return order
-end
+local knee_mod = require("arkbench.report.knee")
 
 local load_chart
 
@@ -150,87 +134,114 @@ function _M.latency_vs_load(model)
     local rate_varies = false
     for _, k in ipairs(model.varying or {}) do rate_varies = rate_varies or k == "rate" end
     if not rate_varies then return out end
-    for gi, g in ipairs(groups_by_other_axes(model)) do
+    for gi, g in ipairs(knee_mod.groups(model)) do
         local ch = load_chart(g, gi)
         if ch then out[#out + 1] = ch end
     end
     return out
 end
 
--- One group's chart, or nil (fewer than two rates, or nothing to draw).
+-- a point's marker: filled; hollow with a red ring when the rate was not
+-- met; an orange square when a run was generator-bound
+local function marker(p, x, y, color, what, v)
+    local cls = "point" .. (p.missed and " missed" or "") .. (p.bound and " bound" or "")
+    local tip = format("%s: %s %s µs at %s/s asked (%s/s achieved)%s%s", tostring(p.c.case_id), what,
+        report.format_us(v), report.format_count(p.rate), report.format_count(p.achieved),
+        p.missed and " (rate not met)" or "", p.bound and " (generator-bound)" or "")
+    if p.bound then
+        return format('<rect class="%s" x="%s" y="%s" width="9" height="9" fill="%s" stroke="%s"'
+            .. ' stroke-width="2" data-case="%s"><title>%s</title></rect>', cls, f1(x - 4.5), f1(y - 4.5),
+            p.missed and "#ffffff" or color, BOUND_COLOR, esc(tostring(p.c.case_id)), esc(tip))
+    end
+    return format('<circle class="%s" cx="%s" cy="%s" r="4.5" fill="%s" stroke="%s" stroke-width="%s"'
+        .. ' data-case="%s"><title>%s</title></circle>', cls, f1(x), f1(y), p.missed and "#ffffff" or color,
+        p.missed and MISSED_COLOR or "#ffffff", p.missed and "2.5" or "1.5", esc(tostring(p.c.case_id)),
+        esc(tip))
+end
+
+-- One group's chart, or nil (fewer than two rates, or nothing to draw): x
+-- is the asked rate (monotone: an overloaded point never folds back), the
+-- corrected p50/p99/p999 on a log scale, the achieved rate as a dashed line
+-- on the right axis (same scale as x: on the diagonal while the rate is
+-- met), the knee (report/knee.lua) a dashed vertical line.
 load_chart = function(g, gi)
-    do
-        local pts = {}
-        for _, c in ipairs(g.cases) do
-            local x = achieved(c)
-            if x and (num(c.runs_ok) or 0) > 0 then pts[#pts + 1] = { x = x, c = c } end
-        end
-        table.sort(pts, function(a, b) return a.x < b.x end)
-        local rates = {}
-        for _, c in ipairs(g.cases) do rates[axis_text(case_value(c, "rate"))] = true end
-        local nrates = 0
-        for _ in pairs(rates) do nrates = nrates + 1 end
-        if #pts >= 1 and nrates >= 2 then
-            local ylo, yhi, xhi = nil, nil, 0
-            for _, p in ipairs(pts) do
-                xhi = max(xhi, p.x)
-                for _, q in ipairs(PCTS) do
-                    local v = stat(p.c, q[2])
-                    if v and v > 0 then ylo = ylo and min(ylo, v) or v; yhi = yhi and max(yhi, v) or v end
-                end
-            end
-            ylo, yhi = ylo or 1, yhi or 10
-            local dlo, dhi = floor(log10(ylo)), ceil(log10(yhi))
-            if dhi <= dlo then dhi = dlo + 1 end
-            local xtop, xstep = linear(xhi * 1.05)
-            local function x_of(v) return BOX.x + v / xtop * BOX.w end
-            local function y_of(v)
-                return BOX.y + BOX.h - (log10(max(v, 10 ^ dlo)) - dlo) / (dhi - dlo) * BOX.h
-            end
-            local yticks, xticks = {}, {}
-            for d = dlo, dhi do yticks[#yticks + 1] = 10 ^ d end
-            for i = 0, floor(xtop / xstep + 0.5) do xticks[#xticks + 1] = i * xstep end
-            local title = "latency vs load" .. (g.title ~= "" and (": " .. g.title) or "")
-            local series = {}
-            for i, q in ipairs(PCTS) do series[i] = { label = q[1] .. " (corrected)", color = q[3] } end
-            local o = frame({ kind = "latency-vs-load", part = g.title, title = title,
-                subtitle = "RTT from intended send (corrected), median over repetitions, log scale;"
-                    .. " hollow red ring = rate not met", series = series, yticks = yticks,
-                xticks = xticks, x_of = x_of, y_of = y_of, y_title = "RTT (µs)",
-                x_title = "achieved rate (messages/s)" })
-            local lines, dots, n = {}, {}, 0
-            for _, q in ipairs(PCTS) do
-                local line = {}
-                for _, p in ipairs(pts) do
-                    local v = stat(p.c, q[2])
-                    if v then
-                        local x, y = x_of(p.x), y_of(v)
-                        line[#line + 1] = f1(x) .. "," .. f1(y)
-                        n = n + 1
-                        local missed = (num(p.c.rate_missed) or 0) > 0
-                        dots[#dots + 1] = format('<circle class="point%s" cx="%s" cy="%s" r="4.5" fill="%s"'
-                            .. ' stroke="%s" stroke-width="%s" data-case="%s"><title>%s: %s %s µs at %s/s'
-                            .. '%s</title></circle>', missed and " missed" or "", f1(x), f1(y),
-                            missed and "#ffffff" or q[3], missed and "#d00000" or "#ffffff",
-                            missed and "2.5" or "1.5", esc(tostring(p.c.case_id)), esc(tostring(p.c.case_id)),
-                            q[1], report.format_us(v), report.format_count(p.x),
-                            missed and " (rate not met)" or "")
-                    end
-                end
-                if #line > 1 then
-                    lines[#lines + 1] = format('<polyline class="line" points="%s" fill="none" stroke="%s"'
-                        .. ' stroke-width="2.5"/>', concat(line, " "), q[3])
-                end
-            end
-            if n > 0 then
-                local name = "load-" .. (g.title ~= "" and slug(g.title) or "all")
-                if gi > 1 and g.title == "" then name = name .. "-" .. gi end
-                return chart(name .. ".svg", "latency-vs-load", title,
-                    finish(o, lines, dots, n, #PCTS), { section = "load", points = n })
-            end
+    local pts = knee_mod.points(g.cases)
+    local rates = {}
+    for _, c in ipairs(g.cases) do rates[axis_text(case_value(c, "rate"))] = true end
+    local nrates = 0
+    for _ in pairs(rates) do nrates = nrates + 1 end
+    if #pts < 1 or nrates < 2 then return nil end
+    local ylo, yhi, xhi = nil, nil, 0
+    for _, p in ipairs(pts) do
+        xhi = max(xhi, p.rate, p.achieved)
+        for _, q in ipairs(PCTS) do
+            local v = stat(p.c, q[2])
+            if v and v > 0 then ylo = ylo and min(ylo, v) or v; yhi = yhi and max(yhi, v) or v end
         end
     end
-    return nil
+    ylo, yhi = ylo or 1, yhi or 10
+    local dlo, dhi = floor(log10(ylo)), ceil(log10(yhi))
+    if dhi <= dlo then dhi = dlo + 1 end
+    local xtop, xstep = linear(xhi * 1.05)
+    local function x_of(v) return BOX.x + v / xtop * BOX.w end
+    local function y_of(v)
+        return BOX.y + BOX.h - (log10(max(v, 10 ^ dlo)) - dlo) / (dhi - dlo) * BOX.h
+    end
+    local function y2_of(v) return BOX.y + BOX.h - v / xtop * BOX.h end
+    local yticks, xticks = {}, {}
+    for d = dlo, dhi do yticks[#yticks + 1] = 10 ^ d end
+    for i = 0, floor(xtop / xstep + 0.5) do xticks[#xticks + 1] = i * xstep end
+    local title = "latency vs offered load" .. (g.title ~= "" and (": " .. g.title) or "")
+    local series = {}
+    for i, q in ipairs(PCTS) do series[i] = { label = q[1] .. " (corrected)", color = q[3] } end
+    series[#series + 1] = { label = "achieved rate (right)", color = ACHIEVED_COLOR }
+    local o = frame({ kind = "latency-vs-load", part = g.title, title = title,
+        subtitle = "x: asked rate; RTT from intended send (corrected), median, log scale; hollow red"
+            .. " ring = rate not met, orange square = generator-bound", series = series, yticks = yticks,
+        xticks = xticks, x_of = x_of, y_of = y_of, y_title = "RTT (µs)",
+        x_title = "asked rate (messages/s)" })
+    -- the right axis: achieved messages/s on x's scale
+    o[#o + 1] = '<g class="y2-axis" fill="#555">'
+    for i = 0, floor(xtop / xstep + 0.5) do
+        local v = i * xstep
+        o[#o + 1] = format('<text x="%s" y="%s" text-anchor="start" font-size="10">%s</text>',
+            f1(BOX.x + BOX.w + 3), f1(y2_of(v) + 4), esc(report.compact(v)))
+    end
+    o[#o + 1] = "</g>"
+    local lines, dots, n = {}, {}, 0
+    for _, q in ipairs(PCTS) do
+        local line = {}
+        for _, p in ipairs(pts) do
+            local v = stat(p.c, q[2])
+            if v then
+                local x, y = x_of(p.rate), y_of(v)
+                line[#line + 1] = f1(x) .. "," .. f1(y)
+                n = n + 1
+                dots[#dots + 1] = marker(p, x, y, q[3], q[1], v)
+            end
+        end
+        if #line > 1 then
+            lines[#lines + 1] = format('<polyline class="line" points="%s" fill="none" stroke="%s"'
+                .. ' stroke-width="2.5"/>', concat(line, " "), q[3])
+        end
+    end
+    local ach = {}
+    for _, p in ipairs(pts) do ach[#ach + 1] = f1(x_of(p.rate)) .. "," .. f1(y2_of(p.achieved)) end
+    lines[#lines + 1] = format('<polyline class="achieved" points="%s" fill="none" stroke="%s"'
+        .. ' stroke-width="1.5" stroke-dasharray="5 3"/>', concat(ach, " "), ACHIEVED_COLOR)
+    local k = knee_mod.of(pts)
+    if k and k.next_rate then
+        local x = x_of(k.rate)
+        lines[#lines + 1] = format('<g class="knee" data-rate="%s"><line x1="%s" y1="%s" x2="%s" y2="%s"'
+            .. ' stroke="#888" stroke-dasharray="3 3"/><text x="%s" y="%s" font-size="11" fill="#444">knee'
+            .. '</text></g>', tostring(k.rate), f1(x), f1(BOX.y), f1(x), f1(BOX.y + BOX.h), f1(x + 4),
+            f1(BOX.y + 12))
+    end
+    if n == 0 then return nil end
+    local name = "load-" .. (g.title ~= "" and slug(g.title) or "all")
+    if gi > 1 and g.title == "" then name = name .. "-" .. gi end
+    return chart(name .. ".svg", "latency-vs-load", title, finish(o, lines, dots, n, #PCTS),
+        { section = "load", points = n, knee = k })
 end
 
 -- Time series ---------------------------------------------------------------

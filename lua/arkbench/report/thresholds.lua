@@ -54,6 +54,18 @@ local function shown(v)
     return format("%.6g", v)
 end
 
+-- a latency rule crossed on a case with generator-bound runs says so: the
+-- corrected latency includes the generator's own lag (report/openloop.lua)
+local function generator_note(c, r, res)
+    local n = tonumber(c.generator_bound_runs) or 0
+    if not res.crossed or n == 0 or type(r.metric) ~= "string" or not r.metric:find("_us$") then
+        return
+    end
+    res.generator_bound = true
+    res.why = format("%s; generator-bound in %d of %d ok runs: the load generator fell behind and"
+        .. " the latency includes it", res.why or "", n, tonumber(c.runs_ok) or 0)
+end
+
 function _M.check(summary, rules)
     local out = {}
     local cases = type(summary) == "table" and type(summary.cases) == "table" and summary.cases or {}
@@ -79,6 +91,7 @@ function _M.check(summary, rules)
                     or format("%d of %d ok runs missed their rate", tonumber(c.rate_missed) or 0,
                               tonumber(c.rate_runs) or 0)
             end
+            generator_note(c, r, res)
             out[#out + 1] = res
         end
     end

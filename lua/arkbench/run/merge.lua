@@ -78,7 +78,7 @@ local function counters(merged, parts)
     end
 end
 
-local HISTS = { "rtt", "connect", "handshake", "rtt_raw", "send_lag" }
+local HISTS = { "rtt", "connect", "handshake", "rtt_raw", "send_lag", "generator_lag" }
 
 local function histograms(merged, parts)
     for _, h in ipairs(HISTS) do
@@ -169,6 +169,24 @@ local function load(merged, parts)
     merged.rate_met = merged.rate_achieved >= 0.99 * asked and merged.unsent == 0
 end
 
+-- the generator's view (docs/load-models.md, "Generator-bound runs"): the
+-- busiest client loop of any process, the mean over them all, the
+-- precision and the timer floor (each process measured its own: the worst)
+local function generator(merged, parts)
+    local max, sum, n, floor = nil, 0, 0, nil
+    for _, p in ipairs(parts) do
+        if type(p.client_loop_busy_max) == "number" then
+            if max == nil or p.client_loop_busy_max > max then max = p.client_loop_busy_max end
+            sum, n = sum + num(p.client_loop_busy_mean), n + 1
+        end
+        local f = p.timer_floor_us
+        if type(f) == "table" and (floor == nil or num(f.p99) > num(floor.p99)) then floor = f end
+        if p.rate_precision ~= nil then merged.rate_precision = p.rate_precision end
+    end
+    if max ~= nil then merged.client_loop_busy_max, merged.client_loop_busy_mean = max, sum / n end
+    merged.timer_floor_us = floor
+end
+
 local function protocol_tables(merged, parts)
     local codes = {}
     for _, p in ipairs(parts) do
@@ -257,6 +275,7 @@ function _M.parts(parts)
     merged.connect_phase_s, merged.tls_handshakes, merged.tls_resumed = phase, hs, resumed
     merged.payload_mib_per_s = measured > 0 and mib / measured or 0
     histograms(merged, parts)
+    generator(merged, parts)
     intervals(merged, parts)
     host(merged, parts)
     load(merged, parts)

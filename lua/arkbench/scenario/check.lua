@@ -39,7 +39,7 @@ local _M = {}
 _M.KEYS = {
     "name", "label", "vars", "description", "protocol", "framing", "payload", "clients",
     "window", "load", "topology", "execution", "coroutine_stack", "work", "warmup", "duration",
-    "repetitions", "rate", "requests_per_connection", "connect_rate", "interval", "timeout",
+    "repetitions", "rate", "rate_precision", "requests_per_connection", "connect_rate", "interval", "timeout",
     "connect_timeout", "placement", "processes", "target", "bind", "tls", "udp",
     "request", "client", "server", "message", "expect", "tag",
     "thresholds", "max_error_rate", "rate_strict",

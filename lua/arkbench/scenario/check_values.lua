@@ -93,6 +93,7 @@ local RULES = {
         test = function(v) return is_finite(v) and v > 0 end,
         expected = "a number > 0 (messages per second, all connections together)",
     },
+    rate_precision = one_of({ "sleep", "spin" }),
     requests_per_connection = int_range(1, LIMITS.requests_per_connection_max,
         " (round trips per connection before it is closed and replaced)"),
     connect_rate = {
@@ -142,8 +143,8 @@ end
 -- the payload limit depends on it)
 local AXIS_KEYS = {
     "protocol", "framing", "payload", "clients", "window", "topology",
-    "execution", "work", "warmup", "duration", "rate", "requests_per_connection",
-    "connect_rate", "timeout", "placement", "processes", "target",
+    "execution", "work", "warmup", "duration", "rate", "rate_precision",
+    "requests_per_connection", "connect_rate", "timeout", "placement", "processes", "target",
 }
 
 -- thresholds = { "p99_us < 1000", "rate_met" }: rules of

@@ -34,14 +34,14 @@ local _M = {}
 -- case), so it comes last.
 _M.AXES = {
     "protocol", "framing", "payload", "load", "clients", "window", "topology",
-    "execution", "work", "rate", "requests_per_connection", "connect_rate", "warmup",
-    "duration", "timeout", "placement", "processes", "target",
+    "execution", "work", "rate", "rate_precision", "requests_per_connection", "connect_rate",
+    "warmup", "duration", "timeout", "placement", "processes", "target",
 }
 
 -- Keys of a resolved case that --filter may name.
 local FILTER_KEYS = {
     "name", "label", "protocol", "framing", "payload", "clients", "window", "topology",
-    "execution", "work", "warmup", "duration", "repetitions", "rate",
+    "execution", "work", "warmup", "duration", "repetitions", "rate", "rate_precision",
     "requests_per_connection", "connect_rate", "timeout", "connect_timeout", "placement", "processes", "target",
 }
 local IS_FILTER_KEY = {}
@@ -112,7 +112,7 @@ end
 -- those that vary between the parts' cases go into the id. The tables
 -- (tls, udp) count by their text (`tls.version=1.2`).
 _M.ID_KEYS = { "label", "protocol", "framing", "payload", "clients", "window", "topology",
-               "execution", "work", "rate", "requests_per_connection", "connect_rate", "warmup",
+               "execution", "work", "rate", "rate_precision", "requests_per_connection", "connect_rate", "warmup",
                "duration", "placement", "processes", "target" }
 -- and, only when parts would otherwise share an id, these
 _M.MORE_ID_KEYS = { "timeout", "interval", "coroutine_stack", "tls", "udp" }
