@@ -65,13 +65,11 @@ set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_VENDOR "arkbench")
 set(CPACK_PACKAGE_CONTACT "arkbench maintainers <arkbench@localhost>")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "Lua-scriptable network benchmark runtime")
-set(CPACK_PACKAGE_DESCRIPTION
-    "arkbench measures network servers and stacks: scenario files in Lua say what to\n"
-    "measure (tcp, udp, tls, ws, wss, http, https; closed or open loop; many\n"
-    "topologies), a C core on libuv and OpenSSL does every per-message operation,\n"
-    "each repetition runs in a fresh process, and results are JSON, Markdown,\n"
-    "HTML and SVG charts with exact, mergeable latency histograms.")
-string(REPLACE ";" "" CPACK_PACKAGE_DESCRIPTION "${CPACK_PACKAGE_DESCRIPTION}")
+set(CPACK_PACKAGE_DESCRIPTION "arkbench measures network servers and stacks. Scenario files in Lua say\n\
+what to measure (tcp, udp, tls, ws, wss, http, https; closed or open loop),\n\
+a C core on libuv and OpenSSL does every per-message operation, each\n\
+repetition runs in a fresh process, and the results are JSON, Markdown,\n\
+HTML and SVG charts with exact, mergeable latency histograms.")
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_STRIP_FILES ON)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
