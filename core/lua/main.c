@@ -63,16 +63,25 @@ static int start(lua_State *L) {
   struct start_args *a = lua_touserdata(L, 1);
   static char found[PATH_MAX];
   const char *root = getenv("ARKBENCH_ROOT");
-  if (root == NULL || root[0] == '\0') {
-    if (installed_root(found, sizeof(found)) == 0) root = found;
-    else root = AB_SOURCE_DIR;
-  }
-  if (!holds_tree(root)) {
+  if (root != NULL && root[0] != '\0') {
+    if (!holds_tree(root)) {
+      fprintf(stderr,
+              "arkbench: ARKBENCH_ROOT=%s holds no lua/arkbench/cmd/cli.lua; "
+              "unset it, or set it to the folder that holds lua/arkbench\n",
+              root);
+      a->exit_code = 2;
+      return 0;
+    }
+  } else if (installed_root(found, sizeof(found)) == 0) {
+    root = found;
+  } else if (holds_tree(AB_SOURCE_DIR)) {
+    root = AB_SOURCE_DIR;
+  } else {
     fprintf(stderr,
-            "arkbench: cannot find its Lua modules: no %s/lua/arkbench/cmd/cli.lua "
-            "(looked in $ARKBENCH_ROOT, <executable's folder>/" AB_DATA_REL ", then %s); "
-            "set ARKBENCH_ROOT to the folder that holds lua/arkbench\n",
-            root, AB_SOURCE_DIR);
+            "arkbench: cannot find its Lua modules: neither <executable's folder>/" AB_DATA_REL
+            " nor %s holds lua/arkbench/cmd/cli.lua; set ARKBENCH_ROOT to the folder that "
+            "holds lua/arkbench\n",
+            AB_SOURCE_DIR);
     a->exit_code = 2;
     return 0;
   }
