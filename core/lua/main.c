@@ -4,15 +4,21 @@
  * paths, the C modules cjson and arkbench.core) and hands the command line
  * to lua/arkbench/cmd/cli.lua.  All start-up runs inside one protected call
  * with the host's traceback handler, so a Lua error anywhere prints
- * file:line and a traceback instead of a PANIC.  The Lua tree is found via
- * $ARKBENCH_ROOT (set by bin/arkbench), else the source directory the binary
- * was built from.
+ * file:line and a traceback instead of a PANIC.  The Lua tree (the folder
+ * holding lua/arkbench/) is, in this order: $ARKBENCH_ROOT (bin/arkbench
+ * sets it to the checkout); AB_DATA_REL beside the executable when it holds
+ * the tree (an installed arkbench: <prefix>/bin/arkbench finds
+ * <prefix>/share/arkbench, wherever the prefix was moved); the source
+ * directory the binary was built from (build/arkbench in a checkout).
+ * docs/architecture.md, "Where the Lua tree is".
  */
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <sys/resource.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <lua.h>
 #include <lauxlib.h>
@@ -20,16 +26,65 @@
 #include "io/proc.h"
 #include "lua/lua_host.h"
 
+#ifndef AB_DATA_REL
+#define AB_DATA_REL "../share/arkbench"
+#endif
+
 struct start_args {
   int argc;
   char **argv;
   int exit_code;
 };
 
+/* Whether dir holds the Lua tree (its command line module). */
+static int holds_tree(const char *dir) {
+  char probe[PATH_MAX];
+  int n = snprintf(probe, sizeof(probe), "%s/lua/arkbench/cmd/cli.lua", dir);
+  return n > 0 && (size_t)n < sizeof(probe) && access(probe, R_OK) == 0;
+}
+
+/* The installed tree: AB_DATA_REL from the executable's folder, made
+ * absolute (realpath) into buf; 0, or -1 when there is none. */
+static int installed_root(char *buf, size_t len) {
+  char exe[PATH_MAX], rel[PATH_MAX];
+  if (ab_proc_exe_path(exe, sizeof(exe)) != 0) return -1;
+  char *slash = strrchr(exe, '/');
+  if (slash == NULL) return -1;
+  *slash = '\0';
+  int n = snprintf(rel, sizeof(rel), "%s/%s", exe, AB_DATA_REL);
+  if (n < 0 || (size_t)n >= sizeof(rel) || !holds_tree(rel)) return -1;
+  char real[PATH_MAX];
+  if (realpath(rel, real) == NULL || strlen(real) >= len) return -1;
+  memcpy(buf, real, strlen(real) + 1);
+  return 0;
+}
+
 static int start(lua_State *L) {
   struct start_args *a = lua_touserdata(L, 1);
+  static char found[PATH_MAX];
   const char *root = getenv("ARKBENCH_ROOT");
-  if (root == NULL || root[0] == '\0') root = AB_SOURCE_DIR;
+  if (root != NULL && root[0] != '\0') {
+    if (!holds_tree(root)) {
+      fprintf(stderr,
+              "arkbench: ARKBENCH_ROOT=%s holds no lua/arkbench/cmd/cli.lua; "
+              "unset it, or set it to the folder that holds lua/arkbench\n",
+              root);
+      a->exit_code = 2;
+      return 0;
+    }
+  } else if (installed_root(found, sizeof(found)) == 0) {
+    root = found;
+  } else if (holds_tree(AB_SOURCE_DIR)) {
+    root = AB_SOURCE_DIR;
+  } else {
+    fprintf(stderr,
+            "arkbench: cannot find its Lua modules: neither <executable's folder>/" AB_DATA_REL
+            " nor %s holds lua/arkbench/cmd/cli.lua; set ARKBENCH_ROOT to the folder that "
+            "holds lua/arkbench\n",
+            AB_SOURCE_DIR);
+    a->exit_code = 2;
+    return 0;
+  }
 
   ab_lua_host_setup(L, root, NULL, NULL);
 

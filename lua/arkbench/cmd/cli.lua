@@ -183,6 +183,21 @@ local function version_text()
         tostring(b.luajit or "LuaJIT ?"), tostring(b.libuv or "?"), tostring(b.openssl or "OpenSSL ?"))
 end
 
+-- The help's text and option tables, for what is generated from them
+-- (the man page, cmake/manpage.lua; shell completion): the one place they
+-- are read from outside. The tables are the live ones: do not change them.
+function _M.help_data()
+    return {
+        order = HELP_ORDER,           -- command names, in the help's order
+        help = HELP,                  -- name -> its block of `arkbench help`
+        exit_codes = EXIT_CODES,      -- the exit codes paragraph
+        exit_codes_of = EXIT_CODES_OF, -- name -> its own, when not run's
+        value_opts = VALUE_OPTS,      -- option -> true when it takes a value
+        url_usage = require("arkbench.cmd.url").USAGE, -- `arkbench URL --help`
+        version = require("arkbench.util.env").VERSION,
+    }
+end
+
 local function die(msg)
     io_stderr:write("arkbench: ", msg, "\n")
     return 2

@@ -4,7 +4,8 @@
 --     opts.binary         file hashed as binary_sha256 (default /proc/self/exe)
 --     opts.scenario_path  scenario file: its path, SHA-256 and source text
 --     opts.started_utc, opts.ended_utc   copied as given
---     opts.root           git checkout to describe (default ARKBENCH_ROOT)
+--     opts.root           git checkout or installed tree to describe
+--                         (default ARKBENCH_ROOT)
 --     opts.files          { cpuinfo=, meminfo=, os_release= } paths that
 --                         replace /proc/cpuinfo, /proc/meminfo and
 --                         /etc/os-release (for tests and other hosts)
@@ -102,8 +103,17 @@ local function run(cmd)
     return body
 end
 
+-- The commit of root: an installed tree's git-commit file (written by
+-- `cmake --install`: "<sha>" or "<sha> dirty"), else git's answer for a
+-- checkout.
 local function git(root)
     if type(root) ~= "string" or root == "" then return nil, nil end
+    local installed = read_all(root .. "/git-commit")
+    if installed then
+        local sha, rest = installed:match("^(%x+)(.-)%s*$")
+        if sha and #sha >= 40 then return sha, rest:match("dirty") ~= nil end
+        return nil, nil
+    end
     local q = shell_quote(root)
     local head = run("git -C " .. q .. " rev-parse HEAD")
     head = head and head:match("^%s*(%x+)%s*$")
