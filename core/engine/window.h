@@ -468,7 +468,7 @@ static inline int ab__win_complete_datagram(ab__client_t *c, uint8_t ph, uint32_
 
 /* ---- multiplexed streams (AB__WIN_STREAMS) ----------------------------- */
 
-/* The reply to message seq, carried by its own stream (HTTP/2), arrived at
+/* The reply to message seq, carried by its own stream of a multiplexed connection, arrived at
  * `now`: replies come once each, in any order, matched by the sequence the
  * stream was opened for (the in-flight set of window_dgram.h).  ph and cid
  * are what the reply's header says (ph 0: no header, the message's own

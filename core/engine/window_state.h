@@ -20,7 +20,7 @@ enum {
                            in flight is the only one expected */
   AB__WIN_DATAGRAM,     /* unordered: replies may be lost, duplicated or
                            reordered; each is matched by its sequence */
-  AB__WIN_STREAMS       /* multiplexed (HTTP/2 streams): every reply comes,
+  AB__WIN_STREAMS       /* multiplexed streams: every reply comes,
                            once, in any order; each is matched by the
                            sequence of the stream it came on, in the
                            datagram window's in-flight set */
