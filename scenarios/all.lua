@@ -3,7 +3,8 @@
 -- What it measures: the built-in echo at 1 KiB over every protocol, with
 -- 16 connections and 16 messages in flight each (UDP: window 1, a round
 -- trip rather than queueing), on one loop thread (sharded:1) and on one IO
--- thread with 4 workers (pool:4). 7 protocols x 2 topologies = 14 cases.
+-- thread with 4 workers (pool:4). 9 protocols x 2 topologies = 18 cases
+-- (h2 and h2c: 16 connections x 16 streams).
 -- The file returns two parts (stream protocols, then UDP); their cases run
 -- in order under one name.
 --
@@ -25,6 +26,6 @@ local function with(t)
     return out
 end
 return {
-    with { protocol = { "tcp", "tls", "ws", "wss", "http", "https" }, clients = 16, window = 16 },
+    with { protocol = { "tcp", "tls", "ws", "wss", "http", "https", "h2", "h2c" }, clients = 16, window = 16 },
     with { protocol = "udp", clients = 16, window = 1 },
 }

@@ -183,6 +183,8 @@ struct ab__dcase_s {
   const char *verify_host;      /* name the server certificate must match */
   int use_tls, use_ws;
   const ab_codec_vt_t *codec_vt;
+  const char *require_alpn;     /* client: the ALPN protocol the server must
+                                   select (h2), else NULL */
   /* request mode (the codec writes whole prepared requests and judges
    * each reply, codec.h): the plan, its longest request; NULL = payloads */
   void *requests;

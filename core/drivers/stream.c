@@ -106,6 +106,7 @@ int ab__conn_setup(ab__loop_t *l, ab_conn_t *conn, int is_client, int codec, uin
   uint64_t max_msg = is_client || vt->fixed_size ? eng->cfg->payload : eng->max_frame;
   r = ab_codec_create(vt, ab_conn_out(conn), max_msg, is_client, &conn->codec);
   if (r == 0 && is_client) r = ab_codec_set_peer_host(conn->codec, eng->dc->host);
+  if (r == 0 && is_client && vt == &ab_codec_h2) r = ab_h2_set_scheme(conn->codec, eng->dc->use_tls);
   if (r == 0 && is_client && eng->dc->requests)
     r = ab_codec_set_requests(conn->codec, eng->dc->requests, id);
   return r;
@@ -231,10 +232,50 @@ size_t ab__client_build(ab__dclient_t *c, uint8_t *dst, uint32_t n, uint8_t ph, 
   return total;
 }
 
+/* A multiplexing codec (HTTP/2): each message its own stream, at most as
+ * many as the peer lets us open now (its SETTINGS_MAX_CONCURRENT_STREAMS);
+ * the codec writes the frames. */
+static void client_pump_mux(ab__dclient_t *c, uint64_t now) {
+  ab__loop_t *l = c->h.loop;
+  const ab__engine_t *eng = l->eng;
+  ab_codec_t *codec = c->conn.codec;
+  const ab_codec_vt_t *vt = codec->vt;
+  ab__win_grant_t g;
+  if (ab__win_grant(&c->h, now, &g) == 0) return;
+  uint32_t room = vt->mux_room(codec);
+  uint32_t n = g.n < room ? g.n : room;
+  if (n == 0) return;
+  uint32_t payload = eng->cfg->payload;
+  if (!eng->dc->requests) {
+    for (uint32_t i = 0; i < n; i++) {
+      uint8_t *body = vt->mux_body(codec, i, payload);
+      if (body == NULL) {
+        vt->mux_submit(codec, 0, 0);
+        ab__client_fail(c, AB_ENOMEM, "send buffer");
+        return;
+      }
+      ab_msg_fill(body, payload, g.phase, c->h.id, g.seq + i);
+    }
+  }
+  uint64_t seq = g.seq;
+  /* built too late: never sent, never counted */
+  if (ab__win_stamp(&c->h, &g, n, ab_now_ns()) == 0) {
+    vt->mux_submit(codec, 0, 0);
+    return;
+  }
+  int r = vt->mux_submit(codec, seq, n);
+  if (r == 0) r = ab_conn_flush(&c->conn);
+  if (r < 0 && r != AB_ECLOSED) ab__client_fail(c, r, "send");
+}
+
 static void client_pump(ab__dclient_t *c, uint64_t now) {
   ab__loop_t *l = c->h.loop;
   ab__win_grant_t g;
   if (!c->h.alive || c->ly.state != AB__LY_READY) return;
+  if (c->conn.codec->vt->mux_submit) {
+    client_pump_mux(c, now);
+    return;
+  }
   if (ab__win_grant(&c->h, now, &g) == 0) {
     if (ab__win_spent(&c->h)) ab__client_recycle(c); /* churn */
     return;
@@ -261,6 +302,31 @@ void ab__sclient_pump(ab__dclient_t *c) { client_pump(c, ab_now_ns()); }
  * counted, and the server closes after it -- ab__client_fail takes that
  * as the orderly end it is). */
 int ab__client_reply(ab__dclient_t *c, const ab_msgview_t *msg, uint64_t now) {
+  const ab_codec_vt_t *vt = c->conn.codec->vt;
+  if (vt->mux_reply) {
+    /* its own stream: matched by the message the stream carried */
+    uint64_t seq = 0;
+    const char *why = NULL;
+    int err = vt->mux_reply(c->conn.codec, &seq, &why);
+    if (err == AB_ESEQ) return err;
+    char text[160];
+    if (err < 0) {
+      snprintf(text, sizeof(text), "a stream reset by the peer: %s", why ? why : "?");
+      int r = ab__win_complete_stream(&c->h, 0, c->h.id, seq, now, 0, err, 0, text);
+      return r < 0 ? r : 0;
+    }
+    if (c->h.loop->eng->dc->requests) {
+      int status = 0;
+      int verdict = vt->reply_verdict(c->conn.codec, &status);
+      int r = ab__win_complete_stream(&c->h, 0, c->h.id, seq, now, status > 0 ? (uint32_t)status : 0,
+                                      verdict, verdict < 0,
+                                      "a response whose status is outside the success set");
+      return r < 0 ? r : 0;
+    }
+    if (msg->len != c->h.loop->eng->cfg->payload) return AB_ESIZE;
+    int r = ab__win_reply_stream(&c->h, msg->data, msg->len, seq, now);
+    return r < 0 ? r : 0;
+  }
   if (c->h.loop->eng->dc->requests) {
     /* request mode: matched by position, judged by its status */
     int status = 0;
@@ -315,16 +381,18 @@ static int client_take_replies(ab__dclient_t *c, uint64_t now) {
   for (;;) {
     size_t used = 0;
     ab_msgview_t msg;
-    int r = vt->client_parse(c->conn.codec, c->rbuf + off, c->rlen - off, &used, &msg);
-    if (r > 0) r = ab__client_reply(c, &msg, now);
+    int got = vt->client_parse(c->conn.codec, c->rbuf + off, c->rlen - off, &used, &msg);
+    int r = got > 0 ? ab__client_reply(c, &msg, now) : got;
     off += used;
     if (r < 0) {
       ab_conn_flush(&c->conn); /* a close frame the codec wrote */
       ab__client_fail(c, r, "reply");
       return -1;
     }
-    if (r == 0 && used == 0) break;
-    if (r == 0 && off >= c->rlen) break;
+    /* a codec may hand out several replies from one read (HTTP/2: every
+     * stream that completed in it), the later ones with used 0 */
+    if (got == 0 && used == 0) break;
+    if (got == 0 && off >= c->rlen) break;
   }
   ab__consume(c->rbuf, &c->rlen, off);
   /* pongs and other control answers the codec queued */
@@ -361,6 +429,16 @@ static void client_on_readable(ab_conn_t *conn) {
 static void client_on_ready(ab_conn_t *conn) {
   ab__dclient_t *c = conn->data;
   c->h.loop = conn->io.watch.running;
+  const char *want = c->h.loop->eng->dc->require_alpn;
+  ab_tls_info_t info;
+  if (want && ab_conn_tls_info(conn, &info) == 0 && strcmp(info.alpn, want) != 0) {
+    char why[200];
+    snprintf(why, sizeof(why), "the server selected %s%.60s%s by ALPN, not %.20s",
+             info.alpn[0] ? "\"" : "", info.alpn[0] ? info.alpn : "no protocol",
+             info.alpn[0] ? "\"" : "", want);
+    handshake_failed(c, AB_EPROTO, "TLS ALPN", why);
+    return;
+  }
   if (c->h.loop->eng->dc->use_ws) send_upgrade(c);
   else ab__client_ready(c);
 }

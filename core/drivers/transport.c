@@ -73,6 +73,7 @@ static int read_pem(const char *path, char **out) {
 static const ab_codec_vt_t *codec_for(const ab_proto_cap_t *cap, int framing) {
   if (cap->codec && strcmp(cap->codec, "ws") == 0) return &ab_codec_ws;
   if (cap->codec && strcmp(cap->codec, "http") == 0) return &ab_codec_http;
+  if (cap->codec && strcmp(cap->codec, "h2") == 0) return &ab_codec_h2;
   return framing == AB_FRAMING_RAW ? &ab_codec_raw : &ab_codec_length;
 }
 
@@ -138,6 +139,10 @@ int ab__transport_open(ab__engine_t *eng, char *err, size_t errlen) {
   o.ciphers = cfg->transport.tls_ciphers;
   o.sni = cfg->transport.tls_sni;
   o.alpn = cfg->transport.tls_alpn;
+  /* h2: ALPN "h2" offered and served unless tls.alpn says otherwise; the
+   * client refuses a server that selects anything else (stream.c) */
+  if (o.alpn == NULL) o.alpn = cap->alpn;
+  eng->dc->require_alpn = cap->alpn;
   o.resume = cfg->transport.tls_resume;
   o.insecure = cfg->transport.tls_insecure;
   int r = 0;

@@ -124,8 +124,10 @@ int ab__loops_alloc(ab__engine_t *eng, ab_result_t *out) {
     l->fsz = l->pfx + (size_t)cfg->payload;
     l->nclients = out->conns_per_loop[li];
     /* replies of a datagram transport may be lost, duplicated or reordered */
-    int win_kind = ab_caps_protocol(cfg->protocol)->transport == AB_TRANSPORT_DATAGRAM
-                       ? AB__WIN_DATAGRAM : AB__WIN_ORDERED;
+    const ab_proto_cap_t *pcap = ab_caps_protocol(cfg->protocol);
+    int win_kind = pcap->transport == AB_TRANSPORT_DATAGRAM ? AB__WIN_DATAGRAM
+                   : pcap->streams                          ? AB__WIN_STREAMS
+                                                            : AB__WIN_ORDERED;
     /* a 1-byte datagram reply names its sequence mod 256: an outcome ring
      * of 256 tells every such reply's fate (window.h, ab__win_reply_datagram) */
     uint32_t history = cfg->payload < 2 ? 256u : 0u;

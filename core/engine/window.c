@@ -17,7 +17,7 @@ int ab__win_init(ab__win_t *w, uint32_t window, int kind, int open_loop, uint32_
   w->phase = calloc(window, 1);
   if (w->seq == NULL || w->ns == NULL || w->phase == NULL) return AB_ENOMEM;
   if (open_loop && (w->origin = calloc(window, sizeof(uint64_t))) == NULL) return AB_ENOMEM;
-  if (kind == AB__WIN_DATAGRAM) {
+  if (kind != AB__WIN_ORDERED) {
     /* four windows of history tell late from duplicated; older replies are
      * late in any case */
     w->out_n = window * 4 < 64 ? 64 : window * 4;
@@ -94,7 +94,7 @@ static void give_up(ab__loop_t *l, ab__win_t *w, uint32_t i, uint64_t *as) {
   } else {
     l->warm_inflight--;
   }
-  if (w->kind == AB__WIN_DATAGRAM) ab__dg_drop(w, i);
+  if (w->kind != AB__WIN_ORDERED) ab__dg_drop(w, i);
   w->ns[i] = 0;
   if (w->inflight == l->window) w->freed_ns = ab_now_ns(); /* generator lag */
   w->inflight--;
@@ -116,6 +116,12 @@ int ab__win_sweep(ab__client_t *c, uint64_t now) {
   if (w->inflight == 0) return 0;
   if (w->kind == AB__WIN_ORDERED) {
     uint64_t t = w->ns[ab__win_slot(l, w->oldest_seq)];
+    return t != 0 && now > t && now - t > limit ? AB_ETIMEDOUT : 0;
+  }
+  if (w->kind == AB__WIN_STREAMS) {
+    /* a stream's reply may still come: the connection is failed (its
+     * streams released) as an ordered one is, never the one message */
+    uint64_t t = w->age_head == AB__DG_NIL ? 0 : w->ns[w->age_head];
     return t != 0 && now > t && now - t > limit ? AB_ETIMEDOUT : 0;
   }
   /* the oldest stamp first: the first one not overdue ends the sweep */

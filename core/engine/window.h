@@ -215,7 +215,7 @@ static inline uint32_t ab__win_stamp(ab__client_t *c, ab__win_grant_t *g, uint32
   if (t >= g->deadline || n == 0) return 0;
   uint64_t seq = g->seq;
   uint32_t slot = ab__win_slot(l, seq);
-  if (w->kind != AB__WIN_DATAGRAM && w->origin == NULL && w->tag == NULL) {
+  if (w->kind == AB__WIN_ORDERED && w->origin == NULL && w->tag == NULL) {
     /* closed loop on a stream, untagged: the next slots in turn */
     for (uint32_t i = 0; i < n; i++, slot = slot + 1 == l->window ? 0 : slot + 1) {
       w->seq[slot] = seq + i;
@@ -225,7 +225,7 @@ static inline uint32_t ab__win_stamp(ab__client_t *c, ab__win_grant_t *g, uint32
   } else {
     for (uint32_t i = 0; i < n; i++, slot = slot + 1 == l->window ? 0 : slot + 1) {
       /* ordered: the next slot in turn; datagram: any free one */
-      uint32_t s = w->kind == AB__WIN_DATAGRAM ? ab__dg_take(w, seq + i) : slot;
+      uint32_t s = w->kind != AB__WIN_ORDERED ? ab__dg_take(w, seq + i) : slot;
       w->seq[s] = seq + i;
       w->ns[s] = t;
       w->phase[s] = g->phase;
@@ -471,6 +471,72 @@ static inline int ab__win_complete_datagram(ab__client_t *c, uint8_t ph, uint32_
     return AB__WIN_NONE;
   }
   return ab__win_dgram_done(c, slot, seq, now);
+}
+
+/* ---- multiplexed streams (AB__WIN_STREAMS) ----------------------------- */
+
+/* The reply to message seq, carried by its own stream of a multiplexed connection, arrived at
+ * `now`: replies come once each, in any order, matched by the sequence the
+ * stream was opened for (the in-flight set of window_dgram.h).  ph and cid
+ * are what the reply's header says (ph 0: no header, the message's own
+ * phase).  err 0: it completes as ab__win_complete does; err < 0 (the
+ * reply says the request failed: a status outside the success set, the
+ * stream reset by the peer) frees its slot and, in the measure phase,
+ * counts it in message_errors, the interval's errors and the loop's errors
+ * of class err with the sentence `why`; code (< AB_REPLY_CODES, 0 = none)
+ * is counted per code for a measure-phase message, and a status failure
+ * (status_fail 1) in the loop's status failures.  Returns AB__WIN_MEASURED
+ * or AB__WIN_FREED; AB_ESEQ when seq is not in flight (or the header names
+ * another connection or phase); AB_ETIMEDOUT when it came later than the
+ * timeout (counted late, left in flight: the caller fails the connection,
+ * as the sweep would have). */
+AB__WIN_HOT int ab__win_complete_stream(ab__client_t *c, uint8_t ph, uint32_t cid, uint64_t seq,
+                                          uint64_t now, uint32_t code, int err, int status_fail,
+                                          const char *why) {
+  ab__loop_t *l = c->loop;
+  ab__win_t *w = &c->win;
+  if (cid != c->id) return AB_ESEQ;
+  uint32_t slot = ab__dg_find(w, seq);
+  if (slot == AB__DG_NIL || (ph != 0 && w->phase[slot] != ph)) return AB_ESEQ;
+  uint64_t t0 = w->ns[slot];
+  int measure = w->phase[slot] == AB_PHASE_MEASURE;
+  if (now > t0 && now - t0 > l->timeout_ns) {
+    if (measure) l->late++;
+    return AB_ETIMEDOUT;
+  }
+  if (measure && code && code < AB_REPLY_CODES) l->reply_codes[code]++;
+  ab__dg_drop(w, slot);
+  if (err == 0) return ab__win_account(l, w, slot, now, t0);
+  w->ns[slot] = 0;
+  w->inflight--;
+  if (!measure) {
+    l->warm_inflight--;
+    return AB__WIN_FREED;
+  }
+  l->meas_inflight--;
+  l->message_errors++;
+  ab__iv_at(l, now)->errors++;
+  if (status_fail) l->status_failures++;
+  ab__errors_add(l->errors, &l->nerrors, err, 1, why);
+  return AB__WIN_FREED;
+}
+
+/* The built-in echo's reply p[0..len) (the payload; size checked) to
+ * message seq, on its own stream, at `now`: every byte is checked (the
+ * header's phase, connection and sequence must be the stream's; a small
+ * message's pattern must be seq's), then as ab__win_complete_stream.
+ * AB_EPAYLOAD / AB_EMAGIC ... as ab_msg_check; AB_ESEQ when the bytes name
+ * another message. */
+static inline int ab__win_reply_stream(ab__client_t *c, const uint8_t *p, size_t len,
+                                       uint64_t seq, uint64_t now) {
+  uint8_t ph = 0;
+  uint32_t cid = c->id;
+  uint64_t got;
+  int r = len >= AB_MSG_HEADER ? ab_msg_check(p, len, &ph, &cid, &got)
+                               : ab_msg_small_seq(p, len, c->id, seq, &got);
+  if (r < 0) return r;
+  if (got != seq) return AB_ESEQ;
+  return ab__win_complete_stream(c, ph, cid, seq, now, 0, 0, 0, NULL);
 }
 
 /* ---- the built-in echo's replies (proto/framing.h) -------------------- */

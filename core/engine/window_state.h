@@ -18,8 +18,12 @@
 enum {
   AB__WIN_ORDERED = 0,  /* a stream: replies in request order, the oldest
                            in flight is the only one expected */
-  AB__WIN_DATAGRAM      /* unordered: replies may be lost, duplicated or
+  AB__WIN_DATAGRAM,     /* unordered: replies may be lost, duplicated or
                            reordered; each is matched by its sequence */
+  AB__WIN_STREAMS       /* multiplexed streams: every reply comes,
+                           once, in any order; each is matched by the
+                           sequence of the stream it came on, in the
+                           datagram window's in-flight set */
 };
 
 /* Datagram outcome ring: what became of recent sequences, to tell a late
@@ -33,7 +37,7 @@ enum { AB__WIN_OUT_NONE = 0, AB__WIN_OUT_DONE, AB__WIN_OUT_LOST };
 typedef struct ab__win_s {
   /* what every message touches, kept together */
   uint32_t inflight;            /* messages sent and not yet accounted */
-  uint8_t kind;                 /* AB__WIN_ORDERED or AB__WIN_DATAGRAM */
+  uint8_t kind;                 /* AB__WIN_ORDERED, _DATAGRAM or _STREAMS */
   uint8_t any_reply;            /* datagram: highest_seq is set */
   uint64_t next_seq;            /* the next message's sequence */
   uint64_t oldest_seq;          /* ordered: the reply expected next */
@@ -72,7 +76,7 @@ typedef struct ab__win_s {
   /* 1 + the interval of the time series its last measure reply completed
    * in (0: none yet): counts the connections that carry traffic */
   uint32_t iv_mark;
-  /* datagram only: the in-flight set (window_dgram.h) */
+  /* datagram and streams: the in-flight set (window_dgram.h) */
   uint32_t *free_slot;          /* the free slots, a stack, window entries */
   uint32_t nfree;
   uint32_t *map;                /* seq -> slot + 1, map_mask + 1 buckets */

@@ -3,7 +3,9 @@
  *
  *   core.capabilities() -> {
  *     protocols = { { name = "tcp", transport = "stream" | "datagram",
- *                     tls = boolean, codec = "framing" | "ws" | "http" | nil,
+ *                     tls = boolean, codec = "framing" | "ws" | "http" | "h2" | nil,
+ *                     streams = true | nil,   -- a stream per message (h2, h2c)
+ *                     alpn = "h2" | nil,      -- the ALPN a TLS row requires
  *                     executions = { "callback", ... },
  *                     shared_executions = { ... },  -- on shared:N, N > 1
  *                     churn_executions = { ... },   -- requests_per_connection
@@ -74,6 +76,14 @@ static void push_protocol(lua_State *L, const ab_proto_cap_t *p, const ab_cap_na
   }
   lua_setfield(L, -2, "churn_executions");
   SETNUM("payload_max", p->payload_max);
+  if (p->streams) {
+    lua_pushboolean(L, 1);
+    lua_setfield(L, -2, "streams");
+  }
+  if (p->alpn) {
+    lua_pushstring(L, p->alpn);
+    lua_setfield(L, -2, "alpn");
+  }
 }
 
 static int l_capabilities(lua_State *L) {

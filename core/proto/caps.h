@@ -20,7 +20,7 @@
 
 /* Protocol ids (ab_case_cfg_t.protocol); 0 is never a protocol. */
 enum { AB_PROTO_TCP = 1, AB_PROTO_UDP, AB_PROTO_TLS, AB_PROTO_WS, AB_PROTO_WSS,
-       AB_PROTO_HTTP, AB_PROTO_HTTPS };
+       AB_PROTO_HTTP, AB_PROTO_HTTPS, AB_PROTO_H2, AB_PROTO_H2C };
 /* Execution modes (ab_case_cfg_t.execution).  AB_EXEC_HOOKS is a driver
  * built outside the registry of core/drivers (an ab_driver_t, engine/driver.h);
  * its scenario name is "lua", the one such driver today (core/lua/lua_exec.c). */
@@ -54,6 +54,13 @@ typedef struct {
                                 requests_per_connection (connection churn:
                                 a new connection after K round trips);
                                 never on shared:N with N > 1 (limits) */
+  int streams;           /* 1: every message is a stream of its own on a
+                            multiplexed connection (HTTP/2): replies come
+                            back in any order, `window` is streams in
+                            flight (engine/window.h AB__WIN_STREAMS) */
+  const char *alpn;      /* TLS rows: the ALPN protocol the client offers
+                            by default and the server must select (NULL:
+                            none) */
 } ab_proto_cap_t;
 
 /* A named value of a scenario key: execution, framing, topology model. */

@@ -72,6 +72,9 @@ typedef struct {
     uint64_t n;
   } by_status[AB_CODEC_STATUSES];
   int nstatus;
+  /* multiplexing codecs (HTTP/2): the smallest
+   * SETTINGS_MAX_CONCURRENT_STREAMS a peer announced (0: none did) */
+  uint32_t peer_max_streams;
 } ab_codec_stats_t;
 
 typedef struct {
@@ -112,6 +115,22 @@ typedef struct {
    * closes the connection after it (HTTP Connection: close, HTTP/1.0
    * without keep-alive): 1, else 0. */
   int (*closes_after)(const ab_codec_t *c);
+  /* Optional: a multiplexing codec (HTTP/2, h2.h): every request is a
+   * stream of its own and replies come back in any order.  The driver
+   * builds no request bytes: per batch it writes each echo payload into
+   * mux_body(c, i, len) (the i-th request of the batch; NULL: out of
+   * memory; request mode: not called), stamps the batch, then
+   * mux_submit(c, seq, n) opens streams for messages seq .. seq+n-1 (n 0:
+   * the batch is dropped) and appends their frames to c->out (0 or an
+   * error).  mux_room: how many streams may be opened now (the peer's
+   * SETTINGS_MAX_CONCURRENT_STREAMS less those open).  After a parse
+   * returned 1, mux_reply says which message the reply answers (*seq) and
+   * returns 0, or the error class of a stream that failed (reset by the
+   * peer), its reason in *why. */
+  uint8_t *(*mux_body)(ab_codec_t *c, uint32_t i, size_t len);
+  int (*mux_submit)(ab_codec_t *c, uint64_t seq, uint32_t n);
+  uint32_t (*mux_room)(const ab_codec_t *c);
+  int (*mux_reply)(const ab_codec_t *c, uint64_t *seq, const char **why);
   int request_is_reply; /* server_reply(msg) appends exactly the request's
                            bytes: a server may echo them in place */
   int fixed_size;       /* every message is exactly max_msg bytes */

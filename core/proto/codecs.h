@@ -9,6 +9,8 @@
  *   ab_codec_ws       RFC 6455 binary frames (ws.h).
  *   ab_codec_http     HTTP/1.1 POST /echo, or prepared requests to any
  *                     server (request mode) (http.h).
+ *   ab_codec_h2       HTTP/2, a stream per message (h2.h): a multiplexing
+ *                     codec (codec.h mux_*), built on nghttp2.
  *
  * What every codec here does the same way:
  *  - parse (client_parse / server_parse) consumes every byte it is given
@@ -36,6 +38,7 @@
 
 #include "base/ab_error.h"
 #include "proto/codec.h"
+#include "proto/h2.h"
 #include "proto/http.h"
 #include "proto/ws.h"
 

@@ -16,7 +16,7 @@ describe("core.capabilities()", function()
     it("lists the protocols in the order users see them, each with its row", function()
         local names = {}
         for i, p in ipairs(caps.protocols) do names[i] = p.name end
-        assert.same({ "tcp", "udp", "ws", "tls", "wss", "http", "https" }, names)
+        assert.same({ "tcp", "udp", "ws", "tls", "wss", "http", "https", "h2", "h2c" }, names)
         for _, p in ipairs(caps.protocols) do
             assert.is_string(p.name)
             assert.is_true(p.transport == "stream" or p.transport == "datagram", p.name)
@@ -40,18 +40,25 @@ describe("core.capabilities()", function()
                       payload_max = 16777216 },
                     row("tcp"))
         -- requests_per_connection: every stream protocol in the C executions
+        -- but the multiplexed ones (h2, h2c: callback only, no churn)
         for _, p in ipairs(caps.protocols) do
-            assert.same(p.transport == "stream" and { "callback", "coroutine" } or {},
+            assert.same(p.transport == "stream" and not p.streams and { "callback", "coroutine" } or {},
                         p.churn_executions, p.name)
         end
+        assert.same({ name = "h2", transport = "stream", tls = true, codec = "h2", streams = true,
+                      alpn = "h2", executions = { "callback" }, shared_executions = { "callback" },
+                      churn_executions = {}, payload_max = 16777216 }, row("h2"))
+        assert.same({ name = "h2c", transport = "stream", tls = false, codec = "h2", streams = true,
+                      executions = { "callback" }, shared_executions = { "callback" },
+                      churn_executions = {}, payload_max = 16777216 }, row("h2c"))
         local tls, codec = {}, {}
         for _, p in ipairs(caps.protocols) do
             if p.tls then tls[#tls + 1] = p.name end
             codec[p.name] = p.codec
         end
-        assert.same({ "tls", "wss", "https" }, tls)
+        assert.same({ "tls", "wss", "https", "h2" }, tls)
         assert.same({ tcp = "framing", tls = "framing", ws = "ws", wss = "ws", http = "http",
-                      https = "http" }, codec)
+                      https = "http", h2 = "h2", h2c = "h2" }, codec)
     end)
 
     it("names only known executions in the rows; callback runs every protocol", function()
@@ -62,9 +69,11 @@ describe("core.capabilities()", function()
             assert.equals("callback", p.executions[1], p.name)
             for _, e in ipairs(p.executions) do assert.is_true(known[e], p.name .. " " .. e) end
         end
-        -- the coroutine echo runs every stream protocol
+        -- the coroutine echo runs every stream protocol but the multiplexed
+        -- ones (h2, h2c: refused, docs/protocols.md)
         for _, p in ipairs(caps.protocols) do
-            assert.equals(p.transport == "stream", p.executions[2] == "coroutine", p.name)
+            assert.equals(p.transport == "stream" and not p.streams, p.executions[2] == "coroutine",
+                          p.name)
         end
     end)
 

@@ -307,7 +307,7 @@ describe("scenario.load", function()
             assert.equals("line", spec.hooks.expect)
             assert.is_nil(spec.keys.message)
             assert.same({ version = "1.2", alpn = { "h2", "http/1.1" }, resume = true }, spec.keys.tls)
-            assert.same({ F .. "hooks.lua:8: key 'tls': no case uses protocol tls, wss or https, "
+            assert.same({ F .. "hooks.lua:8: key 'tls': no case uses protocol tls, wss, https or h2, "
                 .. "so it has no effect" }, spec.warnings)
         end)
     end)
@@ -507,7 +507,7 @@ describe("scenario.load", function()
             assert.equals("--set protocol=quic: key 'protocol': got string \"quic\"; expected one of "
                 .. table.concat(names, ", "), err)
             assert.equals("--set protocol=quic: key 'protocol': got string \"quic\"; expected one of "
-                .. "tcp, udp, ws, tls, wss, http, https", err)
+                .. "tcp, udp, ws, tls, wss, http, https, h2, h2c", err)
         end)
 
         it("takes the executions, the topology models and their N from the table", function()

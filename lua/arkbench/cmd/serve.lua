@@ -173,10 +173,10 @@ function _M.main(args)
         i = i + 1
     end
     if o["cert-out"] then
-        local tls_protocols = { tls = true, wss = true, https = true }
+        local tls_protocols = { tls = true, wss = true, https = true, h2 = true }
         if not tls_protocols[o.protocol] then
             io_stderr:write("arkbench serve: warning: --cert-out has no effect: --protocol ",
-                tostring(o.protocol), " has no certificate (tls, wss and https have)\n")
+                tostring(o.protocol), " has no certificate (tls, wss, https and h2 have)\n")
             o["cert-out"] = nil
         end
     end

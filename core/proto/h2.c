@@ -1,0 +1,679 @@
+/* h2.c -- see h2.h.
+ *
+ * Stream objects (strm_t) carry one message each: the request body the
+ * driver wrote (client) or the request received (server), the reply
+ * gathered, and where the object is in its life:
+ *
+ *   FREE -> PREP (mux_body: in the batch being built)
+ *        -> OPEN (mux_submit: a stream id)  -> READY (its reply whole, or
+ *           the stream failed: queued for parse) -> OUT (handed out by the
+ *           last parse) -> DONE (the next parse) -> FREE once nghttp2 has
+ *           closed the stream too (on_stream_close).
+ *   server: FREE -> OPEN (HEADERS) -> READY (END_STREAM) -> OUT (handed
+ *           out, awaiting server_reply, FIFO) -> DONE (reply submitted)
+ *           -> FREE at the stream's close.
+ * nghttp2 holds a stream's object as its stream user data; nothing is
+ * looked up by id here.
+ */
+#include "proto/h2.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <nghttp2/nghttp2.h>
+
+#include "base/ab_error.h"
+
+enum { ST_FREE = 0, ST_PREP, ST_OPEN, ST_READY, ST_OUT, ST_DONE };
+
+typedef struct strm_s {
+  struct strm_s *next;   /* free list, ready queue, reply FIFO */
+  int32_t id;
+  uint8_t state, closed, echo, too_big, not_post;
+  uint32_t err_code;     /* RST_STREAM's code (client: the peer's) */
+  int status;            /* client: :status of the final response */
+  uint64_t seq;
+  uint8_t *tx;           /* the request body (client) / reply (server) */
+  size_t txlen, txoff;
+  uint8_t *rx;           /* the reply (client) / request (server) body */
+  size_t rxlen, rxcap;
+  uint8_t *own;          /* the buffer tx and rx share: tx first half */
+  size_t owncap;
+} strm_t;
+
+/* nghttp2's allocations: size classes 2^5 .. 2^16 bytes on free lists */
+#define MEM_CLASSES 12
+#define MEM_HDR 16
+
+typedef struct {
+  nghttp2_session *s;
+  int is_client, err;
+  uint64_t max_msg;      /* c->max_msg */
+  uint64_t too_big;      /* server: requests above max_msg, reset */
+  int goaway;            /* the peer's GOAWAY arrived */
+  uint32_t goaway_code;
+  int32_t goaway_last;
+  const char *scheme;
+  char host[256];
+  char clen[24];         /* content-length of the client's payload */
+  size_t clen_for;
+  strm_t **all;          /* every stream object made, to free */
+  uint32_t nall, capall;
+  strm_t *free;
+  strm_t *rq_head, *rq_tail; /* READY */
+  strm_t *out_head, *out_tail; /* server: OUT, awaiting server_reply */
+  strm_t *last;          /* client: OUT */
+  strm_t *batch[64];     /* client: PREP, the batch being built */
+  strm_t **batchv;       /* batches above 64 */
+  uint32_t nbatch, batchcap;
+  uint32_t open;         /* client: streams open */
+  uint32_t peer_max;     /* the smallest MAX_CONCURRENT_STREAMS seen; 0 */
+  void *fl[MEM_CLASSES];
+  nghttp2_mem mem;
+  char nghttp2_why[100]; /* nghttp2's last error text */
+} h2_t;
+
+static inline h2_t *S(ab_codec_t *c) { return (h2_t *)(c + 1); }
+static inline const h2_t *CS(const ab_codec_t *c) { return (const h2_t *)(c + 1); }
+
+/* ---- the allocator ------------------------------------------------------ */
+
+static int mem_class(size_t n) {
+  int k = 0;
+  size_t sz = 32;
+  while (sz < n && k < MEM_CLASSES) {
+    sz <<= 1;
+    k++;
+  }
+  return k < MEM_CLASSES ? k : -1;
+}
+
+static void *mem_malloc(size_t n, void *ud) {
+  h2_t *h = ud;
+  int k = mem_class(n);
+  uint8_t *b;
+  if (k >= 0 && h->fl[k]) {
+    b = h->fl[k];
+    memcpy(&h->fl[k], b + MEM_HDR, sizeof(void *));
+    return b + MEM_HDR;
+  }
+  b = malloc(MEM_HDR + (k >= 0 ? (size_t)32 << k : n));
+  if (b == NULL) return NULL;
+  int32_t tag = k;
+  memcpy(b, &tag, sizeof(tag));
+  uint64_t len = n;
+  memcpy(b + 8, &len, sizeof(len));
+  return b + MEM_HDR;
+}
+
+static void mem_free(void *p, void *ud) {
+  h2_t *h = ud;
+  if (p == NULL) return;
+  uint8_t *b = (uint8_t *)p - MEM_HDR;
+  int32_t k;
+  memcpy(&k, b, sizeof(k));
+  if (k < 0) {
+    free(b);
+    return;
+  }
+  memcpy(b + MEM_HDR, &h->fl[k], sizeof(void *));
+  h->fl[k] = b;
+}
+
+static void *mem_calloc(size_t nm, size_t sz, void *ud) {
+  if (sz && nm > SIZE_MAX / sz) return NULL;
+  void *p = mem_malloc(nm * sz, ud);
+  if (p) memset(p, 0, nm * sz);
+  return p;
+}
+
+static void *mem_realloc(void *p, size_t n, void *ud) {
+  if (p == NULL) return mem_malloc(n, ud);
+  uint8_t *b = (uint8_t *)p - MEM_HDR;
+  int32_t k;
+  memcpy(&k, b, sizeof(k));
+  size_t have;
+  if (k >= 0) have = (size_t)32 << k;
+  else {
+    uint64_t len;
+    memcpy(&len, b + 8, sizeof(len));
+    have = (size_t)len;
+  }
+  if (n <= have && k >= 0) return p;
+  void *q = mem_malloc(n, ud);
+  if (q == NULL) return NULL;
+  memcpy(q, p, have < n ? have : n);
+  mem_free(p, ud);
+  return q;
+}
+
+static void mem_drop_all(h2_t *h) {
+  for (int k = 0; k < MEM_CLASSES; k++) {
+    uint8_t *b = h->fl[k];
+    while (b) {
+      uint8_t *nx;
+      memcpy(&nx, b + MEM_HDR, sizeof(void *));
+      free(b);
+      b = nx;
+    }
+    h->fl[k] = NULL;
+  }
+}
+
+/* ---- stream objects ----------------------------------------------------- */
+
+static strm_t *strm_take(h2_t *h) {
+  strm_t *s = h->free;
+  if (s) {
+    h->free = s->next;
+  } else {
+    if (h->nall == h->capall) {
+      uint32_t nc = h->capall ? h->capall * 2 : 16;
+      strm_t **na = realloc(h->all, nc * sizeof(*na));
+      if (na == NULL) return NULL;
+      h->all = na;
+      h->capall = nc;
+    }
+    if ((s = calloc(1, sizeof(*s))) == NULL) return NULL;
+    h->all[h->nall++] = s;
+  }
+  uint8_t *own = s->own;
+  size_t owncap = s->owncap;
+  memset(s, 0, sizeof(*s));
+  s->own = own;
+  s->owncap = owncap;
+  return s;
+}
+
+/* Room for a body of tx bytes and a received one of rx bytes. */
+static int strm_room(strm_t *s, size_t tx, size_t rx) {
+  size_t need = tx + rx;
+  if (need > s->owncap) {
+    uint8_t *nb = realloc(s->own, need ? need : 1);
+    if (nb == NULL) return AB_ENOMEM;
+    s->own = nb;
+    s->owncap = need;
+  }
+  s->tx = s->own;
+  s->rx = s->own + tx;
+  s->rxcap = rx;
+  return 0;
+}
+
+static void strm_release(h2_t *h, strm_t *s) {
+  s->state = ST_FREE;
+  s->next = h->free;
+  h->free = s;
+}
+
+/* Done with by us: back to the free list once nghttp2 is done too. */
+static void strm_done(h2_t *h, strm_t *s) {
+  if (s->closed) strm_release(h, s);
+  else s->state = ST_DONE;
+}
+
+static void ready_push(h2_t *h, strm_t *s) {
+  s->state = ST_READY;
+  s->next = NULL;
+  if (h->rq_tail) h->rq_tail->next = s;
+  else h->rq_head = s;
+  h->rq_tail = s;
+}
+
+static strm_t *ready_pop(h2_t *h) {
+  strm_t *s = h->rq_head;
+  if (s == NULL) return NULL;
+  h->rq_head = s->next;
+  if (h->rq_head == NULL) h->rq_tail = NULL;
+  s->next = NULL;
+  return s;
+}
+
+/* ---- nghttp2 callbacks -------------------------------------------------- */
+
+static ssize_t read_body(nghttp2_session *session, int32_t id, uint8_t *buf, size_t length,
+                         uint32_t *flags, nghttp2_data_source *src, void *ud) {
+  (void)session, (void)id, (void)ud;
+  strm_t *s = src->ptr;
+  size_t n = s->txlen - s->txoff;
+  if (n > length) n = length;
+  if (n) memcpy(buf, s->tx + s->txoff, n);
+  s->txoff += n;
+  if (s->txoff == s->txlen) *flags |= NGHTTP2_DATA_FLAG_EOF;
+  return (ssize_t)n;
+}
+
+static int on_begin_headers(nghttp2_session *session, const nghttp2_frame *f, void *ud) {
+  h2_t *h = ud;
+  if (h->is_client || f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST)
+    return 0;
+  strm_t *s = strm_take(h);
+  if (s == NULL) return NGHTTP2_ERR_CALLBACK_FAILURE;
+  s->state = ST_OPEN;
+  s->id = f->hd.stream_id;
+  nghttp2_session_set_stream_user_data(session, s->id, s);
+  return 0;
+}
+
+static int on_header(nghttp2_session *session, const nghttp2_frame *f, const uint8_t *name,
+                     size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
+                     void *ud) {
+  (void)flags;
+  h2_t *h = ud;
+  if (f->hd.type != NGHTTP2_HEADERS) return 0;
+  strm_t *s = nghttp2_session_get_stream_user_data(session, f->hd.stream_id);
+  if (s == NULL) return 0;
+  if (h->is_client) {
+    if (namelen == 7 && memcmp(name, ":status", 7) == 0) {
+      int st = 0;
+      for (size_t i = 0; i < valuelen && i < 3; i++) st = st * 10 + (value[i] - '0');
+      s->status = st;
+    }
+    return 0;
+  }
+  if (namelen == 5 && memcmp(name, ":path", 5) == 0) {
+    s->echo = valuelen >= 5 && memcmp(value, "/echo", 5) == 0 &&
+              (valuelen == 5 || value[5] == '?');
+  } else if (namelen == 7 && memcmp(name, ":method", 7) == 0) {
+    s->not_post = !(valuelen == 4 && memcmp(value, "POST", 4) == 0);
+  }
+  return 0;
+}
+
+static int on_data_chunk(nghttp2_session *session, uint8_t flags, int32_t id, const uint8_t *data,
+                         size_t len, void *ud) {
+  (void)flags;
+  h2_t *h = ud;
+  strm_t *s = nghttp2_session_get_stream_user_data(session, id);
+  if (s == NULL) return 0;
+  size_t need = s->rxlen + len;
+  if (need > s->rxcap && !s->too_big) {
+    /* a server's request buffer grows to the largest request (the object
+     * is reused); a client's has room for max_msg from its start */
+    if (h->is_client || need > h->max_msg) {
+      s->too_big = 1;
+    } else {
+      size_t cap = s->rxcap * 2 > need ? s->rxcap * 2 : need;
+      if (cap > h->max_msg) cap = h->max_msg;
+      if (strm_room(s, 0, cap) < 0) return NGHTTP2_ERR_CALLBACK_FAILURE;
+    }
+  }
+  if (!s->too_big) memcpy(s->rx + s->rxlen, data, len);
+  s->rxlen += len;
+  return 0;
+}
+
+static int submit_404(h2_t *h, strm_t *s) {
+  static const nghttp2_nv nv[] = {
+      {(uint8_t *)":status", (uint8_t *)"404", 7, 3, NGHTTP2_NV_FLAG_NONE},
+      {(uint8_t *)"content-length", (uint8_t *)"0", 14, 1, NGHTTP2_NV_FLAG_NONE},
+  };
+  s->state = ST_DONE;
+  return nghttp2_submit_response(h->s, s->id, nv, 2, NULL);
+}
+
+static int on_frame_recv(nghttp2_session *session, const nghttp2_frame *f, void *ud) {
+  h2_t *h = ud;
+  if (f->hd.type == NGHTTP2_SETTINGS && !(f->hd.flags & NGHTTP2_FLAG_ACK)) {
+    uint32_t m = nghttp2_session_get_remote_settings(session,
+                                                     NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS);
+    if (h->peer_max == 0 || m < h->peer_max) h->peer_max = m;
+    return 0;
+  }
+  if (f->hd.type == NGHTTP2_GOAWAY) {
+    h->goaway = 1;
+    h->goaway_code = f->goaway.error_code;
+    h->goaway_last = f->goaway.last_stream_id;
+    return 0;
+  }
+  if ((f->hd.type != NGHTTP2_DATA && f->hd.type != NGHTTP2_HEADERS) ||
+      !(f->hd.flags & NGHTTP2_FLAG_END_STREAM))
+    return 0;
+  strm_t *s = nghttp2_session_get_stream_user_data(session, f->hd.stream_id);
+  if (s == NULL || s->state != ST_OPEN) return 0;
+  if (h->is_client) {
+    ready_push(h, s);
+    return 0;
+  }
+  if (!s->echo || s->not_post) return submit_404(h, s) == 0 ? 0 : NGHTTP2_ERR_CALLBACK_FAILURE;
+  if (s->too_big) {
+    s->state = ST_DONE;
+    h->too_big++;
+    nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, s->id, NGHTTP2_INTERNAL_ERROR);
+    return 0;
+  }
+  ready_push(h, s);
+  return 0;
+}
+
+static int on_stream_close(nghttp2_session *session, int32_t id, uint32_t code, void *ud) {
+  h2_t *h = ud;
+  strm_t *s = nghttp2_session_get_stream_user_data(session, id);
+  if (s == NULL) return 0;
+  nghttp2_session_set_stream_user_data(session, id, NULL);
+  s->closed = 1;
+  if (h->is_client && h->open > 0) h->open--;
+  if (s->state == ST_OPEN && h->is_client) {
+    /* no whole reply: reset by the peer (or its stream ended early) */
+    s->err_code = code ? code : NGHTTP2_INTERNAL_ERROR;
+    ready_push(h, s);
+    return 0;
+  }
+  if (s->state == ST_OPEN || s->state == ST_DONE) strm_release(h, s);
+  return 0;
+}
+
+static int on_error(nghttp2_session *session, int lib_code, const char *msg, size_t len, void *ud) {
+  (void)session, (void)lib_code;
+  h2_t *h = ud;
+  if (len >= sizeof(h->nghttp2_why)) len = sizeof(h->nghttp2_why) - 1;
+  memcpy(h->nghttp2_why, msg, len);
+  h->nghttp2_why[len] = '\0';
+  return 0;
+}
+
+static nghttp2_session_callbacks *cbs;
+static pthread_once_t cbs_once = PTHREAD_ONCE_INIT;
+
+static void make_cbs(void) {
+  if (nghttp2_session_callbacks_new(&cbs) != 0) return;
+  nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, on_begin_headers);
+  nghttp2_session_callbacks_set_on_header_callback(cbs, on_header);
+  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, on_data_chunk);
+  nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, on_frame_recv);
+  nghttp2_session_callbacks_set_on_stream_close_callback(cbs, on_stream_close);
+  nghttp2_session_callbacks_set_error_callback2(cbs, on_error);
+}
+
+/* ---- the codec ---------------------------------------------------------- */
+
+static int fail(ab_codec_t *c, int err) {
+  h2_t *h = S(c);
+  h->err = err;
+  if (err == AB_EPROTO) c->protocol_errors++;
+  return err;
+}
+
+/* Everything nghttp2 wants to send, into c->out. */
+static int pump_out(ab_codec_t *c) {
+  h2_t *h = S(c);
+  for (;;) {
+    const uint8_t *d;
+    ssize_t n = nghttp2_session_mem_send(h->s, &d);
+    if (n < 0) {
+      ab_codec_set_why(c, "HTTP/2: %s", nghttp2_strerror((int)n));
+      return fail(c, AB_EPROTO);
+    }
+    if (n == 0) return 0;
+    if (ab_outbuf_append(c->out, d, (size_t)n) < 0) return fail(c, AB_ENOMEM);
+  }
+}
+
+static int h2_init(ab_codec_t *c, int is_client) {
+  h2_t *h = S(c);
+  pthread_once(&cbs_once, make_cbs);
+  if (cbs == NULL) return AB_ENOMEM;
+  h->is_client = is_client;
+  h->max_msg = c->max_msg;
+  h->scheme = "http";
+  snprintf(h->host, sizeof(h->host), "127.0.0.1");
+  h->batchv = h->batch;
+  h->batchcap = 64;
+  h->mem = (nghttp2_mem){h, mem_malloc, mem_free, mem_calloc, mem_realloc};
+  nghttp2_option *opt = NULL;
+  if (nghttp2_option_new(&opt) != 0) return AB_ENOMEM;
+  int r = is_client ? nghttp2_session_client_new3(&h->s, cbs, h, opt, &h->mem)
+                    : nghttp2_session_server_new3(&h->s, cbs, h, opt, &h->mem);
+  nghttp2_option_del(opt);
+  if (r != 0) {
+    mem_drop_all(h);
+    return AB_ENOMEM;
+  }
+  nghttp2_settings_entry iv[2] = {
+      {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, AB_H2_SERVER_STREAMS},
+      {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, AB_H2_WINDOW},
+  };
+  r = nghttp2_submit_settings(h->s, NGHTTP2_FLAG_NONE, iv, 2);
+  if (r == 0)
+    r = nghttp2_session_set_local_window_size(h->s, NGHTTP2_FLAG_NONE, 0, AB_H2_CONN_WINDOW);
+  if (r == 0 && c->out) r = pump_out(c);
+  if (r != 0) {
+    nghttp2_session_del(h->s);
+    mem_drop_all(h);
+    return r < 0 && r > -5000 ? r : AB_ENOMEM;
+  }
+  return 0;
+}
+
+static void h2_free(ab_codec_t *c) {
+  h2_t *h = S(c);
+  nghttp2_session_del(h->s);
+  h->s = NULL;
+  mem_drop_all(h);
+  for (uint32_t i = 0; i < h->nall; i++) {
+    free(h->all[i]->own);
+    free(h->all[i]);
+  }
+  free(h->all);
+  if (h->batchv != h->batch) free(h->batchv);
+}
+
+static int h2_set_host(ab_codec_t *c, const char *host) {
+  if (host == NULL || host[0] == '\0' || strlen(host) >= sizeof(S(c)->host)) return AB_EINVAL;
+  snprintf(S(c)->host, sizeof(S(c)->host), "%s", host);
+  return 0;
+}
+
+int ab_h2_set_scheme(ab_codec_t *c, int tls) {
+  S(c)->scheme = tls ? "https" : "http";
+  return 0;
+}
+
+static uint8_t *h2_mux_body(ab_codec_t *c, uint32_t i, size_t len) {
+  h2_t *h = S(c);
+  if (i >= h->batchcap) {
+    uint32_t nc = h->batchcap * 2;
+    while (nc <= i) nc *= 2;
+    strm_t **nb = malloc(nc * sizeof(*nb));
+    if (nb == NULL) return NULL;
+    memcpy(nb, h->batchv, h->nbatch * sizeof(*nb));
+    if (h->batchv != h->batch) free(h->batchv);
+    h->batchv = nb;
+    h->batchcap = nc;
+  }
+  strm_t *s = strm_take(h);
+  if (s == NULL || strm_room(s, len, c->max_msg) < 0) {
+    if (s) strm_release(h, s);
+    return NULL;
+  }
+  s->state = ST_PREP;
+  s->txlen = len;
+  h->batchv[i] = s;
+  if (i + 1 > h->nbatch) h->nbatch = i + 1;
+  return s->tx;
+}
+
+static int h2_mux_submit(ab_codec_t *c, uint64_t seq, uint32_t n) {
+  h2_t *h = S(c);
+  int r = 0;
+  if (h->err) r = h->err;
+  for (uint32_t i = 0; i < n && r == 0; i++) {
+    strm_t *s = h->batchv[i];
+    if (s->txlen != h->clen_for || h->clen[0] == '\0') {
+      snprintf(h->clen, sizeof(h->clen), "%zu", s->txlen);
+      h->clen_for = s->txlen;
+    }
+    nghttp2_nv nv[5] = {
+        {(uint8_t *)":method", (uint8_t *)"POST", 7, 4, NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE},
+        {(uint8_t *)":scheme", (uint8_t *)h->scheme, 7, strlen(h->scheme),
+         NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE},
+        {(uint8_t *)":authority", (uint8_t *)h->host, 10, strlen(h->host),
+         NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE},
+        {(uint8_t *)":path", (uint8_t *)"/echo", 5, 5, NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE},
+        {(uint8_t *)"content-length", (uint8_t *)h->clen, 14, strlen(h->clen),
+         NGHTTP2_NV_FLAG_NO_COPY_NAME},
+    };
+    nghttp2_data_provider prd = {.source.ptr = s, .read_callback = read_body};
+    s->seq = seq + i;
+    s->state = ST_OPEN;
+    int32_t id = nghttp2_submit_request(h->s, NULL, nv, 5, &prd, s);
+    if (id < 0) {
+      ab_codec_set_why(c, "HTTP/2: cannot open a stream: %s", nghttp2_strerror(id));
+      strm_release(h, s);
+      for (uint32_t k = i + 1; k < n; k++) strm_release(h, h->batchv[k]);
+      r = fail(c, AB_EPROTO);
+      n = 0;
+      break;
+    }
+    s->id = id;
+    h->open++;
+  }
+  /* what was built and not sent */
+  for (uint32_t i = n; i < h->nbatch; i++) strm_release(h, h->batchv[i]);
+  h->nbatch = 0;
+  if (r < 0) return r;
+  return pump_out(c);
+}
+
+static uint32_t h2_mux_room(const ab_codec_t *c) {
+  const h2_t *h = CS(c);
+  if (h->err || h->goaway) return 0;
+  uint32_t m = nghttp2_session_get_remote_settings(h->s, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS);
+  return m > h->open ? m - h->open : 0;
+}
+
+static int h2_mux_reply(const ab_codec_t *c, uint64_t *seq, const char **why) {
+  const h2_t *h = CS(c);
+  const strm_t *s = h->last;
+  if (s == NULL) return AB_ESEQ;
+  *seq = s->seq;
+  if (s->err_code) {
+    *why = nghttp2_http2_strerror(s->err_code);
+    return AB_EPROTO;
+  }
+  return 0;
+}
+
+/* The next whole message for parse to hand out, or 0. */
+static int hand_out(ab_codec_t *c, ab_msgview_t *msg) {
+  h2_t *h = S(c);
+  strm_t *s = ready_pop(h);
+  if (s == NULL) return 0;
+  s->state = ST_OUT;
+  msg->data = s->rx ? s->rx : (const uint8_t *)"";
+  msg->len = s->rxlen; /* above rxcap: the wrong size, its bytes not kept */
+  if (h->is_client) {
+    h->last = s;
+  } else {
+    if (h->out_tail) h->out_tail->next = s;
+    else h->out_head = s;
+    h->out_tail = s;
+  }
+  return 1;
+}
+
+static int h2_parse(ab_codec_t *c, const uint8_t *in, size_t avail, size_t *used,
+                    ab_msgview_t *msg) {
+  h2_t *h = S(c);
+  *used = 0;
+  if (h->last) { /* the reply the last call handed out is done with */
+    strm_t *s = h->last;
+    h->last = NULL;
+    strm_done(h, s);
+  }
+  if (hand_out(c, msg)) return 1;
+  if (h->err) return h->err;
+  if (avail > 0) {
+    ssize_t n = nghttp2_session_mem_recv(h->s, in, avail);
+    *used = avail;
+    if (n < 0) {
+      ab_codec_set_why(c, "HTTP/2: %s", h->nghttp2_why[0] ? h->nghttp2_why : nghttp2_strerror((int)n));
+      fail(c, AB_EPROTO);
+      pump_out(c);
+      return hand_out(c, msg) ? 1 : h->err;
+    }
+    c->protocol_errors += h->too_big; /* requests reset for their size */
+    h->too_big = 0;
+    int r = pump_out(c);
+    if (r < 0) return r;
+    if (!nghttp2_session_want_read(h->s) && !h->goaway) {
+      /* nghttp2 ended the session: a frame it refused, its GOAWAY sent */
+      ab_codec_set_why(c, "HTTP/2: %s",
+                       h->nghttp2_why[0] ? h->nghttp2_why : "the session was terminated");
+      fail(c, AB_EPROTO);
+    }
+  }
+  if (hand_out(c, msg)) return 1;
+  if (h->goaway && (h->is_client ? h->open == 0 || !nghttp2_session_want_read(h->s) : 0)) {
+    ab_codec_set_why(c, "HTTP/2: GOAWAY from the peer (last stream %d, %s)", (int)h->goaway_last,
+                     nghttp2_http2_strerror(h->goaway_code));
+    h->err = AB_ECLOSED;
+  }
+  return h->err;
+}
+
+static int h2_server_reply(ab_codec_t *c, const uint8_t *payload, size_t len) {
+  h2_t *h = S(c);
+  strm_t *s = h->out_head;
+  if (s == NULL) return AB_ESEQ;
+  h->out_head = s->next;
+  if (h->out_head == NULL) h->out_tail = NULL;
+  s->next = NULL;
+  if (s->closed) { /* the client reset it meanwhile */
+    strm_release(h, s);
+    return 0;
+  }
+  s->state = ST_DONE;
+  if (h->err) return h->err;
+  if (payload != s->rx) {
+    if (len > s->rxcap && strm_room(s, 0, len) < 0) return fail(c, AB_ENOMEM);
+    memcpy(s->rx, payload, len);
+  }
+  s->tx = s->rx;
+  s->txlen = len;
+  s->txoff = 0;
+  char cl[24];
+  int cln = snprintf(cl, sizeof(cl), "%zu", len);
+  nghttp2_nv nv[2] = {
+      {(uint8_t *)":status", (uint8_t *)"200", 7, 3, NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE},
+      {(uint8_t *)"content-length", (uint8_t *)cl, 14, (size_t)cln, NGHTTP2_NV_FLAG_NO_COPY_NAME},
+  };
+  nghttp2_data_provider prd = {.source.ptr = s, .read_callback = read_body};
+  int r = nghttp2_submit_response(h->s, s->id, nv, 2, &prd);
+  if (r != 0) {
+    ab_codec_set_why(c, "HTTP/2: cannot answer a stream: %s", nghttp2_strerror(r));
+    return fail(c, AB_EPROTO);
+  }
+  return pump_out(c);
+}
+
+static void h2_stats(const ab_codec_t *c, ab_codec_stats_t *st) {
+  const h2_t *h = CS(c);
+  if (h->peer_max && (st->peer_max_streams == 0 || h->peer_max < st->peer_max_streams))
+    st->peer_max_streams = h->peer_max;
+}
+
+static int h2_client_eof(ab_codec_t *c) {
+  const h2_t *h = S(c);
+  return h->open > 0 ? AB_EPROTO : 0;
+}
+
+const ab_codec_vt_t ab_codec_h2 = {
+    .name = "h2",
+    .state_size = sizeof(h2_t),
+    .max_overhead = 0,
+    .init = h2_init,
+    .free = h2_free,
+    .client_parse = h2_parse,
+    .server_parse = h2_parse,
+    .server_reply = h2_server_reply,
+    .set_peer_host = h2_set_host,
+    .client_eof = h2_client_eof,
+    .stats = h2_stats,
+    .mux_body = h2_mux_body,
+    .mux_submit = h2_mux_submit,
+    .mux_room = h2_mux_room,
+    .mux_reply = h2_mux_reply,
+};

@@ -1,0 +1,72 @@
+/* h2.h -- HTTP/2 (h2 over TLS with ALPN "h2", h2c with prior knowledge)
+ * as a multiplexing codec (codec.h, the mux_* members) on libnghttp2.
+ *
+ * nghttp2_session does the framing, HPACK and flow control and never
+ * touches a socket: bytes in through nghttp2_session_mem_recv() (the parse
+ * calls), bytes out through nghttp2_session_mem_send() appended to the
+ * connection's output `out` (conn.h), below which the TLS transform sits.
+ * This file is only the glue: which stream carries which message, the
+ * bodies, the statuses, the counters.
+ *
+ * Client.  Every message is a stream of its own:
+ *   :method POST, :scheme http|https, :authority HOST, :path /echo,
+ *   content-length N; the payload as the body.
+ * mux_body hands out the body buffer of a stream object the codec keeps
+ * (one per stream in flight, grown to the most ever in flight and reused:
+ * nothing allocated per message once warm), mux_submit opens the streams
+ * and writes their frames.  A reply is whole at its END_STREAM; parse
+ * hands replies out one per call in the order they completed, mux_reply
+ * names the message.  A stream the peer resets (RST_STREAM), or that ends
+ * without a whole reply, is handed out as a failed reply (mux_reply's
+ * error).  Response bodies above max_msg are not kept (the reply then has
+ * the wrong size: the echo counts it AB_ESIZE).
+ *
+ * Server.  A request on a stream is whole at its END_STREAM: POST /echo
+ * (or /echo?...) is handed out by server_parse as a message, and
+ * server_reply answers the oldest request handed out and not yet answered
+ * (:status 200, content-length, the payload), so replies may be deferred
+ * (pool:N) as long as they come in the order the requests were handed out.
+ * Any other method or path is answered 404 with an empty body by the parse
+ * itself and is no message.  A request body above max_msg resets its
+ * stream (INTERNAL_ERROR) and counts a protocol error.
+ *
+ * Settings: each side sends SETTINGS_MAX_CONCURRENT_STREAMS (server:
+ * AB_H2_SERVER_STREAMS), SETTINGS_INITIAL_WINDOW_SIZE AB_H2_WINDOW and
+ * raises its connection window to AB_H2_CONN_WINDOW, unless
+ * ab_h2_set_settings() gave others first.
+ *
+ * Errors: a session error (a frame nghttp2 refuses: garbage, a bad
+ * preface, a flow-control violation) is AB_EPROTO with nghttp2's reason
+ * (ab_codec_why), after the GOAWAY nghttp2 writes has been put in `out`; a
+ * GOAWAY from the peer is AB_ECLOSED once the replies it let through have
+ * been handed out.  Errors are sticky.
+ *
+ * Memory: nghttp2 allocates per stream (its stream object, the header
+ * block, the outbound frame items).  The session is given an allocator
+ * (nghttp2_mem) that keeps freed blocks on per-session free lists by size
+ * class, so in the steady state those allocations are list pops, never
+ * malloc; the lists hold at most what the busiest moment needed and are
+ * freed with the session.
+ *
+ * Threads: one connection is used by one thread at a time (its loop's, or
+ * under shared:N whichever holds its lock).
+ */
+#ifndef AB_H2_H
+#define AB_H2_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/codec.h"
+
+#define AB_H2_SERVER_STREAMS 4096u
+#define AB_H2_WINDOW (1u << 20)        /* bytes, per stream */
+#define AB_H2_CONN_WINDOW (16u << 20)  /* bytes, the connection */
+
+extern const ab_codec_vt_t ab_codec_h2;
+
+/* The :scheme a client sends ("https" for h2, "http" for h2c; the default
+ * "http").  0 or AB_EINVAL. */
+int ab_h2_set_scheme(ab_codec_t *c, int tls);
+
+#endif

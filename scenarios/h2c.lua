@@ -1,0 +1,36 @@
+-- scenarios/h2c.lua -- the reference matrix over HTTP/2 (h2c).
+--
+-- What it measures: round trips per second, MiB/s, RTT percentiles, CPU and
+-- memory of a length-framed echo over loopback TCP, for
+--   * 3 payload sizes (64 B, 1 KiB, 16 KiB),
+--   * 2 load shapes: 1 connection with 1 message in flight (pure latency),
+--     and 16 connections with 16 messages in flight each (throughput),
+--   * 5 IO topologies: one loop thread handing work to 1, 2 or 4 worker
+--     threads (pool:N), or 2 or 4 independent loops (sharded:N),
+-- with no CPU work per echo, 0.25 s of warm-up, 1 s measured, and each case
+-- run 3 times, each time in a fresh process.
+--
+-- 3 x 2 x 5 = 30 cases, 90 runs. With one client, sharded:2 and sharded:4
+-- leave loops without a connection: they run idle (the load is not changed)
+-- and arkbench says so; it is the reference's behaviour too.
+--
+-- Run it:
+--   bin/arkbench run scenarios/h2c.lua                  # all 30 cases
+--   bin/arkbench run scenarios/h2c.lua --list           # show the cases
+--   bin/arkbench run scenarios/h2c.lua --quick          # a short smoke run
+--   bin/arkbench run scenarios/h2c.lua --filter payload=1024 --filter topology=sharded:4
+return {
+    name = "h2c",
+    description = "reference matrix: echo over HTTP/2 (h2c), a stream per message, payload x load x topology",
+    protocol = "h2c",
+    payload = { 64, 1024, 16384 },
+    load = {
+        { clients = 1, window = 1 },
+        { clients = 16, window = 16 },
+    },
+    topology = { "pool:1", "pool:2", "pool:4", "sharded:2", "sharded:4", "shared:2" },
+    work = 0,
+    warmup = 0.25,
+    duration = 1,
+    repetitions = 3,
+}
