@@ -191,6 +191,9 @@ struct ab_result_s {
   /* open loop: rtt above is from the intended send time (corrected);
    * these are the RTT from the actual send and actual - intended, ns */
   ab_hist_t rtt_raw, send_lag;
+  /* request mode: the RTTs of the completed replies (inside the measure
+   * phase) whose status is in the success set, ns */
+  ab_hist_t rtt_ok;
   /* the time series: niv intervals of interval_s from the start (the last
    * also holds what was counted after the deadline; an interrupted run
    * has only the intervals begun before the interrupt), merged across

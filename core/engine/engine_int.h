@@ -196,6 +196,7 @@ struct ab__loop_s {
   /* per-loop results, merged by the coordinator; rtt is filled from the
    * intervals' histograms when the loop stops */
   ab_hist_t rtt, connect, handshake;
+  ab_hist_t rtt_ok;             /* request mode: successful replies' RTT */
   ab_hist_t rtt_raw, send_lag;  /* open loop: RTT from the actual send,
                                    actual - intended send time; ns */
   AB_COUNTER_FIELDS             /* sent, completed, ... (engine/counters.h) */
