@@ -221,6 +221,7 @@ static int client_send(ab__dclient_t *c) {
   }
   size_t total = ab__client_build(c, dst, n, g.phase, g.seq);
   if (ab__win_stamp(&c->h, &g, n, ab_now_ns()) == 0) return 0; /* built too late: never sent */
+  ab__client_count_sent(c->h.loop, g.phase, total);
   return ab_conn_send(&c->conn, dst, total);
 }
 
@@ -375,6 +376,7 @@ static void client_main(void *arg) {
       }
       got = 1;
     }
+    ab__client_count_received(c->h.loop, off, now);
     if (co_consume(&c->co_view, &c->co_vlen, kept, off) != 0) {
       ab__client_fail(c, AB_ENOMEM, "read buffer");
       return;

@@ -11,6 +11,7 @@
 #include <stdatomic.h>
 
 #include "engine/engine_int.h"
+#include "engine/window.h"
 #include "base/outbuf.h"
 #include "io/conn.h"
 #include "io/scheduler.h"
@@ -215,6 +216,17 @@ int ab__client_reply(ab__dclient_t *c, const ab_msgview_t *msg, uint64_t now);
  * trailer.  dst has room for n * ab__msg_room(l).  Returns the bytes. */
 size_t ab__client_build(ab__dclient_t *c, uint8_t *dst, uint32_t n, uint8_t ph, uint64_t seq);
 size_t ab__msg_room(const ab__loop_t *l);
+/* Counts the bytes of messages just handed to a connection in phase ph
+ * (counters.h: bytes_sent, measure phase only). */
+static inline void ab__client_count_sent(ab__loop_t *l, uint8_t ph, size_t n) {
+  if (ph == AB_PHASE_MEASURE) l->bytes_sent += n;
+}
+/* Counts n bytes of replies parsed at `now` (counters.h: bytes_received,
+ * while the measure phase sends). */
+static inline void ab__client_count_received(ab__loop_t *l, size_t n, uint64_t now) {
+  uint64_t dl;
+  if (n > 0 && ab__win_phase(l, now, &dl) == AB_PHASE_MEASURE) l->bytes_received += n;
+}
 
 /* source.c: a client socket from the case's source addresses (cfg->bind):
  * init (the socket is made at once when there are any), then bind for

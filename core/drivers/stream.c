@@ -290,6 +290,7 @@ static void client_pump(ab__dclient_t *c, uint64_t now) {
   size_t total = ab__client_build(c, dst, n, g.phase, g.seq);
   /* built too late: never sent, never counted */
   if (ab__win_stamp(&c->h, &g, n, ab_now_ns()) == 0) return;
+  ab__client_count_sent(l, g.phase, total);
   ab_outbuf_commit(out, total);
   int r = ab_conn_flush(&c->conn);
   if (r < 0 && r != AB_ECLOSED) ab__client_fail(c, r, "send");
@@ -394,6 +395,7 @@ static int client_take_replies(ab__dclient_t *c, uint64_t now) {
     if (got == 0 && used == 0) break;
     if (got == 0 && off >= c->rlen) break;
   }
+  ab__client_count_received(c->h.loop, off, now);
   ab__consume(c->rbuf, &c->rlen, off);
   /* pongs and other control answers the codec queued */
   ab_outbuf_t *out = ab_conn_out(&c->conn);

@@ -44,6 +44,19 @@ enum { AB_GROUP_RUN = 1, AB_GROUP_DATAGRAM = 2 };
   X(message_errors, AB_MERGE_SUM, AB_GROUP_RUN,                                             \
     "messages lost to a connection error or a bad reply")                                   \
   X(unfinished, AB_MERGE_SUM, AB_GROUP_RUN, "messages still in flight when the run ended")  \
+  X(non_success, AB_MERGE_SUM, AB_GROUP_RUN,                                                \
+    "replies to measure-phase messages whose status is outside the success set (request "   \
+    "mode: `request.status`, 2xx by default): completions all the same, counted in "         \
+    "`completed` or `drained` with their latency, by status in the protocol's status table " \
+    "and by class in `errors`; they make the run `degraded`")                               \
+  X(bytes_sent, AB_MERGE_SUM, AB_GROUP_RUN,                                                 \
+    "client: bytes of the measure-phase messages handed to stream connections (request "    \
+    "mode: request line, headers and body; echo: whole frames), before encryption: record "  \
+    "overhead and handshakes are not counted")                                              \
+  X(bytes_received, AB_MERGE_SUM, AB_GROUP_RUN,                                             \
+    "client: bytes of replies parsed on stream connections while the measure phase sent "    \
+    "(request mode: status line, headers and body; echo: whole frames), after decryption: "  \
+    "record overhead not counted (`transfer_mib_per_s` divides it by `measured_s`)")         \
   X(unsent, AB_MERGE_SUM, AB_GROUP_RUN,                                                    \
     "open loop: measure-phase messages intended before the deadline and never sent (0 in "  \
     "closed loop)")                                                                         \

@@ -339,6 +339,7 @@ int ab_run_case(const ab_case_cfg_t *cfg, ab_result_t *out) {
   ab_hist_init(&out->connect);
   ab_hist_init(&out->handshake);
   ab_hist_init(&out->rtt_raw);
+  ab_hist_init(&out->rtt_ok);
   ab_hist_init(&out->send_lag);
   ab_hist_init(&out->gen_lag);
   int r = ab_case_check(cfg, out->error, sizeof(out->error));

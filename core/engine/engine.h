@@ -210,6 +210,9 @@ struct ab_result_s {
    * us; timer_floor_wakes 0: not measured */
   double timer_floor_p50_us, timer_floor_p99_us, timer_floor_cpu_us;
   uint32_t timer_floor_wakes;
+  /* request mode: the RTTs of the completed replies (inside the measure
+   * phase) whose status is in the success set, ns */
+  ab_hist_t rtt_ok;
   /* the time series: niv intervals of interval_s from the start (the last
    * also holds what was counted after the deadline; an interrupted run
    * has only the intervals begun before the interrupt), merged across

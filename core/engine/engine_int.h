@@ -206,6 +206,7 @@ struct ab__loop_s {
   /* per-loop results, merged by the coordinator; rtt is filled from the
    * intervals' histograms when the loop stops */
   ab_hist_t rtt, connect, handshake;
+  ab_hist_t rtt_ok;             /* request mode: successful replies' RTT */
   ab_hist_t rtt_raw, send_lag;  /* open loop: RTT from the actual send,
                                    actual - intended send time; ns */
   ab_hist_t gen_lag;            /* open loop: the generator's part of the

@@ -46,6 +46,7 @@ static void merge_loop(ab_result_t *out, ab__loop_t *l) {
   for (uint32_t i = 0; i < l->iv_n; i++) ab_hist_merge(&l->rtt, &l->iv[i].rtt);
   ab_hist_merge(&out->rtt, &l->rtt);
   ab_hist_merge(&out->rtt_raw, &l->rtt_raw);
+  ab_hist_merge(&out->rtt_ok, &l->rtt_ok);
   ab_hist_merge(&out->send_lag, &l->send_lag);
   ab_hist_merge(&out->gen_lag, &l->gen_lag);
   if (l->nclients > 0 && l->busy_share >= 0) {
@@ -58,15 +59,6 @@ static void merge_loop(ab_result_t *out, ab__loop_t *l) {
   ab_hist_merge(&out->connect, &l->connect);
   ab_hist_merge(&out->handshake, &l->handshake);
   if (out->tags && l->tags) ab_tags_merge(out->tags, l->tags);
-  if (l->status_failures) {
-    /* an echo that answers 500 is not a round trip that worked (the
-     * classes, by status, are in the loop's errors) */
-    if (out->error[0] == '\0')
-      snprintf(out->error, sizeof(out->error),
-               "%llu responses had a status outside the success set (2xx unless the case says"
-               " otherwise)",
-               (unsigned long long)l->status_failures);
-  }
   out->work_sink ^= l->work_sink;
   for (int k = 0; k < l->nerrors; k++)
     ab__errors_add(out->errors, &out->nerrors, l->errors[k].code, l->errors[k].count,
@@ -133,12 +125,23 @@ void ab__judge(const ab__engine_t *eng, ab_result_t *out, int fatal) {
              out->reconnects_given_up != 0;
   }
   /* nothing worked: no reply completed, or every reply was a status
-   * failure of its codec (counted over every phase, so against every
-   * reply) */
+   * failure of an echo codec (counted over every phase, so against every
+   * reply).  A request-mode reply outside the success set (non_success) is
+   * a completion: it makes the run degraded, never failed without numbers */
   uint64_t bad_status = 0;
   for (uint32_t li = 0; li < eng->nloops; li++) bad_status += eng->loops[li].status_failures;
+  /* an echo that answers 500 is not a round trip that worked; a request
+   * that gets a 404 is one, of the wrong kind (the classes, by status, are
+   * in the errors) */
+  if (bad_status && out->error[0] == '\0')
+    snprintf(out->error, sizeof(out->error),
+             "%llu responses had a status outside the success set (2xx unless the case says"
+             " otherwise)",
+             (unsigned long long)bad_status);
+  bad_status = bad_status > out->non_success ? bad_status - out->non_success : 0;
   uint64_t replies = out->completed + out->drained + out->warmup_completed;
   int none_worked = out->completed == 0 || (bad_status > 0 && bad_status >= replies);
+  if (out->non_success != 0) faults = 1;
   if (fatal || none_worked) out->status = AB_RUN_FAILED;
   else out->status = faults ? AB_RUN_DEGRADED : AB_RUN_OK;
   out->ok = out->status == AB_RUN_OK;

@@ -28,6 +28,7 @@ int ab__series_alloc(ab__loop_t *l, const ab_case_cfg_t *cfg) {
   if (l->iv == NULL) return AB_ENOMEM;
   for (uint32_t i = 0; i < l->iv_n; i++) ab_hist_init(&l->iv[i].rtt);
   ab_hist_init(&l->rtt_raw);
+  ab_hist_init(&l->rtt_ok);
   ab_hist_init(&l->send_lag);
   ab_hist_init(&l->gen_lag);
   if (!l->open_loop) return 0;

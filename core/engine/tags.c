@@ -9,6 +9,7 @@
 void ab_tags_init(ab_tag_stats_t *tab) {
   for (int i = 0; i < AB_TAGS_MAX; i++) {
     tab[i].sent = tab[i].warmup_sent = tab[i].completed = tab[i].drained = 0;
+    tab[i].non_success = 0;
     ab_hist_init(&tab[i].rtt);
   }
 }
@@ -19,6 +20,7 @@ void ab_tags_merge(ab_tag_stats_t *dst, const ab_tag_stats_t *src) {
     dst[i].warmup_sent += src[i].warmup_sent;
     dst[i].completed += src[i].completed;
     dst[i].drained += src[i].drained;
+    dst[i].non_success += src[i].non_success;
     ab_hist_merge(&dst[i].rtt, &src[i].rtt);
   }
 }

@@ -36,6 +36,8 @@ typedef struct {
   uint64_t warmup_sent;  /* warm-up messages handed to the socket */
   uint64_t completed;    /* replies inside [start, deadline] */
   uint64_t drained;      /* replies to measure messages after the deadline */
+  uint64_t non_success;  /* of completed + drained: a status outside the
+                            success set (window.h, ab__win_complete_coded) */
   ab_hist_t rtt;         /* completed + drained, ns */
 } ab_tag_stats_t;
 

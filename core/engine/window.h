@@ -356,14 +356,18 @@ static inline int ab__win_complete_oldest(ab__client_t *c, uint64_t now) {
 
 /* The oldest message in flight got a whole reply at `now` (matched by
  * position) that carries status `code` (< AB_REPLY_CODES, counted per code
- * for a measure-phase message; 0 = none) and a verdict: err 0 completes it
- * as ab__win_complete_oldest does; err < 0 (the error class the driver
- * was given: the reply says the request failed) frees its slot and, in
- * the measure phase, counts it in message_errors, the interval's errors,
- * the loop's status failures and its errors of class err -- the framing
- * is intact, so the connection goes on.  Returns AB__WIN_MEASURED or AB__WIN_FREED;
- * AB_ESEQ when nothing is in flight; AB_ETIMEDOUT as ab__win_complete
- * (counted late, not by code). */
+ * for a measure-phase message; 0 = none) and a verdict: err 0 (a success)
+ * or err < 0 (the error class the driver was given: the status is outside
+ * the success set).  Either way the reply completes its message as
+ * ab__win_complete_oldest does -- a response is a round trip whatever its
+ * status (docs/run-object.md: non_success) -- and the framing is intact,
+ * so the connection goes on.  A measure-phase message's RTT is recorded in
+ * the loop's rtt_ok too when it succeeded and is completed (not drained):
+ * its count is the successful completions; when it did not, it counts in
+ * non_success, the interval's errors, its tag's non_success, the loop's
+ * status failures and its errors of class err.  Returns AB__WIN_MEASURED
+ * or AB__WIN_FREED; AB_ESEQ when nothing is in flight; AB_ETIMEDOUT as
+ * ab__win_complete (counted late, not by code). */
 static inline int ab__win_complete_coded(ab__client_t *c, uint64_t now, uint32_t code, int err) {
   ab__loop_t *l = c->loop;
   ab__win_t *w = &c->win;
@@ -374,23 +378,24 @@ static inline int ab__win_complete_coded(ab__client_t *c, uint64_t now, uint32_t
     return AB_ETIMEDOUT;
   }
   int measure = w->phase[slot] == AB_PHASE_MEASURE;
-  if (measure && code < AB_REPLY_CODES) l->reply_codes[code]++;
   w->oldest_seq++;
-  if (err == 0) return ab__win_account(l, w, slot, now, w->ns[slot]);
-  w->ns[slot] = 0;
-  if (w->inflight == l->window) w->freed_ns = now; /* generator lag */
-  w->inflight--;
-  if (!measure) {
-    l->warm_inflight--;
-    return AB__WIN_FREED;
+  if (measure) {
+    if (code < AB_REPLY_CODES) l->reply_codes[code]++;
+    if (err == 0) {
+      /* as ab__win_account measures it (from the intended time in open
+       * loop), for the replies it counts completed */
+      uint64_t t0 = w->origin != NULL ? w->origin[slot] : w->ns[slot];
+      if (now <= l->deadline_ns) ab_hist_record(&l->rtt_ok, now > t0 ? now - t0 : 0);
+    } else {
+      l->non_success++;
+      ab__iv_at(l, now)->errors++;
+      if (w->tag != NULL && w->tag[slot]) l->tags[w->tag[slot] - 1].non_success++;
+      l->status_failures++;
+      ab__errors_add(l->errors, &l->nerrors, err, 1,
+                     "a response whose status is outside the success set");
+    }
   }
-  l->meas_inflight--;
-  l->message_errors++;
-  ab__iv_at(l, now)->errors++;
-  l->status_failures++;
-  ab__errors_add(l->errors, &l->nerrors, err, 1,
-                 "a response whose status is outside the success set");
-  return AB__WIN_FREED;
+  return ab__win_account(l, w, slot, now, w->ns[slot]);
 }
 
 /* Records what became of datagram message seq, sent in phase ph, in the

@@ -310,6 +310,7 @@ static void push_tags(lua_State *L, const ab_result_t *r) {
     SETNUM("drained", t->drained);
     /* every measure message ends in one bucket (the identity) */
     SETNUM("errors", t->sent - t->completed - t->drained);
+    SETNUM("non_success", t->non_success);
     SETNUM("round_trips_per_s", (double)t->completed * per_s);
     push_stats(L, &t->rtt);
     lua_setfield(L, -2, "rtt_us");
@@ -359,7 +360,21 @@ void ab_lua_push_result(lua_State *L, const ab_case_cfg_t *cfg, const ab_result_
   push_intervals(L, r);
   if (cfg->protocol == AB_PROTO_UDP) push_udp(L, r);
   ab_lua_push_http(L, cfg, r);
+  if (r->non_success > 0) {
+    /* the successful replies alone, when some were not */
+    lua_getfield(L, -1, "http");
+    if (lua_istable(L, -1)) {
+      push_stats(L, &r->rtt_ok);
+      lua_setfield(L, -2, "rtt_ok_us");
+      push_encoded(L, &r->rtt_ok);
+      lua_setfield(L, -2, "rtt_ok_histogram");
+    }
+    lua_pop(L, 1);
+  }
   push_tags(L, r);
+  /* bytes both ways over the measured interval (counters.h) */
+  SETNUM("transfer_mib_per_s", (double)(r->bytes_received) * per_s / 1048576.0);
+  SETNUM("transfer_sent_mib_per_s", (double)(r->bytes_sent) * per_s / 1048576.0);
 }
 
 /* execution = "lua": a script error makes status script_error with the

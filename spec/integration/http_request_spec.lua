@@ -10,9 +10,11 @@
 -- tls.verify = false (said in the run object).
 --
 -- Each case: 16 connections, callback and coroutine, window 1 and 4
--- (pipelined), every run ok and its books balanced; a 404 is counted as
--- status 404 and a message error (errors["HTTP 404"]), never a framing error,
--- unless status = {404} makes it a success.
+-- (pipelined), every run ok and its books balanced; a 404 is a completion
+-- with its latency, counted as status 404, in non_success and in
+-- errors["HTTP 404"] (the run degraded, exit 1), never a framing error,
+-- unless status = {404} makes it a success; strict = false leaves the exit
+-- code to the thresholds.
 --
 -- Needs: nginx, openssl (.ci/run installs nginx-light). nginx runs under
 -- `timeout`, in the foreground of its own process, stopped in teardown.
@@ -144,26 +146,75 @@ describe("http request mode against nginx", function()
         assert_mix_ok(rc, runs, out, d)
     end)
 
-    it("counts a 404 as status 404 and a message error, not a framing error", function()
+    it("counts a 404 as a completion with its latency: status 404, non_success, degraded", function()
         local rc, runs, out = run(d, port, [[protocol = "http", window = { 1, 4 },
             request = { path = "/missing" }]])
-        assert.are.equal(1, rc, out) -- counted errors: a failed run
+        assert.are.equal(1, rc, out) -- degraded: exit 1
         assert.are.equal(2, #runs, out)
         for _, r in ipairs(runs) do
+            assert.are.equal("degraded", r.status, brief(r))
             assert.is_false(r.ok)
             balanced(r)
-            assert.are.equal(0, r.completed, brief(r))
-            assert.is_true(r.message_errors > 0, brief(r))
-            -- every 404 of a measured message is one message error, and the
-            -- connections went on (more than one per connection)
-            assert.are.equal(r.message_errors, r.http.status["404"], brief(r))
-            assert.are.equal(r.message_errors, r.errors["HTTP 404"], brief(r))
-            assert.is_true(r.message_errors > 16 * 4, brief(r))
+            assert.are.equal(0, r.message_errors, brief(r))
+            -- every reply is a completion (or drained), with its latency
+            assert.is_true(r.completed > 16 * 4, brief(r))
+            assert.are.equal(r.completed + r.drained, r.rtt_us.count, brief(r))
+            assert.is_true(r.round_trips_per_s > 0 and r.rtt_us.p50 > 0, brief(r))
+            -- ... each counted by its status, as non-success and by class
+            assert.are.equal(r.completed + r.drained, r.http.status["404"], brief(r))
+            assert.are.equal(r.non_success, r.http.status["404"], brief(r))
+            assert.are.equal(r.non_success, r.errors["HTTP 404"], brief(r))
+            -- the successful ones alone: none
+            assert.are.equal(0, r.http.rtt_ok_us.count, brief(r))
             assert.is_nil(r.errors.EFRAME, brief(r))
             assert.is_nil(r.errors.EPROTO, brief(r))
             assert.is_nil(r.errors.ECLOSED, brief(r))
             assert.truthy(tostring(r.error):find("status outside the success set", 1, true), brief(r))
+            -- the bytes both ways: every request and every reply of the measure phase
+            assert.is_true(r.bytes_sent >= r.sent * #"GET /missing HTTP/1.1\r\n", brief(r))
+            assert.is_true(r.bytes_received >= r.completed * #"HTTP/1.1 404 Not Found\r\n", brief(r))
+            assert.is_true(r.transfer_mib_per_s > 0, brief(r))
         end
+    end)
+
+    it("with strict = false a degraded run exits 0 and the thresholds decide", function()
+        local rc, runs, out = run(d, port, [[protocol = "http", strict = false,
+            request = { path = "/missing" }]])
+        assert.are.equal(0, rc, out)
+        assert.are.equal("degraded", runs[1].status, out)
+        assert.are.equal(false, runs[1].case.strict, out)
+        rc, runs, out = run(d, port, [[protocol = "http", strict = false,
+            request = { path = "/missing" }, thresholds = { "error_rate < 0.5" }]])
+        assert.are.equal(3, rc, out)
+        assert.truthy(out:find('threshold crossed: default: "error_rate < 0.5" (error_rate = 1)', 1, true),
+            out)
+    end)
+
+    it("counts mixed 200 and 404 replies by status, adding up to the replies, per tag too", function()
+        local rc, runs, out = run(d, port, [[protocol = "http", window = { 1, 4 },
+            request = { { path = "/text", tag = "ok" }, { path = "/missing", tag = "gone" } },
+            thresholds = { "p99_us{tag=ok} < 10000000", "error_rate{tag=gone} > 0.99",
+                           "error_rate{tag=ok} == 0" }]])
+        assert.are.equal(1, rc, out) -- degraded
+        assert.are.equal(2, #runs, out)
+        for _, r in ipairs(runs) do
+            balanced(r)
+            local s200, s404 = r.http.status["200"], r.http.status["404"]
+            assert.is_true(s200 > 0 and s404 > 0, brief(r))
+            -- the status counts add up to the replies: completed + drained
+            assert.are.equal(r.completed + r.drained, s200 + s404, brief(r))
+            assert.are.equal(s404, r.non_success, brief(r))
+            assert.are.equal(s404, r.errors["HTTP 404"], brief(r))
+            -- one entry of two each: the counts differ by the window at most
+            assert.is_true(math.abs(s200 - s404) <= 16 * 4, brief(r))
+            -- the successful replies' own latency, completed ones only
+            assert.is_true(r.http.rtt_ok_us.count > 0 and r.http.rtt_ok_us.count <= s200, brief(r))
+            assert.are.equal(r.tags.gone.non_success, s404, brief(r))
+            assert.are.equal(0, r.tags.ok.non_success, brief(r))
+            assert.are.equal(0, r.tags.gone.errors, brief(r))
+        end
+        -- the thresholds by tag all held (the run is degraded: exit 1 first)
+        assert.truthy(out:find("thresholds: all 3 held in every case", 1, true), out)
     end)
 
     it("keeps each tag's counts and latency apart (request entries with tag)", function()
@@ -172,7 +223,7 @@ describe("http request mode against nginx", function()
             request = { { path = "/text", tag = "text" }, { path = "/", tag = "page" },
                         { path = "/text", tag = "text" }, { path = "/missing", tag = "missing" },
                         { path = "/empty" } }]])
-        assert.are.equal(1, rc, out) -- the 404s are errors
+        assert.are.equal(1, rc, out) -- the 404s make the runs degraded
         assert.are.equal(4, #runs, out)
         for _, r in ipairs(runs) do
             balanced(r)
@@ -191,10 +242,12 @@ describe("http request mode against nginx", function()
             assert.is_true(r.sent - sent > 0, brief(r)) -- the untagged /empty
             assert.are.equal(0, t.text.errors, brief(r))
             assert.are.equal(0, t.page.errors, brief(r))
-            -- every /missing is a 404: the tag's errors are the run's
-            assert.are.equal(t.missing.sent, t.missing.errors, brief(r))
-            assert.are.equal(r.message_errors, t.missing.errors, brief(r))
-            assert.are.equal(0, t.missing.completed, brief(r))
+            -- every /missing is a 404: a completion, the tag's non_success
+            -- are the run's
+            assert.are.equal(t.missing.completed + t.missing.drained, t.missing.non_success, brief(r))
+            assert.are.equal(r.non_success, t.missing.non_success, brief(r))
+            assert.are.equal(0, t.missing.errors, brief(r))
+            assert.are.equal(0, t.text.non_success, brief(r))
             assert.is_true(t.text.rtt_us.count == t.text.completed + t.text.drained
                 and t.text.rtt_us.p50 > 0, brief(r))
             assert.is_truthy(t.page.rtt_histogram:match("^ab1:"), brief(r))
@@ -439,9 +492,12 @@ describe("the one-liner against nginx", function()
         assert.is_true(v.requests > 0 and v.http_status["200"] >= v.requests, err)
         v, err = oneliner({ "http://127.0.0.1:" .. port .. "/missing", "-c", "2", "-d", "200ms" })
         assert.is_false(v.ok)
-        assert.are.equal(0, v.requests, err)
-        assert.are.equal(v.errors, v.http_status["404"], err)
-        assert.are.equal(v.errors, v.error_classes["HTTP 404"], err)
+        assert.are.equal("degraded", v.status, err)
+        assert.are.equal(1, v.exit_code, err)
+        assert.is_true(v.requests > 0 and v.latency_us.p50 > 0, err)
+        assert.are.equal(v.non_success, v.http_status["404"], err)
+        assert.are.equal(v.non_success, v.error_classes["HTTP 404"], err)
+        assert.are.equal(0, v.success.requests, err)
         local ds, sport = start_nginx(true)
         v, err = oneliner({ "https://127.0.0.1:" .. sport .. "/", "-c", "16", "-d", "300ms",
             "--ca", ds .. "/cert.pem" })
@@ -450,5 +506,66 @@ describe("the one-liner against nginx", function()
         v, err = oneliner({ "https://127.0.0.1:" .. sport .. "/text", "-c", "4", "-d", "200ms", "-k" })
         assert.is_true(v.ok, err)
         assert.truthy(err:find("NOT checked", 1, true), err)
+    end)
+end)
+
+-- Errors are counted, not fatal (issue #24): a URL that answers 404 gives
+-- every number, the 404s counted by status; --ok-status makes them
+-- successes; --no-strict leaves the exit code to the thresholds.
+describe("the one-liner against a 404-ing URL", function()
+    local port
+    setup(function() _, port = start_nginx(false) end)
+
+    -- stdout, stderr, exit code of the one-liner with args
+    local function oneliner_text(args)
+        local d = tmpdir()
+        local cmd = "cd " .. shq(ROOT) .. " && " .. shq(BIN)
+        for _, a in ipairs(args) do cmd = cmd .. " " .. shq(a) end
+        cmd = cmd .. " --out " .. shq(d .. "/r") .. " >" .. shq(d .. "/out") .. " 2>" .. shq(d .. "/err")
+            .. " </dev/null; echo $?"
+        local rc = tonumber(sh_out(cmd):match("(%d+)"))
+        return read_file(d .. "/out") or "", read_file(d .. "/err") or "", rc
+    end
+
+    it("prints throughput and latency with 404 × N, status degraded, exit 1", function()
+        local out, err, rc = oneliner_text({ "http://127.0.0.1:" .. port .. "/missing", "-c", "4",
+            "-d", "2s", "--warmup", "200ms" })
+        assert.are.equal(1, rc, out .. err)
+        local reqs = tonumber(out:match("\n  (%d+) requests in "))
+        assert.is_true(reqs ~= nil and reqs > 0, out)
+        assert.truthy(out:match("Requests/sec:%s+%d+%.%d%d"), out)
+        assert.truthy(out:match("\n%s+99%%%s+[%d%.]+[mu]?s\n"), out)
+        assert.truthy(out:find("Latency Histogram", 1, true), out)
+        local n = out:match("Non%-success responses: 404 × ([%d,]+) %(4xx ")
+        assert.is_truthy(n, out)
+        n = tonumber((n:gsub(",", "")))
+        -- the status line names the drained replies when they differ
+        local st = out:match("Status codes: 404 × ([%d,]+)[^\n]*")
+        assert.are.equal(n, tonumber((st:gsub(",", ""))), out)
+        assert.is_true(n >= reqs, out)
+        if n > reqs then
+            local g = tostring(reqs):reverse():gsub("(%d%d%d)", "%1,"):reverse():gsub("^,", "")
+            assert.truthy(out:find(("= %s requests + "):format(g), 1, true), out)
+        end
+        assert.truthy(out:find("\nstatus: degraded: ", 1, true), out)
+        assert.truthy(out:match("Transfer/sec:%s+%d+%.%d%dMiB"), out)
+        assert.is_nil(out:find("FAILED", 1, true), out)
+        -- one summary: the run's own table is not printed as well
+        assert.is_nil((out .. err):find("round trips/s  MiB/s", 1, true), out .. err)
+    end)
+
+    it("exits 0 with --ok-status 404, and 3 with --no-strict and a crossed threshold", function()
+        local out, err, rc = oneliner_text({ "http://127.0.0.1:" .. port .. "/missing", "-c", "2",
+            "-d", "200ms", "--ok-status", "2xx,404" })
+        assert.are.equal(0, rc, out .. err)
+        assert.is_nil(out:find("Non-success", 1, true), out)
+        out, err, rc = oneliner_text({ "http://127.0.0.1:" .. port .. "/missing", "-c", "2",
+            "-d", "200ms", "--no-strict", "--threshold", "error_rate<0.5" })
+        assert.are.equal(3, rc, out .. err)
+        assert.truthy(out:find('threshold crossed: default: "error_rate<0.5" (error_rate = 1)', 1, true), out)
+        out, err, rc = oneliner_text({ "http://127.0.0.1:" .. port .. "/missing", "-c", "2",
+            "-d", "200ms", "--no-strict" })
+        assert.are.equal(0, rc, out .. err)
+        assert.truthy(out:find("\nstatus: degraded: ", 1, true), out)
     end)
 end)

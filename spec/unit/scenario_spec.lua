@@ -100,7 +100,7 @@ describe("scenario.load", function()
                 .. "execution, coroutine_stack, work, warmup, duration, repetitions, rate, rate_precision, requests_per_connection, "
                 .. "connect_rate, interval, timeout, connect_timeout, placement, processes, target, bind, tls, udp, "
                 .. "request, client, server, message, expect, tag"
-                .. ", thresholds, max_error_rate, rate_strict",
+                .. ", thresholds, max_error_rate, rate_strict, strict",
                 load_err("unknown_far.lua"))
         end)
 

@@ -59,8 +59,8 @@ describe("max_error_rate", function()
         local r = res({ status = "degraded", timed_out = 20, message_errors = 10, error = "first" })
         local s, e = status.derive(r, { max_error_rate = 0.02 })
         assert.are.equal("failed", s)
-        assert.are.equal("error rate 0.03 ((timed_out 20 + message_errors 10) / sent 1000) is above"
-            .. " max_error_rate 0.02; first error: first", e)
+        assert.are.equal("error rate 0.03 ((timed_out 20 + message_errors 10 + non_success 0) / sent"
+            .. " 1000) is above max_error_rate 0.02; first error: first", e)
     end)
 
     it("leaves a run at or below it, and every run without it, as it was", function()
@@ -101,6 +101,31 @@ describe("status.exit_code", function()
         assert.are.equal(0, status.exit_code({ { ok = true, status = "ok", rate_met = false,
                                                  case = { rate_strict = false } } }))
         assert.are.equal(130, status.exit_code({ missed, run("interrupted") }))
+    end)
+
+    it("leaves degraded runs and a missed rate to the thresholds when the case says strict = false",
+        function()
+        local loose = { strict = false }
+        local degraded = { ok = false, status = "degraded", case = loose }
+        local missed = { ok = false, status = "degraded", rate_met = false, case = loose }
+        local missed_ok = { ok = true, status = "ok", rate_met = false, case = loose }
+        assert.are.equal(0, status.exit_code({ degraded, missed, missed_ok }))
+        -- nothing measured is still a failure: there is nothing to judge
+        assert.are.equal(1, status.exit_code({ degraded, { ok = false, status = "failed", case = loose } }))
+        assert.are.equal(1, status.exit_code({ { ok = false, status = "crashed", case = loose } }))
+        assert.are.equal(130, status.exit_code({ degraded, { status = "interrupted", case = loose } }))
+        -- strict by default; rate_strict = false spares the rate alone
+        assert.are.equal(1, status.exit_code({ { ok = false, status = "degraded", case = {} } }))
+        assert.are.equal(1, status.exit_code({ { ok = false, status = "degraded", rate_met = false,
+                                                 case = { rate_strict = false } } }))
+        assert.is_false(status.strict(degraded))
+        assert.is_true(status.strict({ case = {} }))
+        assert.is_true(status.strict({}))
+    end)
+
+    it("counts replies outside the success set in the error rate", function()
+        assert.are.equal(0.5, status.error_rate({ sent = 100, timed_out = 10, message_errors = 10,
+                                                  non_success = 30 }))
     end)
 end)
 

@@ -1,7 +1,7 @@
 -- arkbench.cmd.cli: the command line (README.md; docs/scenarios.md).
 --
 --   arkbench run FILE.lua [--set k=v]... [--filter k=v]... [--out DIR [--append]]
---                         [--quick] [--list] [--threshold RULE]...
+--                         [--quick] [--list] [--threshold RULE]... [--no-strict]
 --   arkbench search FILE.lua --slo RULE [--from R0 --to R1] [--probes N]
 --                                  the highest rate meeting an SLO (cmd/search.lua)
 --   arkbench worker ...            (internal: one run in a fresh process)
@@ -18,7 +18,8 @@
 -- than ok: arkbench.run.status.exit_code), or a file could not be written
 -- (any command); 2 the scenario or command line is wrong; 3 a threshold was
 -- crossed (or compare --max-regression found a regression) and every run
--- was ok; 130 interrupted (results so far kept).
+-- was ok; 130 interrupted (results so far kept). strict = false (--no-strict)
+-- counts degraded runs and a missed rate as ok (status.exit_code).
 
 local core = require("arkbench.core")
 
@@ -58,6 +59,10 @@ local HELP = {
       --start-at TIME     start case k rep r at a planned wall-clock slot:
                           2026-12-04T15:00:00Z, epoch seconds, or +30s
       --slot D            the length of each planned slot (with --start-at)
+      --no-strict         errors, statuses outside the success set and a
+                          missed rate are reported, not failures: the
+                          thresholds alone decide the exit code (as
+                          --set strict=false)
 ]],
     search = [[
   search FILE.lua     the highest rate whose runs meet an SLO (bisection,
@@ -127,7 +132,8 @@ local HELP = {
 local EXIT_CODES = [[
 exit codes: 0 every run ok, 1 some run failed or degraded or a write failed,
 2 bad scenario or command line, 3 a threshold crossed (every run ok),
-130 interrupted (finished runs are kept)
+130 interrupted (finished runs are kept); with strict = false (--no-strict)
+degraded runs and a missed rate count as ok: the thresholds decide
 ]]
 
 local function usage()
@@ -243,6 +249,7 @@ local function parse_run_args(args, first)
             o[k:gsub("%-", "_")] = v
             i = i + 1
         elseif a == "--quick" then o.quick = true; i = i + 1
+        elseif a == "--no-strict" then o.sets[#o.sets + 1] = "strict=false"; i = i + 1
         elseif a == "--append" then o.append = true; i = i + 1
         elseif a == "--list" then o.list = true; i = i + 1
         elseif a:sub(1, 1) == "-" then return nil, "unknown option '" .. a .. "' (see arkbench help)"

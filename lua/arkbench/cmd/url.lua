@@ -1,7 +1,8 @@
 -- arkbench.cmd.url: the one-liner (docs/one-liner.md).
 --
 --   arkbench URL [-c connections] [-t threads] [-d duration] [-R rate]
---                [-H 'Name: value']... [-m method] [-b body] [--latency]
+--                [-H 'Name: value']... [-m method] [-b body | -b @file |
+--                --body-file F] [--ok-status LIST] [--no-strict] [--latency]
 --                [--timeout T] [--ca FILE | -k] [--payload B] [-w window]
 --                [--warmup D] [--execution E] [--out DIR] [--json]
 --
@@ -57,7 +58,15 @@ usage: arkbench URL [options]
                       waiting (HTTP/1.1 pipelining; never on by itself)
   -H, --header 'N: V' a request header (repeatable; http/https)
   -m, --method M      request method (default GET; http/https)
-  -b, --body TEXT     request body (http/https)
+  -b, --body TEXT     request body (http/https); -b @FILE reads it from FILE
+      --body-file FILE    the request body is FILE's bytes
+      --ok-status LIST    the statuses that count as success, e.g. 2xx,404
+                      (default 2xx); any other is counted by status, with
+                      its latency, and makes the run degraded
+      --no-strict     errors, statuses outside --ok-status and a missed
+                      rate are reported, not failures: the thresholds alone
+                      decide the exit code (0, or 3 when one is crossed)
+      --no-strict-rate    a missed -R rate alone is reported, not a failure
       --payload B     echo message size, e.g. 64, 16KiB (echo schemes)
       --timeout T     a reply later than T is timed out (default 2s)
       --connect-timeout T  a connect with no answer by then fails
@@ -123,6 +132,10 @@ local FLAGS = {
     H = { "headers", "list" }, header = { "headers", "list" },
     m = { "method", "text" }, method = { "method", "text" },
     b = { "body", "text" }, body = { "body", "text" },
+    ["body-file"] = { "body_file", "text" },
+    ["ok-status"] = { "ok_status", "text" },
+    ["no-strict"] = { "no_strict", "flag" },
+    ["no-strict-rate"] = { "no_strict_rate", "flag" },
     payload = { "payload", "bytes" },
     timeout = { "timeout", "seconds" },
     ["connect-timeout"] = { "connect_timeout", "seconds" },
@@ -168,6 +181,43 @@ local function convert(name, kind, v)
     return n
 end
 
+-- "2xx,404" -> { 200, ..., 299, 404 } | nil, why
+function _M.parse_statuses(text)
+    local out, seen = {}, {}
+    local function add(n)
+        if not seen[n] then seen[n] = true; out[#out + 1] = n end
+    end
+    for item in (text .. ","):gmatch("([^,]*),") do
+        item = item:match("^%s*(.-)%s*$")
+        local class = item:match("^([1-5])[xX][xX]$")
+        local n = tonumber(item:match("^%d%d%d$"))
+        if class then
+            for k = tonumber(class) * 100, tonumber(class) * 100 + 99 do add(k) end
+        elseif n and n >= 100 and n <= 599 then
+            add(n)
+        else
+            return nil, format("'%s' is not a status; expected codes from 100 to 599 or classes"
+                .. " such as 2xx, comma-separated (e.g. 2xx,404)", item)
+        end
+    end
+    table.sort(out)
+    return out
+end
+
+-- -b @FILE and --body-file FILE: the body is the file's bytes (o.body)
+function _M.read_body(o)
+    local path = o.body_file
+    if o.body and o.body_file then return "-b/--body and --body-file exclude each other" end
+    if not path and o.body and o.body:sub(1, 1) == "@" then path = o.body:sub(2) end
+    if not path then return nil end
+    local f, ferr = io.open(path, "rb")
+    if not f then return format("cannot read the body file: %s", tostring(ferr)) end
+    o.body = f:read("*a")
+    f:close()
+    o.body_file = nil
+    return nil
+end
+
 function _M.parse_args(args)
     local o = { headers = {}, thresholds = {} }
     local u, why = _M.parse_url(args[1])
@@ -208,8 +258,17 @@ function _M.parse_args(args)
         i = i + 1
     end
     local http = u.protocol == "http" or u.protocol == "https"
-    for _, k in ipairs({ "method", "body" }) do
-        if o[k] and not http then return nil, format("--%s is for http:// and https:// URLs", k) end
+    for _, k in ipairs({ "method", "body", "body_file", "ok_status" }) do
+        if o[k] and not http then
+            return nil, format("--%s is for http:// and https:// URLs", (k:gsub("_", "-")))
+        end
+    end
+    local berr = _M.read_body(o)
+    if berr then return nil, berr end
+    if o.ok_status then
+        local list, serr = _M.parse_statuses(o.ok_status)
+        if not list then return nil, "--ok-status: " .. serr end
+        o.ok_status = list
     end
     if #o.headers > 0 and not http then return nil, "-H is for http:// and https:// URLs" end
     -- a window above 1 over HTTP/1.1 is pipelining: never turned on by -w
@@ -275,6 +334,8 @@ function _M.scenario(o)
     if o.connect_timeout then add("connect_timeout = " .. format("%.17g", o.connect_timeout)) end
     if o.payload then add("payload = " .. format("%d", o.payload)) end
     if o.execution then add("execution = " .. q(o.execution)) end
+    if o.no_strict then add("strict = false") end
+    if o.no_strict_rate then add("rate_strict = false") end
     if u.protocol == "http" or u.protocol == "https" then
         local r = { "method = " .. q(o.method or "GET"), "path = " .. q(u.path) }
         if #o.headers > 0 then
@@ -286,6 +347,11 @@ function _M.scenario(o)
             r[#r + 1] = "headers = { " .. concat(hs, ", ") .. " }"
         end
         if o.body then r[#r + 1] = "body = " .. q(o.body) end
+        if o.ok_status then
+            local st = {}
+            for i, n in ipairs(o.ok_status) do st[i] = tostring(n) end
+            r[#r + 1] = "status = { " .. concat(st, ", ") .. " }"
+        end
         add("request = { " .. concat(r, ", ") .. " }")
     end
     -- as curl: TLS 1.2 and 1.3 offered unless --tls-version pins one
@@ -324,7 +390,20 @@ function _M.numbers(run)
         rate_asked = run.rate_asked, rate_achieved = run.rate_achieved, rate_met = run.rate_met,
         latency_us = {}, http_status = run.http and run.http.status or nil,
         unsent = run.unsent, reconnects = run.reconnects, server_closes = run.server_closes,
+        drained = run.drained, non_success = run.non_success,
+        bytes_sent = run.bytes_sent, bytes_received = run.bytes_received,
+        transfer_mib_per_s = run.transfer_mib_per_s,
     }
+    -- the successful responses alone (a run with non-success ones): their
+    -- rate and latency (http.rtt_ok_us: the completed successful replies)
+    local h = run.http and run.http.rtt_ok_us
+    if (tonumber(run.non_success) or 0) > 0 and type(h) == "table"
+        and type(run.measured_s) == "number" and run.measured_s > 0 then
+        out.success = { requests = h.count or 0, requests_per_s = (h.count or 0) / run.measured_s }
+        if type(h.p50) == "number" then
+            out.success.latency_us = { p50 = h.p50, p90 = h.p90, p99 = h.p99, max = h.max, mean = h.mean }
+        end
+    end
     -- open loop: the raw view (from the actual sends: what a closed-loop
     -- tool would show) and how late the sends went out
     local function view(t)
@@ -346,6 +425,77 @@ function _M.numbers(run)
     return out
 end
 
+-- 52778 -> "52,778"
+local function grouped(n)
+    local t = format("%.0f", tonumber(n) or 0)
+    local sign, digits = t:match("^(%-?)(%d+)$")
+    if not digits then return t end
+    return sign .. digits:reverse():gsub("(%d%d%d)", "%1,"):reverse():gsub("^,", "")
+end
+_M.grouped = grouped
+
+-- The statuses of a run's http.status table, as { code, count } sorted by
+-- code, and their sum.
+local function statuses(http_status)
+    local list, total = {}, 0
+    for k, v in pairs(type(http_status) == "table" and http_status or {}) do
+        if type(v) == "number" then
+            list[#list + 1] = { tonumber(k) or 0, v }
+            total = total + v
+        end
+    end
+    table.sort(list, function(a, b) return a[1] < b[1] end)
+    return list, total
+end
+
+-- "Non-success responses: 404 × 52,778 (4xx 52,778)": the statuses outside
+-- the success set, by code and by class. The codes outside are those of the
+-- errors' "HTTP nnn" classes (the run's own verdict on each).
+local function non_success_line(n, line)
+    if (tonumber(n.non_success) or 0) == 0 then return end
+    local bad = {}
+    for k in pairs(type(n.error_classes) == "table" and n.error_classes or {}) do
+        local code = tonumber(tostring(k):match("^HTTP (%d+)$"))
+        if code then bad[code] = true end
+    end
+    local parts, classes, corder = {}, {}, {}
+    for _, e in ipairs((statuses(n.http_status))) do
+        if bad[e[1]] then
+            parts[#parts + 1] = format("%d × %s", e[1], grouped(e[2]))
+            local cl = format("%dxx", math.floor(e[1] / 100))
+            if not classes[cl] then classes[cl] = 0; corder[#corder + 1] = cl end
+            classes[cl] = classes[cl] + e[2]
+        end
+    end
+    local cparts = {}
+    for _, cl in ipairs(corder) do cparts[#cparts + 1] = cl .. " " .. grouped(classes[cl]) end
+    line("  Non-success responses: %s%s", #parts > 0 and concat(parts, ", ") or grouped(n.non_success),
+        #cparts > 0 and (" (" .. concat(cparts, ", ") .. ")") or "")
+end
+
+-- "Status codes: 200 × 1,000, 404 × 52,778 = 52,778 requests + 1,000
+-- drained": the statuses of every reply to a measured request; their sum is
+-- the requests completed in time plus the drained ones (replies after the
+-- deadline, not in the request count), named when there are any.
+local function status_line(n, line)
+    local list, total = statuses(n.http_status)
+    if #list == 0 then return end
+    local parts = {}
+    for _, e in ipairs(list) do parts[#parts + 1] = format("%d × %s", e[1], grouped(e[2])) end
+    local drained = tonumber(n.drained) or 0
+    local tail
+    if total == (n.requests or 0) then
+        tail = ""
+    elseif total == (n.requests or 0) + drained then
+        tail = format(" = %s requests + %s drained (replies after the deadline)", grouped(n.requests),
+            grouped(drained))
+    else
+        tail = format(" (%s replies: %s requests, %s drained)", grouped(total), grouped(n.requests),
+            grouped(drained))
+    end
+    line("  Status codes: %s%s", concat(parts, ", "), tail)
+end
+
 -- The lines of the error classes and the HTTP statuses (both views).
 local function class_lines(n, line)
     if type(n.error_classes) == "table" and next(n.error_classes) then
@@ -354,12 +504,16 @@ local function class_lines(n, line)
         table.sort(cl)
         line("  Errors by class (every phase, reconnect attempts too): %s", concat(cl, ", "))
     end
-    if type(n.http_status) == "table" and next(n.http_status) then
-        local cl = {}
-        for k, v in pairs(n.http_status) do cl[#cl + 1] = k .. ": " .. tostring(v) end
-        table.sort(cl)
-        line("  Status codes: %s", concat(cl, ", "))
-    end
+    status_line(n, line)
+end
+
+-- 6841604 bytes -> "6.52MiB"
+local function bytes_text(b)
+    b = tonumber(b) or 0
+    if b >= 1024 ^ 3 then return format("%.2fGiB", b / 1024 ^ 3) end
+    if b >= 1024 ^ 2 then return format("%.2fMiB", b / 1024 ^ 2) end
+    if b >= 1024 then return format("%.2fKiB", b / 1024) end
+    return format("%.0fB", b)
 end
 
 local function target_text(o, run)
@@ -388,8 +542,9 @@ end
 
 function _M.summary_text(o, run, dir)
     local n = _M.numbers(run)
-    if run.ok == false then return failed_text(o, run, dir, n) end
+    if run.ok == false and run.status ~= "degraded" then return failed_text(o, run, dir, n) end
     local u = o.url
+    local http = u.protocol == "http" or u.protocol == "https"
     local out = {}
     local function line(...) out[#out + 1] = format(...) end
     line("%s", target_text(o, run))
@@ -400,11 +555,18 @@ function _M.summary_text(o, run, dir)
             n.rate_asked or o.rate)
         or format("closed loop, %d in flight per connection", o.window or 1))
     if n.latency_us.mean then
-        line("  Latency   mean %s   stdev %s   max %s", dur_text(n.latency_us.mean),
-            dur_text(n.latency_us.stdev), dur_text(n.latency_us.max))
+        line("  Latency   mean %s   stdev %s   max %s%s", dur_text(n.latency_us.mean),
+            dur_text(n.latency_us.stdev), dur_text(n.latency_us.max),
+            n.success and "   (every response)" or "")
         line("  Latency Distribution")
         for _, l in ipairs(LADDER) do
             line("  %7s  %s", l[1], dur_text(n.latency_us[l[3]]))
+        end
+        local bars = require("arkbench.report.bars").lines(run.rtt_histogram,
+            { ascii = os.getenv("ARKBENCH_ASCII") ~= nil })
+        if bars then
+            line("  Latency Histogram")
+            for _, b in ipairs(bars) do line("%s", b) end
         end
     else
         line("  Latency   no reply measured")
@@ -419,12 +581,22 @@ function _M.summary_text(o, run, dir)
         line("  Send lag (actual - intended send): p50 %s  p99 %s  max %s; %s unsent", dur_text(l.p50),
             dur_text(l.p99), dur_text(l.max), tostring(n.unsent or 0))
     end
-    line("  %s requests in %.2fs, %s timed out, %s errors", tostring(n.requests or 0), n.measured_s or 0,
-        tostring(n.timed_out or 0), tostring(n.errors or 0))
+    line("  %s requests in %.2fs, %s read, %s timed out, %s errors", tostring(n.requests or 0),
+        n.measured_s or 0, bytes_text(n.bytes_received), tostring(n.timed_out or 0),
+        tostring(n.errors or 0))
     if (n.reconnects or 0) > 0 then line("  %s reconnects", tostring(n.reconnects)) end
+    non_success_line(n, line)
+    if n.success then
+        local s = n.success
+        line("  Successful responses: %s, %.2f/s%s", grouped(s.requests), s.requests_per_s,
+            s.latency_us and format(", latency p50 %s  p99 %s  max %s", dur_text(s.latency_us.p50),
+                dur_text(s.latency_us.p99), dur_text(s.latency_us.max)) or "")
+    end
     class_lines(n, line)
-    line("Requests/sec: %10.2f", n.requests_per_s or 0)
-    if u.protocol ~= "http" and u.protocol ~= "https" and type(n.payload_mib_per_s) == "number" then
+    line("Requests/sec: %10.2f%s", n.requests_per_s or 0, n.success and " (every response)" or "")
+    if http and type(n.transfer_mib_per_s) == "number" then
+        line("Transfer/sec: %10.2fMiB", n.transfer_mib_per_s)
+    elseif type(n.payload_mib_per_s) == "number" then
         line("Transfer/sec: %10.2f MiB (echoed payload)", n.payload_mib_per_s)
     end
     if n.load_model == "open" and n.rate_met == false then
@@ -482,19 +654,34 @@ function _M.main(args, cli)
     local rargs = { "run", path }
     if o.out then rargs[#rargs + 1] = "--out"; rargs[#rargs + 1] = o.out end
     for _, t in ipairs(o.thresholds) do rargs[#rargs + 1] = "--threshold"; rargs[#rargs + 1] = t end
-    local code, dir = cli.run(rargs, { table_out = o.json and io_stderr or nil, hide_path = path,
+    -- one summary: the run's own table (the same numbers) is not printed
+    local sink = { write = function(self) return self end, flush = function() end }
+    local code, dir = cli.run(rargs, { table_out = sink, hide_path = path,
         thresholds_later = true })
     os.remove(path)
     if not dir then return code end
     local runs = require("arkbench.report.stats").read_jsonl(dir .. "/runs.jsonl") or {}
     local run = runs[#runs]
     if not run then return code end
+    local summary = json_file(dir .. "/summary.json")
+    local verdict = type(summary) == "table" and type(summary.thresholds) == "table"
+        and summary.thresholds or nil
     if o.json then
         local json = require("arkbench.util.json")
         local n = _M.numbers(run)
         n.url = args[1]
         n.connections, n.threads, n.window = o.connections or 16, o.threads or 1, o.window or 1
         n.results = dir
+        n.exit_code = code
+        n.strict = not o.no_strict
+        -- the verdict of each threshold: { rule, crossed, value, why }
+        if verdict then
+            local list = json.array()
+            for _, r in ipairs(verdict.results or {}) do
+                list[#list + 1] = { rule = r.rule, crossed = r.crossed == true, value = r.value, why = r.why }
+            end
+            n.thresholds = { rules = verdict.rules, crossed = verdict.crossed or 0, results = list }
+        end
         -- a missing value is left out (not null, not an empty table)
         for k, v in pairs(n) do
             if v == json.null or (type(v) == "table" and next(v) == nil) then n[k] = nil end
@@ -504,11 +691,10 @@ function _M.main(args, cli)
         io_stdout:write("\n", _M.summary_text(o, run, dir))
     end
     -- the threshold verdict last, where it is seen (stderr with --json)
-    local summary = json_file(dir .. "/summary.json")
-    if type(summary) == "table" and type(summary.thresholds) == "table" then
+    if verdict then
         local w = o.json and io_stderr or io_stdout
         io_stdout:flush()
-        w:write("\n", cli.threshold_text(summary.thresholds))
+        w:write("\n", cli.threshold_text(verdict))
     end
     return code
 end

@@ -124,9 +124,13 @@ for _, name in ipairs({ "connections_per_s", "connections_opened", "tls_handshak
 end
 add_sub("handshake_p50_us", "handshake_us", "p50")
 add_sub("handshake_p99_us", "handshake_us", "p99")
--- (message_errors + timed_out) / sent of one run; nil when nothing was sent
+-- (message_errors + timed_out + non_success) / sent of one run; nil when nothing was sent
 METRICS[#METRICS + 1] = "error_rate"
 getters.error_rate = status.error_rate
+-- replies outside the success set, and the bytes each way (counters.h)
+for _, name in ipairs({ "non_success", "bytes_sent", "bytes_received", "transfer_mib_per_s" }) do
+    add_field(name)
+end
 
 _M.METRICS = METRICS
 

@@ -21,7 +21,7 @@ local fmt_count, fmt_us = report.format_count, report.format_us
 
 local _M = {}
 
-local COUNTS = { "sent", "warmup_sent", "completed", "drained", "errors" }
+local COUNTS = { "sent", "warmup_sent", "completed", "drained", "errors", "non_success" }
 local RTT_FIELDS = { "count", "overflow", "min", "p50", "p90", "p95", "p99", "p999", "max", "mean",
     "stdev" }
 

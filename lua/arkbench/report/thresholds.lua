@@ -8,10 +8,12 @@
 --       why }; value is the case's number (nil without one).
 --   thresholds.crossed(results) -> the crossed results alone
 --   thresholds.format(results) -> text lines of the crossed ones ("" if none)
---   thresholds.value(case, metric) -> number | boolean | nil
+--   thresholds.value(case, metric[, tag]) -> number | boolean | nil
+--   thresholds.tag_value(case, tag, metric) -> number | nil
 --
 -- A number metric is the case's median over its ok repetitions (summary
--- cases[i].metrics.<name>.median). rate_met holds when every ok repetition
+-- cases[i].metrics.<name>.median); a {tag=NAME} rule's is the tag's
+-- (thresholds.tag_value). rate_met holds when every ok repetition
 -- met its rate. A rule whose metric has no value in a case (no ok run, or a
 -- closed-loop run asked for an open-loop field) is crossed: a gate that
 -- cannot be evaluated never passes silently.
@@ -33,8 +35,37 @@ local OPS = {
     ["=="] = function(a, b) return a == b end, ["!="] = function(a, b) return a ~= b end,
 }
 
-function _M.value(c, metric)
+-- One tag's value (rules.TAG_METRICS) from the case's tag summary
+-- (report/tags.lua): counts summed over the measured runs, the rate their
+-- median, the latency from the merged histogram, error_rate
+-- (errors + non_success) / sent.
+function _M.tag_value(c, tag, metric)
+    if type(c) ~= "table" or type(c.tags) ~= "table" then return nil end
+    local t
+    for _, x in ipairs(c.tags) do
+        if type(x) == "table" and x.tag == tag then t = x end
+    end
+    if not t then return nil end
+    local name = _M.ALIASES[metric] or metric
+    local v
+    if name == "round_trips_per_s" then
+        v = type(t.round_trips_per_s) == "table" and t.round_trips_per_s.median or nil
+    elseif name == "error_rate" then
+        local sent = tonumber(t.sent)
+        if sent and sent > 0 then v = ((tonumber(t.errors) or 0) + (tonumber(t.non_success) or 0)) / sent end
+    elseif name:match("^rtt_.*_us$") then
+        local r = type(t.rtt_merged_us) == "table" and t.rtt_merged_us or {}
+        v = r[name:match("^rtt_(.*)_us$")]
+    else
+        v = t[name]
+    end
+    if type(v) == "number" and v == v then return v end
+    return nil
+end
+
+function _M.value(c, metric, tag)
     if type(c) ~= "table" then return nil end
+    if tag then return _M.tag_value(c, tag, metric) end
     if _M.BOOLEAN[metric] then
         local n = tonumber(c.rate_runs)
         if not n or n == 0 then return nil end
@@ -71,12 +102,15 @@ function _M.check(summary, rules)
     local cases = type(summary) == "table" and type(summary.cases) == "table" and summary.cases or {}
     for _, c in ipairs(cases) do
         for _, r in ipairs(rules or {}) do
-            local v = _M.value(c, r.metric)
-            local res = { case_id = c.case_id, rule = r.text, value = v }
+            local v = _M.value(c, r.metric, r.tag)
+            local res = { case_id = c.case_id, rule = r.text, value = v, tag = r.tag }
             if v == nil then
                 res.crossed = true
                 if (tonumber(c.runs_ok) or 0) == 0 then
                     res.why = "no ok run"
+                elseif r.tag then
+                    res.why = format("no value for %s of tag '%s' (no message had that tag?)", r.metric,
+                                     r.tag)
                 elseif _M.BOOLEAN[r.metric] then
                     res.why = "no run reports " .. r.metric .. " (closed loop has no rate)"
                 else
@@ -84,7 +118,8 @@ function _M.check(summary, rules)
                 end
             elseif r.op then
                 res.crossed = not OPS[r.op](v, r.value)
-                res.why = format("%s = %s", r.metric, shown(v))
+                res.why = format("%s%s = %s", r.metric, r.tag and ("{tag=" .. r.tag .. "}") or "",
+                                 shown(v))
             else
                 res.crossed = v ~= true
                 res.why = v and "every ok run met its rate"

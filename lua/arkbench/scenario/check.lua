@@ -42,7 +42,7 @@ _M.KEYS = {
     "repetitions", "rate", "rate_precision", "requests_per_connection", "connect_rate", "interval", "timeout",
     "connect_timeout", "placement", "processes", "target", "bind", "tls", "udp",
     "request", "client", "server", "message", "expect", "tag",
-    "thresholds", "max_error_rate", "rate_strict",
+    "thresholds", "max_error_rate", "rate_strict", "strict",
 }
 local KNOWN = {}
 for _, k in ipairs(_M.KEYS) do KNOWN[k] = true end

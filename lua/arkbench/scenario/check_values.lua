@@ -276,9 +276,19 @@ function _M.check_single(ctx, t, keys)
     end
 end
 
--- the run's verdict: thresholds, rate_strict, max_error_rate
+-- the run's verdict: thresholds, rate_strict, strict, max_error_rate
 function _M.check_verdict(ctx, t, keys)
     if t.thresholds ~= nil then keys.thresholds = check_thresholds(ctx, t.thresholds) end
+    if t.strict ~= nil then
+        if type(t.strict) ~= "boolean" then
+            fail(ctx, "strict", "key 'strict': got " .. describe(t.strict)
+                 .. "; expected a boolean (false: errors, statuses outside the success set and a"
+                 .. " missed rate are reported, and the thresholds alone decide the exit code;"
+                 .. " strict is not a matrix axis)")
+        else
+            keys.strict = t.strict
+        end
+    end
     if t.rate_strict ~= nil then
         if type(t.rate_strict) ~= "boolean" then
             fail(ctx, "rate_strict", "key 'rate_strict': got " .. describe(t.rate_strict)

@@ -251,6 +251,7 @@ expand_base = function(spec)
             coroutine_stack = keys.coroutine_stack,
             max_error_rate = keys.max_error_rate,
             rate_strict = keys.rate_strict,
+            strict = keys.strict,
             bind = keys.bind,
         }
         local id = {}

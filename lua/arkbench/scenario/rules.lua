@@ -5,7 +5,11 @@
 --   rules.parse(text) -> rule | nil, why
 --       text: "METRIC OP NUMBER" (OP one of < <= > >= == !=; NUMBER as Lua
 --       reads it: 1000, 0.001, 1e9) or a boolean metric alone ("rate_met").
---       rule = { text, metric, op, value } (op nil for a boolean metric).
+--       METRIC{tag=NAME} names one tag's value (a TAG_METRICS name):
+--       "p99_us{tag=get} < 500".
+--       rule = { text, metric, op, value, tag } (op nil for a boolean
+--       metric, tag nil for the case's own value).
+--   rules.TAG_METRICS: the names a {tag=...} rule may use
 --   rules.parse_list(list) -> rules | nil, { "element i: why", ... }
 --   rules.NAMES: the summary metrics a rule may name (report/stats.lua
 --       METRICS: spec/unit/thresholds_spec.lua checks they are the same)
@@ -27,7 +31,17 @@ _M.NAMES = {
     "rtt_raw_p50_us", "rtt_raw_p99_us", "rtt_raw_p999_us", "rtt_raw_max_us", "send_lag_p50_us",
     "send_lag_p99_us", "send_lag_max_us", "connections_per_s", "connections_opened",
     "tls_handshakes", "tls_resumed", "handshake_p50_us", "handshake_p99_us", "error_rate",
+    "non_success", "bytes_sent", "bytes_received", "transfer_mib_per_s",
 }
+
+-- per tag (report/tags.lua's summary of a case's tags)
+_M.TAG_METRICS = {
+    "round_trips_per_s", "sent", "completed", "drained", "errors", "non_success", "error_rate",
+    "rtt_min_us", "rtt_p50_us", "rtt_p90_us", "rtt_p95_us", "rtt_p99_us", "rtt_p999_us",
+    "rtt_max_us", "rtt_mean_us",
+}
+local TAG_KNOWN = {}
+for _, m in ipairs(_M.TAG_METRICS) do TAG_KNOWN[m] = true end
 
 -- Short names for the RTT percentiles: the corrected view in open loop.
 _M.ALIASES = {
@@ -68,11 +82,33 @@ local function near(name)
     return out
 end
 
+local parse_plain
+
 function _M.parse(text)
     if type(text) ~= "string" then
         return nil, "got a " .. type(text) .. "; " .. EXPECTED
     end
     local s = text:match("^%s*(.-)%s*$")
+    -- METRIC{tag=NAME} ...: the same rule over one tag's numbers
+    local head, sel, tail = s:match("^([%a_][%w_]*)%s*(%b{})(.*)$")
+    if not head then return parse_plain(s, text) end
+    local tag = sel:match("^{%s*tag%s*=%s*\"?([^\"{}=,]-)\"?%s*}$")
+    if not tag or tag == "" then
+        return nil, format('"%s": %s: expected {tag=NAME}, e.g. "p99_us{tag=get} < 500"', s, sel)
+    end
+    local r, why = parse_plain(head .. tail, text)
+    if not r then return nil, why end
+    local name = _M.ALIASES[r.metric] or r.metric
+    if not TAG_KNOWN[name] then
+        return nil, format('"%s": %s is not kept per tag; a {tag=...} rule takes one of %s', s,
+            r.metric, "p50_us, p90_us, p95_us, p99_us, p999_us, max_us, mean_us, min_us, "
+            .. concat(_M.TAG_METRICS, ", ", 1, 7))
+    end
+    r.text, r.tag = s, tag
+    return r
+end
+
+parse_plain = function(s, text)
     local name = s:match("^([%a_][%w_]*)$")
     if name then
         if _M.BOOLEAN[name] then return { text = s, metric = name } end

@@ -4,8 +4,10 @@
 --
 --   units.seconds(v) -> number | nil
 --       v a number (seconds, returned as is) or a string: a number followed
---       by one of us, ms, s, m, h ("250ms", "10s", "1.5s", "2m", "1h");
---       a bare number in a string ("10") is seconds too.
+--       by one of us, ms, s, m, h ("250ms", "10s", "1.5s", "2m", "1h"), or
+--       such parts one after another, largest unit first, each unit once
+--       ("1m30s", "1h2m3s", "2s500ms"); a bare number in a string ("10")
+--       is seconds too.
 --   units.bytes(v) -> number | nil
 --       v a number (bytes) or a string: a number followed by B, KiB, MiB,
 --       GiB (powers of 1024) or KB, MB, GB (powers of 1000), e.g. "16KiB",
@@ -45,15 +47,41 @@ local function split(s)
     return n, str_lower(unit)
 end
 
-function _M.seconds(v)
-    if type(v) == "number" then return v end
-    if type(v) ~= "string" then return nil end
-    local n, unit = split(v)
-    if not n then return nil end
+-- seconds of n units (nil for an unknown unit)
+local function in_seconds(n, unit)
     if PER_SECOND[unit] then return n / PER_SECOND[unit] end
     local f = unit == "" and 1 or SECONDS[unit]
     if not f then return nil end
     return n * f
+end
+
+-- a unit's size, for the order of a compound duration's parts
+local RANK = { h = 5, m = 4, s = 3, ms = 2, us = 1 }
+
+-- "1m30s", "1h2m", "2s500ms": parts with a unit each, largest first, each
+-- unit once; nil for anything else
+local function compound(v)
+    local s = str_lower((v:gsub("^%s+", ""):gsub("%s+$", "")))
+    if s == "" then return nil end
+    local total, pos, last = 0, 1, math_huge
+    while pos <= #s do
+        local num, unit, stop = s:match("^(%d+%.?%d*)(%a+)()", pos)
+        if not num then return nil end
+        local rank = RANK[unit]
+        if not rank or rank >= last then return nil end
+        last = rank
+        total = total + in_seconds(tonumber(num), unit)
+        pos = stop
+    end
+    return total
+end
+
+function _M.seconds(v)
+    if type(v) == "number" then return v end
+    if type(v) ~= "string" then return nil end
+    local n, unit = split(v)
+    if not n then return compound(v) end
+    return in_seconds(n, unit)
 end
 
 function _M.bytes(v)
