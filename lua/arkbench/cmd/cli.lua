@@ -51,6 +51,15 @@ local HELP = {
       --threshold RULE    a pass/fail rule checked per case after the run,
                           e.g. 'p99_us < 1000' (repeatable; adds to the
                           scenario's thresholds); crossed -> exit 3
+      --csv               also write runs.csv, cases.csv, intervals.csv (and
+                          tags.csv), as report DIR --csv does
+      --hgrm              also write hgrm/*.hgrm, as report DIR --hgrm does
+      --openmetrics       also write metrics.om, as report DIR --openmetrics
+      --json              print summary.json on stdout (the table goes to stderr)
+      --metrics-listen HOST:PORT
+                          serve live OpenMetrics at http://HOST:PORT/metrics
+                          while the run goes (port 0: one is chosen and
+                          printed; docs/reports.md "Live metrics")
 ]],
     search = [[
   search FILE.lua     the highest rate whose runs meet an SLO (bisection,
@@ -77,8 +86,9 @@ local HELP = {
     report = [[
   report DIR          rebuild summary.json, report.md, report.html and charts/
                       from runs.jsonl (+ env.json) and print the table
-      --csv               also write runs.csv (per run) and cases.csv (per case),
-                          and tags.csv (per case and tag) when messages had tags
+      --csv               also write runs.csv (per run), cases.csv (per case),
+                          intervals.csv (per interval of each run), and
+                          tags.csv (per case and tag) when messages had tags
       --hgrm              also write hgrm/<case>.rtt_us.hgrm (HdrHistogram
                           percentile distributions; open loop: .rtt_raw_us too;
                           per tag: hgrm/<case>.tag=<tag>.rtt_us.hgrm)
@@ -140,7 +150,7 @@ local VALUE_OPTS = {
     ["--topology"] = true, ["--work"] = true, ["--framing"] = true, ["--payload"] = true,
     ["--cert-out"] = true, ["--tls-version"] = true, ["--alpn"] = true, ["--pairs"] = true,
     ["--duration"] = true, ["--warmup"] = true, ["--clients"] = true, ["--window"] = true,
-    ["--cpu"] = true,
+    ["--cpu"] = true, ["--metrics-listen"] = true,
 }
 
 local function wants_help(args)
@@ -176,6 +186,10 @@ local function write_file(path, text)
     return true
 end
 
+-- run's flags without a value: option -> field of the parsed options
+local RUN_FLAGS = { ["--csv"] = "csv", ["--hgrm"] = "hgrm", ["--openmetrics"] = "openmetrics",
+                    ["--json"] = "json" }
+
 local function parse_run_args(args, first)
     local o = { sets = {}, filters = {}, thresholds = {} }
     local i = first
@@ -199,6 +213,12 @@ local function parse_run_args(args, first)
         elseif a:match("^%-%-out=") then o.out = a:sub(7); i = i + 1
         elseif a:match("^%-%-threshold=") then o.thresholds[#o.thresholds + 1] = a:sub(13); i = i + 1
         elseif a == "--quick" then o.quick = true; i = i + 1
+        elseif RUN_FLAGS[a] then o[RUN_FLAGS[a]] = true; i = i + 1
+        elseif a == "--metrics-listen" then
+            local v = value()
+            if v == nil or v:match("^%-%-%a") then return nil, "--metrics-listen needs HOST:PORT" end
+            o.metrics_listen = v
+        elseif a:match("^%-%-metrics%-listen=") then o.metrics_listen = a:sub(18); i = i + 1
         elseif a == "--append" then o.append = true; i = i + 1
         elseif a == "--list" then o.list = true; i = i + 1
         elseif a:sub(1, 1) == "-" then return nil, "unknown option '" .. a .. "' (see arkbench help)"
@@ -322,6 +342,8 @@ function _M.run(args, ropts)
     if core.signals_install then core.signals_install() end
     local o, err = parse_run_args(args, 2)
     if not o then return die(err) end
+    -- run --json: the summary is the one document on stdout
+    if o.json then table_out = io_stderr end
     local spec, cases, lcode = load_cases(o)
     if not spec then
         io_stderr:write(cases, "\n")
@@ -462,11 +484,23 @@ function _M.run(args, ropts)
         if warning then io_stderr:write("arkbench: warning: ", warning, "\n") end
         if all then runs = all elseif aerr then io_stderr:write("arkbench: ", aerr, "\n") end
     end
-    local _, wrote, crossed = finish_results(dir, spec.name, runs, {
+    local summary, wrote, crossed = finish_results(dir, spec.name, runs, {
         scenario = spec.name, started_utc = envinfo.started_utc, ended_utc = this_env.ended_utc,
         interrupted = code == 130,
     }, threshold_rules(spec, o.thresholds))
+    -- the exports asked for on the command line, as `report DIR` writes them
+    local exports = require("arkbench.report.exports")
+    if exports.any(o) and summary then
+        local xok, xerr = exports.write(dir, runs, summary, o)
+        if not xok then
+            io_stderr:write("arkbench: cannot write ", xerr, "\n")
+            wrote = false
+        end
+    end
     folder.release(dir)
+    if o.json and summary then
+        io_stdout:write(json.encode(summary, { indent = 2 }), "\n")
+    end
     io_stdout:flush()
     io_stderr:write("results: ", dir, "\n")
     local html = io.open(dir .. "/report.html", "r")
@@ -536,33 +570,12 @@ function _M.report(args)
     local summary, wrote, crossed = finish_results(dir, nil, runs, meta, rules)
     -- the exports asked for: each writes its files or says why it could
     -- not (a write failure, like the other files': exit 1)
-    local exports = {
-        { want_csv, "the CSV files", function()
-            local paths, err = require("arkbench.report.csv").write(dir, runs, summary)
-            if not paths then return nil, err end
-            -- tags.csv too when a case has tags
-            return "wrote " .. table.concat(paths, ", ", 1, #paths - 1) .. " and " .. paths[#paths]
-        end },
-        { want_hgrm, "the .hgrm files", function()
-            local paths, err = require("arkbench.report.hgrm").write(dir, runs, summary)
-            return paths and str_format("wrote %d .hgrm file%s in %s/hgrm", #paths,
-                #paths == 1 and "" or "s", dir), err
-        end },
-        { want_om, "the OpenMetrics file", function()
-            local path, err = require("arkbench.report.openmetrics").write(dir, summary)
-            return path and ("wrote " .. path), err
-        end },
-    }
-    for _, e in ipairs(exports) do
-        if e[1] then
-            local said, err = e[3]()
-            if not said then
-                folder.release(dir)
-                io_stderr:write("arkbench: cannot write ", e[2], ": ", tostring(err), "\n")
-                return 1
-            end
-            io_stderr:write(said, "\n")
-        end
+    local xok, xerr = require("arkbench.report.exports").write(dir, runs, summary,
+        { csv = want_csv, hgrm = want_hgrm, openmetrics = want_om })
+    if not xok then
+        folder.release(dir)
+        io_stderr:write("arkbench: cannot write ", xerr, "\n")
+        return 1
     end
     folder.release(dir)
     if not wrote then return 1 end
