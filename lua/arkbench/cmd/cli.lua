@@ -231,6 +231,10 @@ local function parse_run_args(args, first)
         if not ok then return nil, "--threshold " .. why end
     end
     if o.append and not o.out then return nil, "--append needs --out DIR (the result to add to)" end
+    if o.metrics_listen then
+        local ok, why = require("arkbench.run.live_metrics").parse_addr(o.metrics_listen)
+        if not ok then return nil, "--metrics-listen " .. why end
+    end
     if o.out and o.out:sub(1, 1) == "-" then
         return nil, "--out '" .. o.out .. "': looks like an option; write ./" .. o.out
             .. " for a folder of that name"
@@ -374,6 +378,20 @@ function _M.run(args, ropts)
         io_stdout:write(str_format("%d cases, %d runs\n", #cases, runs_total))
         return 0
     end
+    -- --metrics-listen: the live OpenMetrics, listening before anything runs
+    -- (a port in use is exit 2 with nothing written)
+    local live
+    if o.metrics_listen then
+        local lm = require("arkbench.run.live_metrics")
+        local lerr
+        live, lerr = lm.start(o.metrics_listen, spec.name, runs_total)
+        if not live then return die(lerr) end
+        if not lm.is_loopback(live.host) then
+            io_stderr:write("arkbench: warning: --metrics-listen ", o.metrics_listen,
+                ": not a loopback address; anyone who reaches this host can read the metrics\n")
+        end
+        io_stderr:write("arkbench: live metrics at ", live.url, "\n")
+    end
 
     -- file descriptors per process: a connection is a client and a server
     -- end in one worker (same-process), or one end in each of the two
@@ -465,11 +483,17 @@ function _M.run(args, ropts)
 
     if core.signals_install then core.signals_install() end
     local on_run, on_progress = progress_printer(runs_total)
+    local on_start
+    if live then
+        on_run, on_progress = require("arkbench.run.live_metrics").chain(live, on_run, on_progress)
+        on_start = live.on_start
+    end
     local code, runs, rerr = runner.run({
         spec = spec, cases = cases, sets = o.sets, quick = o.quick, out_dir = dir,
-        on_run = on_run, on_progress = on_progress,
+        on_run = on_run, on_progress = on_progress, on_start = on_start,
         rep_base = prior and require("arkbench.report.runfile").last_repetitions(prior.runs),
     })
+    if live then live.close() end
     local ended = core.wall_s()
     this_env.ended_utc = env.utc_iso(ended)
     this_env.load_average_end = env.load_average() or json.null
