@@ -23,5 +23,6 @@ int ab_luaopen_core(lua_State *L) {
   ab_lua_register_fs(L);
   ab_lua_register_tls(L);
   ab_lua_register_child(L);
+  ab_lua_register_metrics(L);
   return 1;
 }

@@ -22,6 +22,7 @@ void ab_lua_register_caps(lua_State *L);   /* lua_caps.c   */
 void ab_lua_register_fs(lua_State *L);     /* lua_fs.c     */
 void ab_lua_register_tls(lua_State *L);    /* lua_tls.c    */
 void ab_lua_register_child(lua_State *L);  /* lua_child.c  */
+void ab_lua_register_metrics(lua_State *L); /* lua_metrics.c */
 
 /* Pushes nil, "ENAME: text", "ENAME" for err and returns 3. */
 int ab_lua_fail(lua_State *L, int err);

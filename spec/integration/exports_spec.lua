@@ -133,7 +133,7 @@ return { name = "tg", execution = "lua", framing = "raw", payload = 64, clients 
     rc, _, err = run({ "report", d .. "/out", "--csv", "--hgrm", "--openmetrics" })
     assert.equals(0, rc, err)
     assert.truthy(err:find("wrote 4 .hgrm files in " .. d .. "/out/hgrm", 1, true), err)
-    assert.truthy(err:find("cases.csv and " .. d .. "/out/tags.csv", 1, true), err)
+    assert.truthy(err:find("intervals.csv and " .. d .. "/out/tags.csv", 1, true), err)
     return d .. "/out"
 end
 

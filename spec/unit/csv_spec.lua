@@ -137,7 +137,7 @@ describe("csv.write", function()
         assert(os.execute("mkdir -p '" .. d .. "'"))
         local rs = runs()
         local paths = assert(csv.write(d, rs, stats.summarize(rs, {})))
-        assert.are.same({ d .. "/runs.csv", d .. "/cases.csv" }, paths)
+        assert.are.same({ d .. "/runs.csv", d .. "/cases.csv", d .. "/intervals.csv" }, paths)
         local f = assert(io.open(paths[1], "rb"))
         assert.are.equal(csv.runs(rs), f:read("*a"))
         f:close()
@@ -182,13 +182,27 @@ describe("csv.tags", function()
         assert.are.equal("2", set.errors)
     end)
 
+    it("csv.intervals has one row per interval of each run", function()
+        local rs = { { case_id = "a", repetition = 1, status = "ok",
+                       intervals = { { t_s = 0, duration_s = 1, sent = 5, completed = 4 },
+                                     { t_s = 1, duration_s = 0.5, sent = 2, completed = 3, p99_us = 12.5 } } },
+                     { case_id = "b", repetition = 2, status = "failed" } }
+        local recs, header = as_records(csv.intervals(rs))
+        assert.are.same({ "case_id", "repetition", "status", "interval", "t_s", "duration_s", "sent" },
+            { unpack(header, 1, 7) })
+        assert.are.equal(2, #recs)
+        assert.are.equal("2", recs[2].interval)
+        assert.are.equal("12.5", recs[2].p99_us)
+        assert.are.equal("", recs[1].p99_us)
+    end)
+
     it("is written as tags.csv beside the others when a case has tags", function()
         local d = os.tmpname()
         os.remove(d)
         assert(os.execute("mkdir -p '" .. d .. "'"))
         local rs = { tagged(1, 9) }
         local paths = assert(csv.write(d, rs, stats.summarize(rs, {})))
-        assert.are.same({ d .. "/runs.csv", d .. "/cases.csv", d .. "/tags.csv" }, paths)
+        assert.are.same({ d .. "/runs.csv", d .. "/cases.csv", d .. "/intervals.csv", d .. "/tags.csv" }, paths)
         os.execute("rm -rf '" .. d .. "'")
     end)
 end)

@@ -63,6 +63,15 @@ local HELP = {
                           missed rate are reported, not failures: the
                           thresholds alone decide the exit code (as
                           --set strict=false)
+      --csv               also write runs.csv, cases.csv, intervals.csv (and
+                          tags.csv), as report DIR --csv does
+      --hgrm              also write hgrm/*.hgrm, as report DIR --hgrm does
+      --openmetrics       also write metrics.om, as report DIR --openmetrics
+      --json              print summary.json on stdout (the table goes to stderr)
+      --metrics-listen HOST:PORT
+                          serve live OpenMetrics at http://HOST:PORT/metrics
+                          while the run goes (port 0: one is chosen and
+                          printed; docs/reports.md "Live metrics")
 ]],
     search = [[
   search FILE.lua     the highest rate whose runs meet an SLO (bisection,
@@ -89,8 +98,9 @@ local HELP = {
     report = [[
   report DIR          rebuild summary.json, report.md, report.html and charts/
                       from runs.jsonl (+ env.json) and print the table
-      --csv               also write runs.csv (per run) and cases.csv (per case),
-                          and tags.csv (per case and tag) when messages had tags
+      --csv               also write runs.csv (per run), cases.csv (per case),
+                          intervals.csv (per interval of each run), and
+                          tags.csv (per case and tag) when messages had tags
       --hgrm              also write hgrm/<case>.rtt_us.hgrm (HdrHistogram
                           percentile distributions; open loop: .rtt_raw_us too;
                           per tag: hgrm/<case>.tag=<tag>.rtt_us.hgrm)
@@ -167,6 +177,7 @@ local VALUE_OPTS = {
     ["--duration"] = true, ["--warmup"] = true, ["--clients"] = true, ["--window"] = true,
     ["--cpu"] = true, ["--shard"] = true, ["--start-at"] = true, ["--slot"] = true, ["--shards"] = true,
     ["--image"] = true, ["--target"] = true, ["--start-in"] = true,
+    ["--cpu"] = true, ["--metrics-listen"] = true,
 }
 
 local function wants_help(args)
@@ -217,6 +228,10 @@ local function write_file(path, text)
     return true
 end
 
+-- run's flags without a value: option -> field of the parsed options
+local RUN_FLAGS = { ["--csv"] = "csv", ["--hgrm"] = "hgrm", ["--openmetrics"] = "openmetrics",
+                    ["--json"] = "json" }
+
 local function parse_run_args(args, first)
     local o = { sets = {}, filters = {}, thresholds = {} }
     local i = first
@@ -250,6 +265,12 @@ local function parse_run_args(args, first)
             i = i + 1
         elseif a == "--quick" then o.quick = true; i = i + 1
         elseif a == "--no-strict" then o.sets[#o.sets + 1] = "strict=false"; i = i + 1
+        elseif RUN_FLAGS[a] then o[RUN_FLAGS[a]] = true; i = i + 1
+        elseif a == "--metrics-listen" then
+            local v = value()
+            if v == nil or v:match("^%-%-%a") then return nil, "--metrics-listen needs HOST:PORT" end
+            o.metrics_listen = v
+        elseif a:match("^%-%-metrics%-listen=") then o.metrics_listen = a:sub(18); i = i + 1
         elseif a == "--append" then o.append = true; i = i + 1
         elseif a == "--list" then o.list = true; i = i + 1
         elseif a:sub(1, 1) == "-" then return nil, "unknown option '" .. a .. "' (see arkbench help)"
@@ -262,6 +283,10 @@ local function parse_run_args(args, first)
         if not ok then return nil, "--threshold " .. why end
     end
     if o.append and not o.out then return nil, "--append needs --out DIR (the result to add to)" end
+    if o.metrics_listen then
+        local ok, why = require("arkbench.run.live_metrics").parse_addr(o.metrics_listen)
+        if not ok then return nil, "--metrics-listen " .. why end
+    end
     if o.out and o.out:sub(1, 1) == "-" then
         return nil, "--out '" .. o.out .. "': looks like an option; write ./" .. o.out
             .. " for a folder of that name"
@@ -373,6 +398,8 @@ function _M.run(args, ropts)
     if core.signals_install then core.signals_install() end
     local o, err = parse_run_args(args, 2)
     if not o then return die(err) end
+    -- run --json: the summary is the one document on stdout
+    if o.json then table_out = io_stderr end
     local spec, cases, lcode = load_cases(o)
     if not spec then
         io_stderr:write(cases, "\n")
@@ -409,6 +436,20 @@ function _M.run(args, ropts)
         end
         io_stdout:write(str_format("%d cases, %d runs\n", #cases, runs_total))
         return 0
+    end
+    -- --metrics-listen: the live OpenMetrics, listening before anything runs
+    -- (a port in use is exit 2 with nothing written)
+    local live
+    if o.metrics_listen then
+        local lm = require("arkbench.run.live_metrics")
+        local lerr
+        live, lerr = lm.start(o.metrics_listen, spec.name, runs_total)
+        if not live then return die(lerr) end
+        if not lm.is_loopback(live.host) then
+            io_stderr:write("arkbench: warning: --metrics-listen ", o.metrics_listen,
+                ": not a loopback address; anyone who reaches this host can read the metrics\n")
+        end
+        io_stderr:write("arkbench: live metrics at ", live.url, "\n")
     end
 
     -- file descriptors per process: a connection is a client and a server
@@ -510,13 +551,19 @@ function _M.run(args, ropts)
 
     if core.signals_install then core.signals_install() end
     local on_run, on_progress = progress_printer(runs_total)
+    local on_start
+    if live then
+        on_run, on_progress = require("arkbench.run.live_metrics").chain(live, on_run, on_progress)
+        on_start = live.on_start
+    end
     local code, runs, rerr = runner.run({
         spec = spec, cases = cases, sets = o.sets, quick = o.quick, out_dir = dir,
-        on_run = on_run, on_progress = on_progress,
+        on_run = on_run, on_progress = on_progress, on_start = on_start,
         rep_base = prior and require("arkbench.report.runfile").last_repetitions(prior.runs),
         shard = sh,
         schedule = dist.start_s and require("arkbench.run.shard").schedule(dist.start_s, dist.slot_s),
     })
+    if live then live.close() end
     local ended = core.wall_s()
     this_env.ended_utc = env.utc_iso(ended)
     this_env.load_average_end = env.load_average() or json.null
@@ -532,11 +579,23 @@ function _M.run(args, ropts)
         if all then runs = all elseif aerr then io_stderr:write("arkbench: ", aerr, "\n") end
     end
     -- a shard's thresholds are checked on the merge (its numbers are a part)
-    local _, wrote, crossed = finish_results(dir, spec.name, runs, {
+    local summary, wrote, crossed = finish_results(dir, spec.name, runs, {
         scenario = spec.name, started_utc = envinfo.started_utc, ended_utc = this_env.ended_utc,
         interrupted = code == 130,
     }, not sh and threshold_rules(spec, o.thresholds) or nil)
+    -- the exports asked for on the command line, as `report DIR` writes them
+    local exports = require("arkbench.report.exports")
+    if exports.any(o) and summary then
+        local xok, xerr = exports.write(dir, runs, summary, o)
+        if not xok then
+            io_stderr:write("arkbench: cannot write ", xerr, "\n")
+            wrote = false
+        end
+    end
     folder.release(dir)
+    if o.json and summary then
+        io_stdout:write(json.encode(summary, { indent = 2 }), "\n")
+    end
     io_stdout:flush()
     io_stderr:write("results: ", dir, "\n")
     local html = io.open(dir .. "/report.html", "r")
@@ -606,33 +665,12 @@ function _M.report(args)
     local summary, wrote, crossed = finish_results(dir, nil, runs, meta, rules)
     -- the exports asked for: each writes its files or says why it could
     -- not (a write failure, like the other files': exit 1)
-    local exports = {
-        { want_csv, "the CSV files", function()
-            local paths, err = require("arkbench.report.csv").write(dir, runs, summary)
-            if not paths then return nil, err end
-            -- tags.csv too when a case has tags
-            return "wrote " .. table.concat(paths, ", ", 1, #paths - 1) .. " and " .. paths[#paths]
-        end },
-        { want_hgrm, "the .hgrm files", function()
-            local paths, err = require("arkbench.report.hgrm").write(dir, runs, summary)
-            return paths and str_format("wrote %d .hgrm file%s in %s/hgrm", #paths,
-                #paths == 1 and "" or "s", dir), err
-        end },
-        { want_om, "the OpenMetrics file", function()
-            local path, err = require("arkbench.report.openmetrics").write(dir, summary)
-            return path and ("wrote " .. path), err
-        end },
-    }
-    for _, e in ipairs(exports) do
-        if e[1] then
-            local said, err = e[3]()
-            if not said then
-                folder.release(dir)
-                io_stderr:write("arkbench: cannot write ", e[2], ": ", tostring(err), "\n")
-                return 1
-            end
-            io_stderr:write(said, "\n")
-        end
+    local xok, xerr = require("arkbench.report.exports").write(dir, runs, summary,
+        { csv = want_csv, hgrm = want_hgrm, openmetrics = want_om })
+    if not xok then
+        folder.release(dir)
+        io_stderr:write("arkbench: cannot write ", xerr, "\n")
+        return 1
     end
     folder.release(dir)
     if not wrote then return 1 end

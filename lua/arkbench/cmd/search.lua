@@ -75,6 +75,10 @@ function _M.parse(args)
     if ro.list or ro.append or #ro.thresholds > 0 then
         return nil, "--list, --append and --threshold are for run, not search"
     end
+    if ro.csv or ro.hgrm or ro.openmetrics or ro.json or ro.metrics_listen then
+        return nil, "--csv, --hgrm, --openmetrics, --json and --metrics-listen are for run, not search"
+            .. " (arkbench report DIR --csv ... exports a search's folder)"
+    end
     for k, v in pairs(ro) do o[k] = v end
     return o
 end

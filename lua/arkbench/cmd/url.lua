@@ -79,6 +79,11 @@ usage: arkbench URL [options]
       --latency       accepted for wrk users: the ladder is always printed
       --out DIR       results folder (default results/<name>/<UTC>/)
       --json          print the summary as one JSON document on stdout
+      --csv, --hgrm, --openmetrics
+                      also write the exports into the results folder, as
+                      arkbench report DIR --csv/--hgrm/--openmetrics
+      --metrics-listen HOST:PORT
+                      serve live OpenMetrics while the run goes (as run)
 ]]
 
 function _M.is_url(text)
@@ -147,6 +152,9 @@ local FLAGS = {
     out = { "out", "text" },
     json = { "json", "flag" },
     pipeline = { "pipeline", "flag" },
+    -- exports and live metrics, as `arkbench run` has them
+    csv = { "csv", "flag" }, hgrm = { "hgrm", "flag" }, openmetrics = { "openmetrics", "flag" },
+    ["metrics-listen"] = { "metrics_listen", "text" },
     threshold = { "thresholds", "list" },
     h = { "help", "flag" }, help = { "help", "flag" },
 }
@@ -654,6 +662,10 @@ function _M.main(args, cli)
     local rargs = { "run", path }
     if o.out then rargs[#rargs + 1] = "--out"; rargs[#rargs + 1] = o.out end
     for _, t in ipairs(o.thresholds) do rargs[#rargs + 1] = "--threshold"; rargs[#rargs + 1] = t end
+    for _, x in ipairs({ "csv", "hgrm", "openmetrics" }) do
+        if o[x] then rargs[#rargs + 1] = "--" .. x end
+    end
+    if o.metrics_listen then rargs[#rargs + 1] = "--metrics-listen=" .. o.metrics_listen end
     -- one summary: the run's own table (the same numbers) is not printed
     local sink = { write = function(self) return self end, flush = function() end }
     local code, dir = cli.run(rargs, { table_out = sink, hide_path = path,

@@ -9,9 +9,11 @@
 --   csv.tags(summary) -> text | nil  header + one row per case and tag
 --                             (summary.json cases[i].tags), nil when no
 --                             case has tags
---   csv.write(dir, runs, summary) -> { path, path [, path] } | nil, err
---                             runs.csv, cases.csv, and tags.csv when a
---                             case has tags
+--   csv.intervals(runs) -> text  header + one row per interval of each run
+--                             (run.intervals), file order
+--   csv.write(dir, runs, summary) -> { path, ... } | nil, err
+--                             runs.csv, cases.csv, intervals.csv, and
+--                             tags.csv when a case has tags
 --
 -- Columns: case_id, then every resolved case key found in any case (axis
 -- order, then by name), then the measurements.  runs.csv has the run's own
@@ -82,6 +84,16 @@ local RUN_TAIL = {
     "cpu_percent", "cpu_user_s", "cpu_sys_s", "cpu_machine_percent", "rss_peak_bytes",
     "rss_end_bytes", "load_model", "model", "loops", "workers", "logical_cpus",
 }
+-- after `errors` (columns added later go last, so older readers keep
+-- theirs): the open-loop fields and the other counters of the run object
+local RUN_MORE = {
+    "rate_asked", "rate_achieved", "rate_met", "unsent", "unsent_window_full", "late",
+    "reconnects", "reconnects_given_up", "connections_opened", "connections_retired",
+    "connections_used", "connections_per_s", "server_closes", "warmup_completed",
+}
+-- open loop only: the raw RTT (from the actual sends) and the send lag
+local VIEWS = { { "rtt_raw_us", "rtt_raw_" }, { "send_lag_us", "send_lag_" } }
+local VIEW_FIELDS = { "p50", "p90", "p99", "p999", "max", "mean" }
 
 local function errors_text(e)
     if type(e) ~= "table" then return nil end
@@ -107,6 +119,10 @@ function _M.runs(runs)
     header[#header + 1] = "connect_p99_us"
     for _, k in ipairs(RUN_TAIL) do header[#header + 1] = k end
     header[#header + 1] = "errors"
+    for _, k in ipairs(RUN_MORE) do header[#header + 1] = k end
+    for _, v in ipairs(VIEWS) do
+        for _, k in ipairs(VIEW_FIELDS) do header[#header + 1] = v[2] .. k .. "_us" end
+    end
     local out = { line(header) }
     for _, r in ipairs(runs) do
         -- cells by position: a missing value (nil) still takes its column
@@ -122,7 +138,35 @@ function _M.runs(runs)
         put(conn.p50); put(conn.p99)
         for _, k in ipairs(RUN_TAIL) do put(r[k]) end
         put(errors_text(r.errors))
+        for _, k in ipairs(RUN_MORE) do put(r[k]) end
+        for _, v in ipairs(VIEWS) do
+            local t = type(r[v[1]]) == "table" and r[v[1]] or {}
+            for _, k in ipairs(VIEW_FIELDS) do put(t[k]) end
+        end
         out[#out + 1] = concat(text, ",")
+    end
+    return concat(out, "\n") .. "\n"
+end
+
+-- intervals.csv: the run's time series (run-object.md `intervals`), the
+-- histograms left out (they are in runs.jsonl)
+local IV_FIELDS = { "t_s", "duration_s", "sent", "completed", "errors", "timed_out", "connections",
+    "round_trips_per_s", "p50_us", "p90_us", "p99_us", "max_us", "send_lag_p99_us" }
+
+function _M.intervals(runs)
+    local header = { "case_id", "repetition", "status", "interval" }
+    for _, k in ipairs(IV_FIELDS) do header[#header + 1] = k end
+    local out = { line(header) }
+    for _, r in ipairs(runs) do
+        for i, iv in ipairs(type(r.intervals) == "table" and r.intervals or {}) do
+            if type(iv) == "table" then
+                local text, n = {}, 0
+                local function put(v) n = n + 1; text[n] = field(v) end
+                put(r.case_id); put(r.repetition); put(r.status); put(i)
+                for _, k in ipairs(IV_FIELDS) do put(iv[k]) end
+                out[#out + 1] = concat(text, ",")
+            end
+        end
     end
     return concat(out, "\n") .. "\n"
 end
@@ -221,15 +265,17 @@ local function write(path, text)
 end
 
 function _M.write(dir, runs, summary)
-    local paths = { dir .. "/runs.csv", dir .. "/cases.csv" }
+    local paths = { dir .. "/runs.csv", dir .. "/cases.csv", dir .. "/intervals.csv" }
     local ok, err = write(paths[1], _M.runs(runs))
     if not ok then return nil, err end
     ok, err = write(paths[2], _M.cases(summary))
     if not ok then return nil, err end
+    ok, err = write(paths[3], _M.intervals(runs))
+    if not ok then return nil, err end
     local tags = _M.tags(summary)
     if tags then
-        paths[3] = dir .. "/tags.csv"
-        ok, err = write(paths[3], tags)
+        paths[4] = dir .. "/tags.csv"
+        ok, err = write(paths[4], tags)
         if not ok then return nil, err end
     end
     return paths

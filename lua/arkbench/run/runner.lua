@@ -13,6 +13,8 @@
 --   out_dir = folder for runs.jsonl (created),
 --   exe     = host binary (default core.exe_path()),
 --   on_run  = optional function(run, done, total), after each append,
+--   on_start = optional function(case, rep, done, total): a worker is about
+--             to start (the live metrics name the running case from here),
 --   on_progress = optional function(iv, case, rep, done, total): each
 --             finished interval of the running worker's measure phase but
 --             the last, while it runs (iv: the worker's progress line,
@@ -427,6 +429,7 @@ function _M.run(plan)
                 if core.interrupted() then interrupted = true; break end
                 -- an --append continues each case's repetition numbers
                 local base = plan.rep_base and plan.rep_base[case.case_id] or 0
+                if plan.on_start then plan.on_start(case, base + rep, done, total) end
                 local slot = plan.schedule and plan.schedule:wait(case, done)
                 if core.interrupted() then interrupted = true; break end
                 local obj, line = run_one(plan, ctx, case, jsons[i], base + rep, done, total, slot)
