@@ -156,6 +156,18 @@ function _M.main(args)
     if spec.keys.rate ~= nil then
         return die("the scenario sets rate; search chooses it (remove the rate key)")
     end
+    -- every probe's rate within the bounds a run takes (issue 27):
+    -- rate x duration >= clients, and at most rate_max
+    local rmax = core.capabilities().limits.rate_max or 1e9
+    local n, d = tonumber(case.clients), tonumber(case.duration)
+    if o.to > rmax then
+        return die(format("--to %g: expected at most %g messages/s (rate_max)", o.to, rmax))
+    end
+    if n and d and o.from * d < n then
+        return die(format("--from %g: with clients=%d and duration=%g s a probe would send less than"
+            .. " one message per connection; expected --from of at least %g (clients / duration)",
+            o.from, n, d, n / d))
+    end
     if not core.capabilities().limits.open_loop then
         return die("this build has no open-loop load (rate), so no probe could meet its rate;"
                    .. " nothing was run")
