@@ -181,6 +181,9 @@ struct ab__loop_s {
   uint64_t rate_cursor;
   uint64_t rate_early_ns;       /* the timer fires this early; the rest is
                                    waited out on the clock (rate.c) */
+  int rate_edge;                /* 1 while rate.c sends the deadline's edge:
+                                   grants then take messages intended
+                                   before the deadline, after it (window.h) */
   /* the time series of the measure phase: iv_n intervals of iv_ns from
    * start_ns, the current one iv_i (ends at iv_end_ns); window.h */
   ab__iv_t *iv;
