@@ -18,7 +18,7 @@
 # crr_loop. On loopback the client's TIME_WAIT ports are reused (Linux's
 # default net.ipv4.tcp_tw_reuse = 2); with it off a long run can run out of
 # ephemeral ports.
-# --quick: 1 round, 0.05 s warm-up, 0.3 s measured (tests the script).
+# --quick: 1 round, 0.2 s warm-up, 1 s measured (tests the script).
 # --rounds N: rounds (default 3; 0.5 s warm-up, 2 s measured per run).
 # --out DIR: logs and each run's folder (default results/churn/<UTC>).
 # Exit: 0 done (the verdict is printed, not the exit code), 1 a run failed,
@@ -68,6 +68,7 @@ for r in $(seq "$ROUNDS"); do
   for side in $order; do
     if [ "$side" = ark ]; then v=$(ark_run "$r"); ARK_RATES="$ARK_RATES $v"; line="$line arkbench $v conn/s;"
     else v=$(raw_run "$r"); RAW_RATES="$RAW_RATES $v"; line="$line raw loop $v conn/s;"; fi
+    [ "$v" != FAILED ] || FAILED=1  # the run was a subshell: its FAILED=1 is lost
   done
   say "$line"
 done

@@ -25,7 +25,7 @@
 #       mode: send lag p99 <= 1.2 x the floor's, CPU per round trip <=
 #       1.2 x a wake's).
 # Needs a build ($ARKBENCH_BUILD_DIR, default build/) with arkbench.
-# --quick: 1 round, 0.05 s warm-up, 0.3 s measured, (a) with 1 repetition
+# --quick: 1 round, 0.2 s warm-up, 1 s measured, (a) with 1 repetition
 #          (tests the script).
 # --rounds N: rounds of (b) (default 3; 0.5 s warm-up, 2 s measured).
 # --out DIR: logs and each run's folder (default results/open_loop/<UTC>).
@@ -100,6 +100,7 @@ one() { # one MODE ROUND [RATE]: prints "RT/S CPU_US_PER_RT"
 # the capacity, closed loop, before the rounds
 set -- $(one closed 0)
 CAP=$1
+[ "$CAP" != FAILED ] || FAILED=1  # one ran in a subshell: its FAILED=1 is lost
 RATE=$(awk -v c="$CAP" 'BEGIN { if (c ~ /^[0-9.]+$/) printf "%.0f", c / 2; else print "" }')
 [ -n "$RATE" ] || { say "  the capacity run failed"; exit 1; }
 say "  capacity (closed loop): $CAP rt/s; open loop at $RATE msg/s"
@@ -110,6 +111,7 @@ for r in $(seq "$ROUNDS"); do
   for m in $order; do
     if [ "$m" = closed ]; then set -- $(one closed "$r"); CL_RT="$CL_RT $1"; CL_CPU="$CL_CPU $2"
     else set -- $(one open "$r" "$RATE"); OP_RT="$OP_RT $1"; OP_CPU="$OP_CPU $2"; fi
+    [ "$1" != FAILED ] || FAILED=1
     line="$line $m $1 rt/s, $2 us CPU/rt;"
   done
   say "$line"

@@ -33,7 +33,8 @@ int ab_case_check(const ab_case_cfg_t *cfg, char *err, size_t errlen) {
   if (cfg->threads < lim->threads_min || cfg->threads > lim->threads_max) BAD("topology N %u out of range %u .. %u", cfg->threads, lim->threads_min, lim->threads_max);
   if (cfg->work > lim->work_max) BAD("work %llu over %llu", (unsigned long long)cfg->work, (unsigned long long)lim->work_max);
   if (!(cfg->warmup_s >= 0) || !(cfg->duration_s > 0) || !(cfg->timeout_s > 0)) BAD("warmup >= 0, duration > 0 and timeout > 0 are required");
-  if (!(cfg->rate >= 0) || cfg->rate > 1e9) BAD("rate must be >= 0 (0: closed loop) and at most 1e9 messages/s");
+  if (!(cfg->rate >= 0) || cfg->rate > lim->rate_max) BAD("rate must be >= 0 (0: closed loop) and at most %g messages/s", lim->rate_max);
+  if (cfg->rate > 0 && !ab_caps_rate_ok(cfg->rate, cfg->clients, cfg->duration_s)) BAD("rate %g over %u connections for %g s sends less than one message per connection; expected rate >= clients / duration = %g messages/s", cfg->rate, cfg->clients, cfg->duration_s, cfg->clients / cfg->duration_s);
   if (!(cfg->connect_rate >= 0)) BAD("connect_rate must be >= 0 (0: unpaced)");
   if (!(cfg->connect_rate <= lim->connect_rate_max)) BAD("connect_rate over %g connections/s", lim->connect_rate_max);
   if (cfg->requests_per_connection > lim->requests_per_connection_max) BAD("requests_per_connection over %u", lim->requests_per_connection_max);

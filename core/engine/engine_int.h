@@ -191,6 +191,9 @@ struct ab__loop_s {
    * command to the deadline */
   uint64_t busy_idle0_ns, busy_wall0_ns, busy_spin0_ns;
   double busy_share;            /* -1: not measured */
+  int rate_edge;                /* 1 while rate.c sends the deadline's edge:
+                                   grants then take messages intended
+                                   before the deadline, after it (window.h) */
   /* the time series of the measure phase: iv_n intervals of iv_ns from
    * start_ns, the current one iv_i (ends at iv_end_ns); window.h */
   ab__iv_t *iv;

@@ -161,6 +161,14 @@ static inline uint32_t ab__win_grant(ab__client_t *c, uint64_t now, ab__win_gran
   const ab__win_t *w = &c->win;
   g->n = 0;
   uint8_t ph = ab__win_phase(l, now, &g->deadline);
+  /* the deadline's edge (rate.c, ab__rate_end): the measure phase ends
+   * now; messages intended before its deadline may still go, late */
+  uint64_t upto = UINT64_MAX;
+  if (l->rate_edge && w->origin != NULL) {
+    ph = AB_PHASE_MEASURE;
+    g->deadline = UINT64_MAX;
+    upto = l->deadline_ns - 1;
+  }
   if (ph == 0 || w->inflight >= l->window) return 0;
   /* the issuing policy, closed loop: every free slot at once */
   uint32_t n = l->window - w->inflight;
@@ -171,6 +179,7 @@ static inline uint32_t ab__win_grant(ab__client_t *c, uint64_t now, ab__win_gran
      * clock: the caller's may be the last read's) */
     uint64_t t = ab_now_ns();
     uint32_t k = 0;
+    if (upto < t) t = upto;
     while (k < n && ab__win_intended(w, w->sched_k + k) <= t) k++;
     n = k;
   }

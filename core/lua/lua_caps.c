@@ -18,7 +18,7 @@
  *                window_min, window_max, threads_min, threads_max, work_max,
  *                inflight_max, coroutine_stack_min, coroutine_stack_max,
  *                coroutine_stack_default (bytes), open_loop = boolean,
- *                requests_per_connection_max, connect_rate_max,
+ *                requests_per_connection_max, connect_rate_max, rate_max,
  *                churn_shared = boolean },
  *   }
  * A fresh table on every call: the caller may keep or change it.
@@ -124,6 +124,7 @@ static int l_capabilities(lua_State *L) {
   lua_setfield(L, -2, "open_loop");
   SETNUM("requests_per_connection_max", lim->requests_per_connection_max);
   SETNUM("connect_rate_max", lim->connect_rate_max);
+  SETNUM("rate_max", lim->rate_max);
   lua_pushboolean(L, lim->churn_shared);
   lua_setfield(L, -2, "churn_shared");
   lua_setfield(L, -2, "limits");

@@ -75,6 +75,7 @@ static const ab_caps_limits_t limits = {
     .open_loop = 1,
     .requests_per_connection_max = 1000000000,
     .connect_rate_max = 1e7,
+    .rate_max = 1e9,
     .churn_shared = 0,
 };
 
@@ -126,4 +127,9 @@ const char *ab_caps_name(const ab_cap_name_t *tab, size_t n, int id) {
   for (size_t i = 0; i < n; i++)
     if (tab[i].id == id) return tab[i].name;
   return NULL;
+}
+
+int ab_caps_rate_ok(double rate, uint32_t clients, double duration_s) {
+  if (!(rate > 0) || !(rate <= limits.rate_max) || !(duration_s > 0)) return 0;
+  return rate * duration_s >= (double)clients;
 }

@@ -83,6 +83,10 @@ typedef struct {
                                         built (it is); 0 refuses a rate */
   uint32_t requests_per_connection_max; /* churn quota, round trips */
   double connect_rate_max;           /* connections opened per second */
+  /* open loop: rate in messages/s, all connections together, at most
+   * rate_max; at least clients / duration (one message per connection in
+   * the measure phase: ab_caps_rate_ok) -- issue 27 */
+  double rate_max;
   int churn_shared;                  /* 1 when shared:N (N > 1) runs
                                         requests_per_connection (0: it
                                         does not reopen connections) */
@@ -94,6 +98,14 @@ const ab_cap_name_t *ab_caps_executions(size_t *n);
 const ab_cap_name_t *ab_caps_framings(size_t *n);
 const ab_cap_name_t *ab_caps_models(size_t *n);
 const ab_caps_limits_t *ab_caps_limits(void);
+
+/* Open loop: is `rate` (messages/s) within the bounds for `clients`
+ * connections and a measure phase of `duration_s`?  rate_max at most, and
+ * rate x duration >= clients, so each connection's schedule has a message
+ * in the measure phase and every instant (t0 + index / rate + k x clients
+ * / rate, ns) stays within twice the phase: no overflow at any rate the
+ * check lets through.  1 yes, 0 no (NaN: no). */
+int ab_caps_rate_ok(double rate, uint32_t clients, double duration_s);
 
 /* The protocol with this id / name, or NULL. */
 const ab_proto_cap_t *ab_caps_protocol(int id);

@@ -1,13 +1,17 @@
 -- bench_scripts_spec.lua -- issue 15 acceptance 5's scripts run (--quick:
--- one round, 0.3 s per run): bench/churn.sh (arkbench K = 1 vs
--- build/crr_loop), bench/coro_scale.sh (coroutine vs callback, 2000 x
--- 64 KiB) and bench/classic_servers.sh (one client, arkbench serve vs the
+-- one round, 1 s per run): bench/churn.sh (arkbench K = 1 vs
+-- build/crr_loop), bench/coro_scale.sh (coroutine vs callback, 200 x
+-- 64 KiB in --quick) and bench/classic_servers.sh (one client, arkbench serve vs the
 -- Asio raw server; pending without asio_echo), and issue 12's
--- bench/open_loop.sh (send lag, open vs closed CPU per round trip). Each must exit 0, print
--- both sides' numbers, a ratio line with its goal, keep summary.txt equal
--- to what it printed, and stop its servers (each ends with its JSON line). No assertion on speed.
+-- bench/open_loop.sh (send lag, open vs closed CPU per round trip).
+-- Each must print both sides' numbers and a ratio line with its goal, keep
+-- summary.txt equal to what it printed, and stop its servers (each ends
+-- with its JSON line). Issue 27: no assertion on speed, and none that a
+-- run completes on a busy machine: a run that fails must read FAILED, its
+-- ratio n/a, and the script exit 1 (as documented) -- a fake arkbench that
+-- always fails holds that; any other exit is wrong.
 --
--- Runtime: ~10 s.
+-- Runtime: ~20 s.
 package.path = (os.getenv("ARKBENCH_ROOT") or ".") .. "/spec/?.lua;" .. package.path
 local ark = require("helpers.arkbench")
 local files = require("helpers.files")
@@ -20,19 +24,45 @@ local HAVE_ASIO = proc.sh_ok("test -x " .. files.shq(BUILD .. "/asio_echo"))
 
 teardown(files.remove_tmpdirs)
 
-local function run(script)
+local function run(script, build)
     local dir = files.tmpdir("_bench") .. "/out"
     local rc, out, err = proc.run_cmd({ "bash", "bench/" .. script, "--quick", "--out", dir },
-        { limit = 240, env = { "ARKBENCH_BUILD_DIR=" .. BUILD } })
+        { limit = 240, env = { "ARKBENCH_BUILD_DIR=" .. (build or BUILD) } })
     return rc, out, err, dir
 end
 
--- the verdict line: "NAME: R (goal >= G): PASS|BELOW"; returns R
+-- exit 0 (every run done) or 1 (a run failed: it reads FAILED and stderr
+-- names it); returns true when every run was done
+local function outcome(rc, out, err)
+    if rc == 1 then
+        assert.truthy(out:find("FAILED", 1, true), err .. out)
+        assert.truthy(err:find("failed", 1, true) or err:find("errors", 1, true), err .. out)
+        return false
+    end
+    assert.equals(0, rc, err .. out)
+    return true
+end
+
+-- the verdict line: "NAME: R (goal >= G): PASS|BELOW", or "NAME: n/a
+-- (goal >= G)" when a side has no number; returns R (nil for n/a)
 local function verdict(out, name, goal)
-    local r = out:match("\n" .. name:gsub("%p", "%%%0") .. ": (%d+%.%d%d) %(goal >= "
-        .. goal:gsub("%p", "%%%0") .. "%): [PASSBELOW]+\n")
-    assert.truthy(r, "no verdict for " .. name .. " in:\n" .. out)
-    return tonumber(r)
+    local head = "\n" .. name:gsub("%p", "%%%0") .. ": "
+    local tail = " %(goal >= " .. goal:gsub("%p", "%%%0") .. "%)"
+    local r = out:match(head .. "(%d+%.%d%d)" .. tail .. ": [PASSBELOW]+\n")
+    if r then return tonumber(r) end
+    assert.truthy(out:find(head .. "n/a" .. tail .. "\n"), "no verdict for " .. name .. " in:\n" .. out)
+    return nil
+end
+
+-- A and B both numbers above 0: the ratio line holds A / B; else it is n/a
+local function check_ratio(out, name, goal, a, b)
+    local ratio = verdict(out, name, goal)
+    if tonumber(a) and tonumber(b) and tonumber(b) > 0 then
+        assert.truthy(ratio, out)
+        assert.near(tonumber(a) / tonumber(b), ratio, 0.006)
+    else
+        assert.is_nil(ratio, out)
+    end
 end
 
 -- the servers were stopped (SIGTERM by pid) and ended in order: each
@@ -44,16 +74,34 @@ local function servers_ended(dir, names)
     end
 end
 
+local NUM = "(%d+)"
+local NUM_OR_FAILED = "(%w+)" -- a number, or FAILED
+
+describe("a bench script whose run fails (a fake arkbench that exits 1)", function()
+    it("prints FAILED, the ratio n/a, names the failed runs and exits 1", function()
+        local fake = files.tmpdir("_bench_fake")
+        files.write_file(fake .. "/arkbench", "#!/bin/sh\necho 'fake arkbench: fails on purpose' >&2\nexit 1\n")
+        assert.is_true(proc.sh_ok("chmod +x " .. files.shq(fake .. "/arkbench")))
+        local rc, out, err, dir = run("coro_scale.sh", fake)
+        assert.equals(1, rc, err .. out)
+        assert.truthy(out:find("round 1: callback FAILED rt/s", 1, true), out)
+        assert.truthy(out:find("coroutine FAILED rt/s", 1, true), out)
+        assert.truthy(err:find("the callback run failed", 1, true), err)
+        assert.truthy(err:find("the coroutine run failed", 1, true), err)
+        assert.is_nil(verdict(out, "coroutine/callback", "0.8"))
+        assert.equals(out, files.read_file(dir .. "/summary.txt"))
+    end)
+end)
+
 describe("bench/churn.sh --quick", function()
     it("prints arkbench's and the raw loop's connections/s and their ratio", function()
         local rc, out, err, dir = run("churn.sh")
-        assert.equals(0, rc, err .. out)
-        local a = out:match("\nround 1: [^\n]-arkbench (%d+) conn/s;")
-        local r = out:match("\nround 1: [^\n]-raw loop (%d+) conn/s;")
+        local done = outcome(rc, out, err)
+        local a = out:match("\nround 1: [^\n]-arkbench " .. NUM_OR_FAILED .. " conn/s;")
+        local r = out:match("\nround 1: [^\n]-raw loop " .. NUM_OR_FAILED .. " conn/s;")
         assert.truthy(a and r, out)
-        assert.is_true(tonumber(a) > 0 and tonumber(r) > 0, out)
-        local ratio = verdict(out, "arkbench/raw loop", "0.8")
-        assert.near(tonumber(a) / tonumber(r), ratio, 0.006)
+        if done then assert.truthy(tonumber(a) and tonumber(r), out) end
+        check_ratio(out, "arkbench/raw loop", "0.8", a, r)
         assert.equals(out, files.read_file(dir .. "/summary.txt"))
         servers_ended(dir, { "srv" })
     end)
@@ -62,12 +110,13 @@ end)
 describe("bench/coro_scale.sh --quick", function()
     it("prints callback and coroutine round trips/s and coroutine/callback", function()
         local rc, out, err, dir = run("coro_scale.sh")
-        assert.equals(0, rc, err .. out)
-        local cb = out:match("callback (%d+) rt/s %(RSS peak %d+ MiB%)")
-        local co = out:match("coroutine (%d+) rt/s %(RSS peak %d+ MiB%)")
+        local done = outcome(rc, out, err)
+        assert.truthy(out:find("tcp 200 x 64 KiB", 1, true), out)
+        local cb = out:match("callback " .. NUM_OR_FAILED .. " rt/s %(RSS peak [%d?]+ MiB%)")
+        local co = out:match("coroutine " .. NUM_OR_FAILED .. " rt/s %(RSS peak [%d?]+ MiB%)")
         assert.truthy(cb and co, out)
-        local ratio = verdict(out, "coroutine/callback", "0.8")
-        assert.near(tonumber(co) / tonumber(cb), ratio, 0.006)
+        if done then assert.truthy(tonumber(cb) and tonumber(co), out) end
+        check_ratio(out, "coroutine/callback", "0.8", co, cb)
         assert.equals(out, files.read_file(dir .. "/summary.txt"))
     end)
 end)
@@ -75,6 +124,11 @@ end)
 describe("bench/open_loop.sh --quick", function()
     it("prints each open-loop run's send lag and rate, and open/closed CPU per round trip", function()
         local rc, out, err, dir = run("open_loop.sh")
+        if rc == 1 then -- a run failed on a busy machine: named, exit 1
+            assert.truthy(err:find("failed", 1, true), err .. out)
+            assert.equals(out, files.read_file(dir .. "/summary.txt"))
+            return
+        end
         assert.equals(0, rc, err .. out)
         local n = 0
         for lag in out:gmatch("send_lag p50 [%d.]+ us, p99 ([%d.]+) us; achieved/asked [%d.]+") do
@@ -115,14 +169,15 @@ describe("bench/classic_servers.sh --quick", function()
     local it_asio = HAVE_ASIO and it or pending
     it_asio("prints both servers' round trips/s, served counts and arkbench/asio", function()
         local rc, out, err, dir = run("classic_servers.sh")
-        assert.equals(0, rc, err .. out)
-        local a = out:match(" ark (%d+) rt/s;")
-        local s = out:match(" asio (%d+) rt/s;")
+        local done = outcome(rc, out, err)
+        local a = out:match(" ark " .. NUM_OR_FAILED .. " rt/s;")
+        local s = out:match(" asio " .. NUM_OR_FAILED .. " rt/s;")
         assert.truthy(a and s, out)
-        local ratio = verdict(out, "arkbench/asio", "0.9")
-        assert.near(tonumber(a) / tonumber(s), ratio, 0.006)
-        local na, ns = out:match("served messages: arkbench (%d+), asio (%d+)")
-        assert.is_true(tonumber(na) > 0 and tonumber(ns) > 0, out)
+        if done then assert.truthy(tonumber(a) and tonumber(s), out) end
+        check_ratio(out, "arkbench/asio", "0.9", a, s)
+        local na, ns = out:match("served messages: arkbench " .. NUM .. ", asio " .. NUM)
+        assert.truthy(na and ns, out)
+        if done then assert.is_true(tonumber(na) > 0 and tonumber(ns) > 0, out) end
         assert.equals(out, files.read_file(dir .. "/summary.txt"))
         servers_ended(dir, { "ark", "asio" })
     end)

@@ -579,8 +579,28 @@ describe("scenario.load", function()
             assert.is_true(caps.limits.open_loop)
             local spec = assert(scenario.load(F .. "minimal.lua", { "rate=5000" }))
             assert.equals(5000, spec.keys.rate)
-            assert.equals("--set rate=0: key 'rate': got 0; expected a number > 0 (messages per"
-                .. " second, all connections together)", load_err("minimal.lua", { "rate=0" }))
+            assert.equals("--set rate=0: key 'rate': got 0; expected a number > 0 and at most 1e+09"
+                .. " (messages per second, all connections together; at least clients / duration)",
+                load_err("minimal.lua", { "rate=0" }))
+        end)
+
+        -- issue 27: bounds from the capability table, refused before anything runs
+        it("refuses a rate above rate_max and one that sends less than a message per connection",
+           function()
+            assert.equals(1e9, caps.limits.rate_max)
+            for _, r in ipairs({ "2e9", "1e300", "inf" }) do
+                assert.truthy(load_err("minimal.lua", { "rate=" .. r }):find(
+                    "key 'rate': got [^;]*; expected a number > 0 and at most 1e%+09"), r)
+            end
+            for _, r in ipairs({ "1e-10", "1e-300", "0.5" }) do
+                local e = load_err("minimal.lua", { "rate=" .. r, "clients=4", "duration=2" })
+                assert.truthy(e:find("--set rate=" .. r .. ": key 'rate': got " .. r .. " messages/s with clients=4"
+                    .. " and duration=2 s: the schedule would send less than one message per connection in"
+                    .. " the measure phase; expected a rate from 2 (clients / duration) to 1e+09", 1, true), e)
+            end
+            -- the edges themselves run: clients / duration, and rate_max
+            assert(scenario.load(F .. "minimal.lua", { "rate=2", "clients=4", "duration=2" }))
+            assert(scenario.load(F .. "minimal.lua", { "rate=1e9" }))
         end)
 
         it("takes interval from 0.01 s to the duration, one value, at most 2000 per case",

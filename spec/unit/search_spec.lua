@@ -53,7 +53,7 @@ describe("bisect.search", function()
         assert.equals("all pass", res.reason)
     end)
 
-    it("stops when a probe returns nil (interrupted), keeping the answer so far", function()
+    it("stops when a probe returns nil (interrupted), not recording that probe", function()
         local n = 0
         local res = bisect.search({ from = 100, to = 1e6, probe = function(rate)
             n = n + 1
@@ -62,7 +62,10 @@ describe("bisect.search", function()
         end })
         assert.equals("stopped", res.reason)
         assert.equals(100, res.answer)
-        assert.equals(3, #res.probes)
+        -- the third probe was not measured: neither pass nor fail
+        assert.equals(2, #res.probes)
+        assert.is_true(res.probes[1].pass)
+        assert.is_false(res.probes[2].pass)
     end)
 
     it("converges before the probes run out on a narrow range", function()

@@ -93,8 +93,70 @@ static void test_instant_on_deadline(void) {
   w.origin = NULL;
 }
 
+/* A pump as a driver's wake does it: grant what is due, stamp it all now. */
+static void edge_wake(ab__client_t *c) {
+  ab__win_grant_t g;
+  if (ab__win_grant(c, ab_now_ns(), &g) > 0) ab__win_stamp(c, &g, g.n, ab_now_ns());
+}
+
+/* The deadline's edge (issue 25's rate accounting at the deadline, issue
+ * 27): at the end of the measure phase (ab__rate_end), a connection whose
+ * unsent messages were all intended within the last 5 ms before the
+ * deadline (its wake came late) sends them, counted in sent and sent_late,
+ * not unsent; a connection behind by more than the edge keeps every one of
+ * its messages unsent (rate_met tolerates the edge, no other shortfall).
+ * 1000 msg/s per connection (1 ms apart), the schedule begun 20 ms before a
+ * deadline that has just passed. */
+static void test_deadline_edge(void) {
+  const uint64_t MS = 1000000u;
+  static ab_driver_t drv;
+  drv.wake = edge_wake;
+  test_eng.drv = &drv;
+  ab__loop_t *l = loop_new_open(2, 32, AB__WIN_ORDERED, 1);
+  l->rate_fd = -1;
+  ab__client_t *c0 = ab__loop_client(l, 0), *c1 = ab__loop_client(l, 1);
+  ab__win_sched_init(&c0->win, 2000.0, 0, 2); /* each 1 ms apart, c1 0.5 ms after c0 */
+  ab__win_sched_init(&c1->win, 2000.0, 1, 2);
+  uint64_t now = ab_now_ns();
+  uint64_t t0 = now - 20 * MS - MS / 4;
+  ab__win_sched_start(&c0->win, t0);
+  ab__win_sched_start(&c1->win, t0);
+  l->start_ns = t0;
+  l->deadline_ns = t0 + 20 * MS; /* passed a quarter ms ago */
+  /* 20 messages each intended before the deadline (c0 at 0 .. 19 ms, c1 at
+   * 0.5 .. 19.5 ms); c0 sent 17 in time (3 left, from 17 ms: inside the
+   * edge), c1 sent 10 (10 left, from 10.5 ms: behind by more than it) */
+  ab__win_grant_t g;
+  CHECK(ab__win_grant(c0, l->deadline_ns - 1, &g) >= 17);
+  CHECK_EQ_U64(ab__win_stamp(c0, &g, 17, l->deadline_ns - 1), 17);
+  CHECK(ab__win_grant(c1, l->deadline_ns - 1, &g) >= 10);
+  CHECK_EQ_U64(ab__win_stamp(c1, &g, 10, l->deadline_ns - 1), 10);
+  CHECK_EQ_U64(l->sent, 27);
+  /* past the deadline, no grant outside the edge */
+  CHECK_EQ_U64(ab__win_grant(c0, ab_now_ns(), &g), 0);
+  l->phase = AB__PH_MEASURE;
+  ab__rate_end(l);
+  CHECK_EQ_U64(l->sent, 30);
+  CHECK_EQ_U64(l->sent_late, 3);
+  CHECK_EQ_U64(l->unsent, 10);
+  CHECK_EQ_U64(c0->win.sched_k, 20);
+  /* the late ones' RTT origin is their intended time, before the deadline;
+   * nothing intended at or after the deadline went out */
+  CHECK(c0->win.origin[ab__win_slot(l, 19)] < l->deadline_ns);
+  CHECK_EQ_U64(c1->win.sched_k, 10);
+  CHECK_EQ_U64(l->rate_edge, 0);
+  /* the edge is over: grants are shut again */
+  CHECK_EQ_U64(ab__win_grant(c0, ab_now_ns(), &g), 0);
+  l->phase = AB__PH_DRAIN;
+  ab__win_finish(l);
+  check_identity(l);
+  loop_free(l);
+  test_eng.drv = NULL;
+}
+
 int main(void) {
   test_rate();
   test_instant_on_deadline();
+  test_deadline_edge();
   TEST_DONE();
 }

@@ -17,6 +17,13 @@
 -- Exit codes: 0 an answer; 3 no rate in the range meets the SLO; 1 a run of
 -- the answer failed or results could not be written; 2 bad command line
 -- or scenario; 130 interrupted.
+--
+-- No answer from what was not measured (issue 27): a probe whose run object
+-- could not be saved (runs.jsonl: a full disk) stops the search with exit 1,
+-- the write error named and the probes so far printed, and no "answer:"
+-- line; Ctrl-C stops it with exit 130 and "interrupted, no answer". The
+-- probe cut short is not in summary.json's probes (it neither passed nor
+-- failed; its run object, status "interrupted", is in runs.jsonl).
 
 local core = require("arkbench.core")
 local cli = require("arkbench.cmd.cli")
@@ -153,6 +160,18 @@ function _M.main(args)
     if spec.keys.rate ~= nil then
         return die("the scenario sets rate; search chooses it (remove the rate key)")
     end
+    -- every probe's rate within the bounds a run takes (issue 27):
+    -- rate x duration >= clients, and at most rate_max
+    local rmax = core.capabilities().limits.rate_max or 1e9
+    local n, d = tonumber(case.clients), tonumber(case.duration)
+    if o.to > rmax then
+        return die(format("--to %g: expected at most %g messages/s (rate_max)", o.to, rmax))
+    end
+    if n and d and o.from * d < n then
+        return die(format("--from %g: with clients=%d and duration=%g s a probe would send less than"
+            .. " one message per connection; expected --from of at least %g (clients / duration)",
+            o.from, n, d, n / d))
+    end
     if not core.capabilities().limits.open_loop then
         return die("this build has no open-loop load (rate), so no probe could meet its rate;"
                    .. " nothing was run")
@@ -172,33 +191,41 @@ function _M.main(args)
 
     if core.signals_install then core.signals_install() end
     local all_runs, code = {}, 0
+    local stop_why -- a run object that could not be saved: the write error
     -- on a terminal, the live line of each probe (arkbench.cmd.progress),
     -- cleared before the probe's own line
     local _, on_progress = require("arkbench.cmd.progress").printer(1)
     local function run_cases(list)
         local c, runs, rerr = runner.run({ spec = spec, cases = list, sets = o.sets, quick = o.quick,
-                                           out_dir = dir, on_progress = on_progress })
+                                           out_dir = dir, on_progress = on_progress,
+                                           saved_before = #all_runs })
         if on_progress then io_stderr:write("\r\27[K"); io_stderr:flush() end
         for _, r in ipairs(runs or {}) do all_runs[#all_runs + 1] = r end
         if rerr then io_stderr:write("arkbench: ", rerr, "\n") end
+        if c == 130 then
+            code = 130
+        elseif rerr or #(runs or {}) < #list then
+            -- not saved (or never run): nothing may be concluded from it
+            code, stop_why = 1, rerr or "the runner ran no probe (see above)"
+        end
         return c, runs or {}
     end
     local result = bisect.search({
         from = o.from, to = o.to, probes = o.probes,
         probe = function(rate, k)
-            local c, runs = run_cases({ probe_case(case, rate, "probe", 1) })
-            if c == 130 then code = 130; return nil end
+            local _, runs = run_cases({ probe_case(case, rate, "probe", 1) })
+            if code ~= 0 then return nil end
             local pass, why = _M.judge(runs[1], o.slo)
             io_stdout:write(format("probe %d: rate %g/s: %s: %s\n", k, rate, pass and "pass" or "fail", why))
             io_stdout:flush()
             return pass, why
         end,
     })
-    if code ~= 130 and result.answer then
+    if code == 0 and result.answer then
         local reps = tonumber(case.repetitions) or 1
-        local c, runs = run_cases({ probe_case(case, result.answer, "answer", reps) })
-        if c == 130 then code = 130 end
+        local _, runs = run_cases({ probe_case(case, result.answer, "answer", reps) })
         for _, r in ipairs(runs) do
+            if r.status == "interrupted" then break end -- cut short: not judged
             local pass, why = _M.judge(r, o.slo)
             io_stdout:write(format("answer rep %s: rate %g/s: %s: %s\n", tostring(r.repetition),
                 result.answer, pass and "pass" or "fail", why))
@@ -216,7 +243,17 @@ function _M.main(args)
         answer = result.answer or json.null, reason = result.reason or json.null,
         answer_runs = result.answer_runs or 0, answer_failed = result.answer_failed or 0,
     }
-    if result.answer then
+    local n_probes = #result.probes
+    if code == 130 or stop_why then
+        -- stopped: the probes so far are what was measured; no answer
+        search.answer, search.stopped = json.null, code == 130 and "interrupted" or stop_why
+        io_stdout:write(format("%s, no answer: %d probe%s measured and saved (above)%s\n",
+            code == 130 and "interrupted" or "stopped", n_probes, n_probes == 1 and "" or "s",
+            stop_why and ("; a run object could not be saved: " .. stop_why) or ""))
+        if result.answer_runs and code == 130 then
+            io_stdout:write(format("(the answer's repetitions were cut short at %g/s)\n", result.answer))
+        end
+    elseif result.answer then
         io_stdout:write(format("answer: %g messages/s (%s; %d probes; %s)\n", result.answer,
             table.concat(slo_text, " and "), #result.probes, result.reason))
         if (result.answer_failed or 0) > 0 then
@@ -226,7 +263,7 @@ function _M.main(args)
                 .. " the knee is noisy here (more duration or repetitions narrow it)\n",
                 result.answer_failed, result.answer_runs))
         end
-    elseif code ~= 130 then
+    else
         io_stdout:write(format("answer: none: no rate from %g/s meets %s with its rate met (%d probe%s)\n",
             o.from, table.concat(slo_text, " and "), #result.probes, #result.probes == 1 and "" or "s"))
         code = 3

@@ -305,6 +305,20 @@ function _M.parse_args(args)
         return nil, format("--tls-version: expected 1.2 or 1.3, got '%s'", o.tls_version)
     end
     o.tls = tls
+    -- -R within the capability table's bounds (issue 27; the scenario check
+    -- refuses the same, in the words of the scenario's keys)
+    if o.rate then
+        local max = core.capabilities().limits.rate_max or 1e9
+        local n, d = o.connections or 16, o.duration or 10
+        if o.rate > max then
+            return nil, format("-R %g: expected at most %g requests/s", o.rate, max)
+        end
+        if o.rate * d < n then
+            return nil, format("-R %g with -c %d and -d %g: the schedule would send less than one"
+                .. " request per connection in the measured %g s; expected -R from %g (connections"
+                .. " / duration) to %g", o.rate, n, d, d, n / d, max)
+        end
+    end
     -- the scenario is written elsewhere: --ca is the shell's, from here
     if o.ca and o.ca:sub(1, 1) ~= "/" then
         local cwd = core.getcwd()

@@ -357,6 +357,8 @@ function _M.main(args)
         if parts then res = group_result(parts) end
     else
         res, rerr = core.run_case(run)
+        -- rate_achieved and rate_met: the rule the merge of parts follows too
+        if res then require("arkbench.run.rate_rule").apply(res) end
     end
     local sobj, serr
     if server then

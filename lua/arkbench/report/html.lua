@@ -154,7 +154,8 @@ local function gates(model, add)
         for i, t in ipairs(type(se.slo) == "table" and se.slo or {}) do slo[i] = tostring(t) end
         add(format("<p>SLO <code>%s</code> and rate met, rate %s .. %s /s: answer <b>%s</b>%s.</p>",
             h(concat(slo, " and ")), h(report.format_count(se.from)), h(report.format_count(se.to)),
-            report.num(se.answer) and h(report.format_count(se.answer) .. " messages/s") or "none",
+            report.num(se.answer) and h(report.format_count(se.answer) .. " messages/s")
+                or (type(se.stopped) == "string" and h("none, " .. se.stopped) or "none"),
             type(se.reason) == "string" and (" (" .. h(se.reason) .. ")") or ""))
         local rows = {}
         for i, p in ipairs(type(se.probes) == "table" and se.probes or {}) do

@@ -311,7 +311,8 @@ function _M.gate_lines(model)
         for i, t in ipairs(type(se.slo) == "table" and se.slo or {}) do slo[i] = tostring(t) end
         out[#out + 1] = format("SLO %s and rate met, rate %s .. %s /s: answer **%s**%s.\n\n",
             code(concat(slo, " and ")), fmt_count(se.from), fmt_count(se.to),
-            num(se.answer) and (fmt_count(se.answer) .. " messages/s") or "none",
+            num(se.answer) and (fmt_count(se.answer) .. " messages/s")
+                or (type(se.stopped) == "string" and ("none, " .. se.stopped) or "none"),
             type(se.reason) == "string" and (" (" .. se.reason .. ")") or "")
         if (num(se.answer_failed) or 0) > 0 then
             out[#out + 1] = format("**%d of %d repetitions at the answer did not pass**: the knee is"

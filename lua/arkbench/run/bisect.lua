@@ -16,7 +16,9 @@
 -- Order: R0 first (nothing passes -> stop), then R1 (passes -> the answer is
 -- R1, the range was too low), then the geometric mean of the bracket until
 -- it is within the tolerance or the probes run out. A probe that returns
--- nil as its pass value stops the search (Ctrl-C: reason "stopped").
+-- nil as its pass value stops the search (Ctrl-C, a run object that could
+-- not be saved: reason "stopped"); that probe is not in `probes` (it was
+-- not measured, so it neither passed nor failed).
 
 local sqrt, floor, log10 = math.sqrt, math.floor, math.log10
 local type, error = type, error
@@ -42,6 +44,7 @@ function _M.search(o)
     local res = { probes = {} }
     local function probe(rate)
         local pass, info = o.probe(rate, #res.probes + 1)
+        if pass == nil then return nil end
         res.probes[#res.probes + 1] = { rate = rate, pass = pass == true, info = info }
         return pass
     end

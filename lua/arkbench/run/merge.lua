@@ -165,8 +165,8 @@ local function load(merged, parts)
     end
     if not any then return end
     merged.rate_asked = asked
-    merged.rate_achieved = merged.measured_s > 0 and merged.sent / merged.measured_s or 0
-    merged.rate_met = merged.rate_achieved >= 0.99 * asked and merged.unsent == 0
+    -- the one rule a single process and each part follow too (issue 27)
+    require("arkbench.run.rate_rule").apply(merged)
 end
 
 -- the generator's view (docs/load-models.md, "Generator-bound runs"): the

@@ -29,6 +29,9 @@
 --   schedule = optional wall-clock plan (arkbench.run.shard.schedule):
 --             run k waits for its slot and measures from its planned
 --             instant (`--measure-at`); the run object gets `plan`,
+--   saved_before = optional count of runs already in runs.jsonl (search
+--             runs one probe per call): the "earlier run(s)" of a failed
+--             append count them,
 -- }
 -- exit_code: 0 every run ok, 1 some run failed or degraded (any status but
 -- ok: arkbench.run.status.exit_code), 130 interrupted (SIGINT or
@@ -446,7 +449,8 @@ function _M.run(plan)
                     -- the runs before this one are complete lines in the file
                     stderr:write(format("arkbench: cannot append to %s: %s; %d earlier run(s)"
                                         .. " are in it, this one (%s rep %d) is lost\n",
-                                        runs_path, werr, done, tostring(case.case_id), base + rep))
+                                        runs_path, werr, done + (tonumber(plan.saved_before) or 0),
+                                        tostring(case.case_id), base + rep))
                     return 1, runs, runs_path .. ": " .. werr
                 end
                 runs[#runs + 1] = obj

@@ -24,6 +24,24 @@ local _M = {}
 -- the longest time series (core/engine/engine.h AB_MAX_INTERVALS)
 local MAX_INTERVALS = 2000
 
+-- rate's lower bound (issue 27): at least one message per connection in the
+-- measure phase, rate x duration >= clients (core/proto/caps.h,
+-- ab_caps_rate_ok; below it the schedule would send nothing on some
+-- connections, and its instants would lie far outside the run). Refused
+-- once, for the first case below it.
+local function check_rate(ctx, cases)
+    for _, c in ipairs(cases) do
+        local r, d, n = c.rate, c.duration, c.clients
+        if type(r) == "number" and type(d) == "number" and type(n) == "number" and r * d < n then
+            fail(ctx, "rate", str_format("key 'rate': got %g messages/s with clients=%d and"
+                 .. " duration=%g s: the schedule would send less than one message per"
+                 .. " connection in the measure phase; expected a rate from %g (clients /"
+                 .. " duration) to %g", r, n, d, n / d, LIMITS.rate_max))
+            return
+        end
+    end
+end
+
 -- Each execution runs only the protocols whose row in the capability table
 -- names it: refused once per (execution, protocol) pair some case has.
 local function check_executions(ctx, t, cases)
@@ -213,6 +231,7 @@ function _M.check_cases(ctx, t, spec)
     end
 
     check_executions(ctx, t, cases)
+    check_rate(ctx, cases)
     check_shared(ctx, t, cases)
     if keys.requests_per_connection ~= nil then check_churn(ctx, t, cases) end
 

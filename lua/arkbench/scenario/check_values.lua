@@ -89,9 +89,12 @@ local RULES = {
     warmup = seconds(true),
     duration = seconds(false),
     repetitions = int_range(1, 100),
+    -- the lower bound (rate x duration >= clients) is per case:
+    -- check_cases.check_rate
     rate = {
-        test = function(v) return is_finite(v) and v > 0 end,
-        expected = "a number > 0 (messages per second, all connections together)",
+        test = function(v) return is_finite(v) and v > 0 and v <= LIMITS.rate_max end,
+        expected = str_format("a number > 0 and at most %g (messages per second, all"
+                              .. " connections together; at least clients / duration)", LIMITS.rate_max),
     },
     rate_precision = one_of({ "sleep", "spin" }),
     requests_per_connection = int_range(1, LIMITS.requests_per_connection_max,
