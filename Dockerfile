@@ -24,7 +24,7 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 COPY . .
 RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo \
- && cmake --build build -j"$(nproc)" --target arkbench manpage \
+ && cmake --build build -j"$(nproc)" \
  && cd build && cpack -G DEB
 
 FROM debian:12-slim
