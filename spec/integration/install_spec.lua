@@ -24,8 +24,8 @@ local function trim(s) return (s or ""):match("^%s*(.-)%s*$") end
 
 -- argv run from `/` with none of the checkout's variables, so only the
 -- binary's own search can find its tree; -> rc, stdout, stderr
-local function from_root(argv, limit)
-    local rc, out, err = proc.capture("env -u ARKBENCH_ROOT -u ARKBENCH_BIN timeout -k 3 "
+local function from_root(argv, limit, env)
+    local rc, out, err = proc.capture("env -u ARKBENCH_ROOT -u ARKBENCH_BIN " .. (env or "") .. " timeout -k 3 "
         .. (limit or 60) .. " ", argv, { cwd = "/" })
     return rc, out, err
 end
@@ -47,10 +47,10 @@ end
 
 -- One --quick case of the shipped tcp.lua run by exe from `/` into a new
 -- folder: its run objects.
-local function quick_tcp(exe, scenario)
+local function quick_tcp(exe, scenario, env)
     local out = files.tmpdir("_out") .. "/r"
     local rc, so, se = from_root({ exe, "run", scenario, "--quick", "--filter", "payload=64",
-        "--filter", "topology=pool:1", "--filter", "clients=1", "--out", out }, 120)
+        "--filter", "topology=pool:1", "--filter", "clients=1", "--out", out }, 120, env)
     assert.are.equal(0, rc, "stdout:\n" .. so .. "\nstderr:\n" .. se)
     local runs = ark.read_runs(out .. "/runs.jsonl")
     assert.are.equal(1, #runs)
@@ -109,6 +109,17 @@ describe("cmake --install into a temp prefix", function()
         local moved = files.tmpdir("_moved") .. "/elsewhere"
         assert.is_true(proc.sh_ok("cp -a " .. shq(P) .. " " .. shq(moved)))
         assert.are.equal(real(moved .. "/share/arkbench"), tree_of(moved .. "/bin/arkbench"))
+        -- its workers (fresh processes) load their modules from there too:
+        -- the moved tree's worker.lua, marked, says where it ran
+        local wpath = moved .. "/share/arkbench/lua/arkbench/cmd/worker.lua"
+        local mark = files.tmpdir("_mark") .. "/workers"
+        files.write_file(wpath, "if arg and arg[1] == 'worker' and os.getenv('AB_INSTALL_MARK') then "
+            .. "local f = io.open(os.getenv('AB_INSTALL_MARK'), 'a'); f:write(ARKBENCH_ROOT, ' ', "
+            .. "debug.getinfo(1, 'S').source, '\\n'); f:close() end\n" .. files.read_file(wpath))
+        quick_tcp(moved .. "/bin/arkbench", moved .. "/share/arkbench/scenarios/tcp.lua",
+            "AB_INSTALL_MARK=" .. shq(mark))
+        local root = real(moved .. "/share/arkbench")
+        assert.are.equal(root .. " @" .. root .. "/lua/arkbench/cmd/worker.lua\n", files.read_file(mark))
         -- $ARKBENCH_ROOT still wins (bin/arkbench's checkout)
         local script = files.tmpdir("_root") .. "/root.lua"
         files.write_file(script, "io.write(tostring(ARKBENCH_ROOT))\n")
