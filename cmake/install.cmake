@@ -45,7 +45,7 @@ install(CODE "
                   OUTPUT_VARIABLE ab_head OUTPUT_STRIP_TRAILING_WHITESPACE
                   RESULT_VARIABLE ab_rc ERROR_QUIET)
   if(ab_rc EQUAL 0 AND ab_head MATCHES \"^[0-9a-f]+$\")
-    execute_process(COMMAND git -C \"${CMAKE_SOURCE_DIR}\" status --porcelain --untracked-files=no
+    execute_process(COMMAND git -C \"${CMAKE_SOURCE_DIR}\" status --porcelain
                     OUTPUT_VARIABLE ab_status RESULT_VARIABLE ab_rc2 ERROR_QUIET)
     set(ab_text \"\${ab_head}\\n\")
     if(ab_rc2 EQUAL 0 AND NOT ab_status STREQUAL \"\")
