@@ -127,6 +127,13 @@ describe("cmake --install into a temp prefix", function()
             { moved .. "/bin/arkbench", "dev-lua", script }, { cwd = "/" })
         assert.are.equal(0, rc)
         assert.are.equal(ROOT, out)
+        -- one that holds no tree is refused, naming it, before anything runs
+        local err
+        rc, out, err = proc.capture("env ARKBENCH_ROOT=/nonexistent ", { moved .. "/bin/arkbench", "help" },
+            { cwd = "/" })
+        assert.are.equal(2, rc)
+        assert.are.equal("", out)
+        assert.matches("^arkbench: ARKBENCH_ROOT=/nonexistent holds no lua/arkbench/cmd/cli%.lua", err)
     end)
 
     it("runs the installed tcp.lua --quick from /, its workers too, results in --out", function()
