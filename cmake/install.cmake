@@ -80,4 +80,7 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION net)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+# https, wss and tls clients verify a server against the system's trust
+# store (OpenSSL's default paths) unless -k / tls.verify = false
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS ca-certificates)
 include(CPack)

@@ -193,6 +193,7 @@ describe("the .deb", function()
         assert.are.equal("arkbench", trim(proc.sh_out("dpkg-deb -f " .. shq(DEB) .. " Package")))
         assert.are.equal(VERSION, trim(proc.sh_out("dpkg-deb -f " .. shq(DEB) .. " Version")))
         assert.are.equal(ARCH, trim(proc.sh_out("dpkg-deb -f " .. shq(DEB) .. " Architecture")))
+        assert.are.equal("ca-certificates", trim(proc.sh_out("dpkg-deb -f " .. shq(DEB) .. " Recommends")))
     end)
 
     it("depends on what the binary links, each the runtime package of a [build] package", function()
