@@ -9,7 +9,8 @@
 # file, as bin/arkbench does) and the packaging tools of its [test]
 # section, then builds the host and the man page and runs cpack.  The
 # runtime stage installs only that .deb: apt resolves its Depends, the
-# runtime libraries dpkg-shlibdeps found the binary linked against.
+# runtime libraries dpkg-shlibdeps found the binary linked against, and
+# its Recommends.
 # spec/unit/dockerfile_spec.lua checks both package lists against
 # packages.txt; spec/integration/install_spec.lua checks the .deb's
 # Depends against the [build] section (docs/install.md).
@@ -24,14 +25,16 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 COPY . .
 RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo \
- && cmake --build build -j"$(nproc)" --target arkbench manpage \
+ && cmake --build build -j"$(nproc)" \
  && cd build && cpack -G DEB
 
 FROM debian:12-slim
 ENV DEBIAN_FRONTEND=noninteractive
 COPY --from=build /src/build/arkbench_*.deb /tmp/
+# with its Recommends (ca-certificates: the trust store https/wss/tls
+# clients verify servers against)
 RUN apt-get update \
- && apt-get install -y --no-install-recommends /tmp/arkbench_*.deb \
+ && apt-get install -y /tmp/arkbench_*.deb \
  && rm -rf /var/lib/apt/lists/* /tmp/arkbench_*.deb
 # results go under the current folder: mount a volume here
 WORKDIR /work

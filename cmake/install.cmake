@@ -45,7 +45,7 @@ install(CODE "
                   OUTPUT_VARIABLE ab_head OUTPUT_STRIP_TRAILING_WHITESPACE
                   RESULT_VARIABLE ab_rc ERROR_QUIET)
   if(ab_rc EQUAL 0 AND ab_head MATCHES \"^[0-9a-f]+$\")
-    execute_process(COMMAND git -C \"${CMAKE_SOURCE_DIR}\" status --porcelain --untracked-files=no
+    execute_process(COMMAND git -C \"${CMAKE_SOURCE_DIR}\" status --porcelain
                     OUTPUT_VARIABLE ab_status RESULT_VARIABLE ab_rc2 ERROR_QUIET)
     set(ab_text \"\${ab_head}\\n\")
     if(ab_rc2 EQUAL 0 AND NOT ab_status STREQUAL \"\")
@@ -80,4 +80,7 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION net)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+# https, wss and tls clients verify a server against the system's trust
+# store (OpenSSL's default paths) unless -k / tls.verify = false
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS ca-certificates)
 include(CPack)

@@ -24,13 +24,17 @@ local function trim(s) return (s or ""):match("^%s*(.-)%s*$") end
 
 -- argv run from `/` with none of the checkout's variables, so only the
 -- binary's own search can find its tree; -> rc, stdout, stderr
-local function from_root(argv, limit)
-    local rc, out, err = proc.capture("env -u ARKBENCH_ROOT -u ARKBENCH_BIN timeout -k 3 "
+local function from_root(argv, limit, env)
+    local rc, out, err = proc.capture("env -u ARKBENCH_ROOT -u ARKBENCH_BIN " .. (env or "") .. " timeout -k 3 "
         .. (limit or 60) .. " ", argv, { cwd = "/" })
     return rc, out, err
 end
 
 local VERSION = require("arkbench.util.env").VERSION
+
+-- man and groff in a locale every Debian has (an ungenerated $LANG would
+-- add a warning of its own), 100 columns
+local MAN = "LC_ALL=C.UTF-8 MANWIDTH=100 MANPAGER=cat "
 
 -- The tree the binary at exe uses (its ARKBENCH_ROOT global), from `/`.
 local function tree_of(exe)
@@ -43,10 +47,10 @@ end
 
 -- One --quick case of the shipped tcp.lua run by exe from `/` into a new
 -- folder: its run objects.
-local function quick_tcp(exe, scenario)
+local function quick_tcp(exe, scenario, env)
     local out = files.tmpdir("_out") .. "/r"
     local rc, so, se = from_root({ exe, "run", scenario, "--quick", "--filter", "payload=64",
-        "--filter", "topology=pool:1", "--filter", "clients=1", "--out", out }, 120)
+        "--filter", "topology=pool:1", "--filter", "clients=1", "--out", out }, 120, env)
     assert.are.equal(0, rc, "stdout:\n" .. so .. "\nstderr:\n" .. se)
     local runs = ark.read_runs(out .. "/runs.jsonl")
     assert.are.equal(1, #runs)
@@ -105,6 +109,17 @@ describe("cmake --install into a temp prefix", function()
         local moved = files.tmpdir("_moved") .. "/elsewhere"
         assert.is_true(proc.sh_ok("cp -a " .. shq(P) .. " " .. shq(moved)))
         assert.are.equal(real(moved .. "/share/arkbench"), tree_of(moved .. "/bin/arkbench"))
+        -- its workers (fresh processes) load their modules from there too:
+        -- the moved tree's worker.lua, marked, says where it ran
+        local wpath = moved .. "/share/arkbench/lua/arkbench/cmd/worker.lua"
+        local mark = files.tmpdir("_mark") .. "/workers"
+        files.write_file(wpath, "if arg and arg[1] == 'worker' and os.getenv('AB_INSTALL_MARK') then "
+            .. "local f = io.open(os.getenv('AB_INSTALL_MARK'), 'a'); f:write(ARKBENCH_ROOT, ' ', "
+            .. "debug.getinfo(1, 'S').source, '\\n'); f:close() end\n" .. files.read_file(wpath))
+        quick_tcp(moved .. "/bin/arkbench", moved .. "/share/arkbench/scenarios/tcp.lua",
+            "AB_INSTALL_MARK=" .. shq(mark))
+        local root = real(moved .. "/share/arkbench")
+        assert.are.equal(root .. " @" .. root .. "/lua/arkbench/cmd/worker.lua\n", files.read_file(mark))
         -- $ARKBENCH_ROOT still wins (bin/arkbench's checkout)
         local script = files.tmpdir("_root") .. "/root.lua"
         files.write_file(script, "io.write(tostring(ARKBENCH_ROOT))\n")
@@ -112,6 +127,13 @@ describe("cmake --install into a temp prefix", function()
             { moved .. "/bin/arkbench", "dev-lua", script }, { cwd = "/" })
         assert.are.equal(0, rc)
         assert.are.equal(ROOT, out)
+        -- one that holds no tree is refused, naming it, before anything runs
+        local err
+        rc, out, err = proc.capture("env ARKBENCH_ROOT=/nonexistent ", { moved .. "/bin/arkbench", "help" },
+            { cwd = "/" })
+        assert.are.equal(2, rc)
+        assert.are.equal("", out)
+        assert.matches("^arkbench: ARKBENCH_ROOT=/nonexistent holds no lua/arkbench/cmd/cli%.lua", err)
     end)
 
     it("runs the installed tcp.lua --quick from /, its workers too, results in --out", function()
@@ -138,9 +160,9 @@ describe("cmake --install into a temp prefix", function()
 
     it("has arkbench(1): man -l renders it without a warning, and it is the CLI's help", function()
         local page = P .. "/share/man/man1/arkbench.1"
-        assert.are.equal("", proc.sh_out("man -l " .. shq(page) .. " 2>&1 >/dev/null"))
-        assert.are.equal("", proc.sh_out("groff -man -Tutf8 -ww -z " .. shq(page) .. " 2>&1"))
-        local text = proc.sh_out("MANWIDTH=100 man -l " .. shq(page) .. " 2>/dev/null")
+        assert.are.equal("", proc.sh_out(MAN .. "man -l " .. shq(page) .. " 2>&1 >/dev/null"))
+        assert.are.equal("", proc.sh_out(MAN .. "groff -man -Tutf8 -ww -z " .. shq(page) .. " 2>&1"))
+        local text = proc.sh_out(MAN .. "man -l " .. shq(page) .. " 2>/dev/null")
         assert.matches("^ARKBENCH%(1%)", text)
         local data = require("arkbench.cmd.cli").help_data()
         for _, c in ipairs(data.order) do
@@ -171,6 +193,7 @@ describe("the .deb", function()
         assert.are.equal("arkbench", trim(proc.sh_out("dpkg-deb -f " .. shq(DEB) .. " Package")))
         assert.are.equal(VERSION, trim(proc.sh_out("dpkg-deb -f " .. shq(DEB) .. " Version")))
         assert.are.equal(ARCH, trim(proc.sh_out("dpkg-deb -f " .. shq(DEB) .. " Architecture")))
+        assert.are.equal("ca-certificates", trim(proc.sh_out("dpkg-deb -f " .. shq(DEB) .. " Recommends")))
     end)
 
     it("depends on what the binary links, each the runtime package of a [build] package", function()
@@ -219,6 +242,10 @@ describe("the .deb", function()
     end)
 
     it("installs with dpkg --root into a throwaway root, and runs from / there", function()
+        if trim(proc.sh_out("id -u")) ~= "0" then
+            pending("dpkg --root needs root (CI runs as root)")
+            return
+        end
         local R = files.tmpdir("_root") .. "/r"
         assert.is_true(proc.sh_ok("mkdir -p " .. shq(R .. "/var/lib/dpkg/info") .. " " .. shq(R .. "/var/lib/dpkg/updates")
             .. " && cp /var/lib/dpkg/status " .. shq(R .. "/var/lib/dpkg/status")
@@ -239,7 +266,7 @@ describe("the .deb", function()
         assert.are.equal(real(R .. "/usr/share/arkbench"), tree_of(R .. "/usr/bin/arkbench"))
         quick_tcp(R .. "/usr/bin/arkbench", R .. "/usr/share/arkbench/scenarios/tcp.lua")
         -- `man arkbench` finds the page in that root's manual tree
-        local page = proc.sh_out("MANWIDTH=100 man -M " .. shq(R .. "/usr/share/man") .. " arkbench 2>&1")
+        local page = proc.sh_out(MAN .. "man -M " .. shq(R .. "/usr/share/man") .. " arkbench 2>&1")
         assert.matches("^ARKBENCH%(1%)", page)
         assert.truthy(page:find("run FILE.lua", 1, true), page)
     end)

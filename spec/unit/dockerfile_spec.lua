@@ -100,7 +100,8 @@ describe("Dockerfile", function()
         end
     end)
 
-    it("makes the .deb with cpack and installs only that in the runtime stage", function()
+    it("makes the .deb with cpack and installs only that (and its Recommends) in the runtime stage", function()
+        local cmake = assert(files.read_file(ROOT .. "/cmake/install.cmake"))
         local build = table.concat(st[1].runs, "\n")
         assert.is_truthy(build:find("cd build && cpack -G DEB", 1, true), "no cpack -G DEB in build/")
         assert.are.same({ "--from=build /src/build/arkbench_*.deb /tmp/" }, st[2].copies)
@@ -109,8 +110,15 @@ describe("Dockerfile", function()
             for _, w in ipairs(installed_words(run)) do words[#words + 1] = w end
         end
         assert.are.same({ "/tmp/arkbench_*.deb" }, words)
+        -- with the .deb's Recommends (ca-certificates)
+        for _, run in ipairs(st[2].runs) do
+            assert.is_falsy(run:find("--no-install-recommends", 1, true), run)
+        end
+        local rec = cmake:match("set%(CPACK_DEBIAN_PACKAGE_RECOMMENDS ([^)]*)%)")
+        for w in (rec or ""):gmatch("[^%s,]+") do
+            assert.is_truthy(list.all[w], "the .deb recommends " .. w .. ", which packages.txt does not list")
+        end
         -- the name CPack gives it (cmake/install.cmake): arkbench_<version>_<arch>.deb
-        local cmake = assert(files.read_file(ROOT .. "/cmake/install.cmake"))
         assert.is_truthy(cmake:find("set(CPACK_PACKAGE_NAME arkbench)", 1, true))
         assert.is_truthy(cmake:find("set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)", 1, true))
     end)

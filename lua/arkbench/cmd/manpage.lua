@@ -21,12 +21,16 @@ local _M = {}
 
 -- Text for a roff text line: backslashes escaped, an option's dashes as
 -- \- (so they copy as ASCII), a leading . or ' made literal.
-local function esc(s)
+local function esc_words(s)
     s = s:gsub("\\", "\\e")
-    s = s:gsub("%S+", function(w)
+    return (s:gsub("%S+", function(w)
         if w:match("^[%(%[|'\"]*%-") then return (w:gsub("%-", "\\-")) end
         return w
-    end)
+    end))
+end
+
+local function esc(s)
+    s = esc_words(s)
     if s:match("^[.']") then s = "\\&" .. s end
     return s
 end
@@ -38,12 +42,12 @@ local function term_roff(term, command)
     local out = term:gsub("%S+", function(w)
         local open, core, close = w:match("^([%[%(]*)(.-)([%]%),]*)$")
         local r
-        if core == "" then r = esc(w)
+        if core == "" then r = esc_words(w)
         elseif core:match("^%-") or (command and first) then
-            r = open .. "\\fB" .. esc(core):gsub("^\\&", "") .. "\\fR" .. close
+            r = open .. "\\fB" .. esc_words(core) .. "\\fR" .. close
         elseif core:match("^[A-Z][A-Z0-9_]*") and not core:match("^[A-Z][a-z]") then
-            r = open .. "\\fI" .. esc(core):gsub("^\\&", "") .. "\\fR" .. close
-        else r = esc(w) end
+            r = open .. "\\fI" .. esc_words(core) .. "\\fR" .. close
+        else r = esc_words(w) end
         first = false
         return r
     end)
