@@ -60,6 +60,28 @@ describe("the one-liner's success set and strictness", function()
         os.remove(p)
     end)
 
+    it("run --no-strict is --set strict=false, which every case takes", function()
+        local cli = require("arkbench.cmd.cli")
+        local o = assert(cli.parse_run_args({ "run", "x.lua", "--no-strict" }, 2))
+        assert.same({ "strict=false" }, o.sets)
+        local spec = assert(require("arkbench.scenario.load").load("spec/fixtures/scenarios/minimal.lua",
+            o.sets))
+        for _, c in ipairs(require("arkbench.scenario.matrix").expand(spec)) do
+            assert.is_false(c.strict)
+        end
+    end)
+
+    it("refuses a strict key that is not a boolean, naming file:line", function()
+        local path = os.tmpname() .. ".lua"
+        local f = assert(io.open(path, "w"))
+        f:write('return {\n    protocol = "tcp",\n    strict = "no",\n}\n')
+        f:close()
+        local spec, err = require("arkbench.scenario.load").load(path)
+        os.remove(path)
+        assert.is_nil(spec)
+        assert.truthy(err:find(path .. ":3: key 'strict': got string \"no\"; expected a boolean", 1, true), err)
+    end)
+
     it("takes compound durations", function()
         local o = assert(url.parse_args({ "http://127.0.0.1:8080/", "-d", "1m30s", "--warmup", "1s500ms" }))
         assert.equals(90, o.duration)
