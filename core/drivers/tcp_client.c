@@ -166,6 +166,7 @@ static void pump(ab__dclient_t *c, uint64_t now) {
   }
   /* built but too late: never sent, never counted */
   if (ab__win_stamp(&c->h, &g, n, ab_now_ns()) == 0) return;
+  ab__client_count_sent(l, phase, bytes);
   int r = scratch ? ab_sockio_send(&c->conn.io, batch, bytes) : ab_sockio_commit(&c->conn.io, bytes);
   if (r < 0) ab__client_fail(c, r, "write");
 }
@@ -226,6 +227,7 @@ static void on_readable(ab_sockio_t *io) {
     uint64_t now = ab_now_ns();
     ssize_t used = complete_replies(c, data, len, now);
     if (used < 0) return;
+    ab__client_count_received(l, (size_t)used, now);
     if (ab_sockio_keep(kept, data, len, (size_t)used) != 0) {
       ab__client_fail(c, AB_ENOMEM, "read buffer");
       return;

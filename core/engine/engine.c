@@ -95,6 +95,26 @@ static int wait_stage(ab__engine_t *eng, int stage, double timeout_s, int stop_o
   return all;
 }
 
+/* wait_stage, telling cfg->on_phase where the phase is every 250 ms on
+ * the way (phase AB_LIVE_*: connects finished, or the time since t0). */
+static int wait_stage_live(ab__engine_t *eng, int stage, double timeout_s, int stop_on_interrupt,
+                           int phase, uint64_t t0) {
+  const ab_case_cfg_t *cfg = eng->cfg;
+  if (cfg->on_phase == NULL) return wait_stage(eng, stage, timeout_s, stop_on_interrupt);
+  uint64_t until = ab_now_ns() + (uint64_t)(timeout_s * 1e9);
+  for (;;) {
+    uint64_t now = ab_now_ns();
+    ab_live_phase_t p = {.phase = phase, .clients = cfg->clients, .duration_s = cfg->warmup_s,
+                         .t_s = now > t0 ? (double)(now - t0) / 1e9 : 0};
+    p.done = atomic_load_explicit(&eng->connects_done, memory_order_relaxed);
+    cfg->on_phase(&p, cfg->on_interval_arg);
+    double left = now < until ? (double)(until - now) / 1e9 : 0;
+    int all = wait_stage(eng, stage, left < 0.25 ? left : 0.25, stop_on_interrupt);
+    if (all || eng->aborted || (stop_on_interrupt && eng->interrupted) || ab_now_ns() >= until)
+      return all;
+  }
+}
+
 /* Sleeps until t_ns, an abort or an interrupt; returns 1 when cut short. */
 static int sleep_or_abort(ab__engine_t *eng, uint64_t t_ns) {
   pthread_mutex_lock(&eng->mu);
@@ -176,8 +196,9 @@ static void connect_clients(ab__engine_t *eng, ab_result_t *out) {
   int all = 0;
   unsigned seen = 0;
   for (int first = 1;; first = 0) {
-    all = wait_stage(eng, AB__ST_CONNECTED,
-                     ab__connect_timeout_s(cfg) + cfg->timeout_s + 10 + (first ? pace_s : 0), 1);
+    all = wait_stage_live(eng, AB__ST_CONNECTED,
+                          ab__connect_timeout_s(cfg) + cfg->timeout_s + 10 + (first ? pace_s : 0), 1,
+                          AB_LIVE_CONNECT, t0);
     unsigned now = atomic_load_explicit(&eng->connects_done, memory_order_relaxed);
     if (all || now == seen || eng->aborted || eng->interrupted) break;
     seen = now;
@@ -223,7 +244,8 @@ static void warm_up(ab__engine_t *eng, ab_result_t *out) {
   if (!(cfg->warmup_s > 0) || out->error[0] != '\0' || eng->aborted || eng->interrupted) return;
   uint64_t t = t0 ? t0 : ab_now_ns();
   send_cmd(eng, AB__CMD_WARMUP, t + (uint64_t)(cfg->warmup_s * 1e9), 0);
-  if (!wait_stage(eng, AB__ST_WARM_DONE, cfg->warmup_s + cfg->timeout_s + 5, 1) && !eng->aborted &&
+  if (!wait_stage_live(eng, AB__ST_WARM_DONE, cfg->warmup_s + cfg->timeout_s + 5, 1, AB_LIVE_WARMUP, t) &&
+      !eng->aborted &&
       !eng->interrupted)
     snprintf(out->error, sizeof(out->error), "warm-up did not drain in time");
 }

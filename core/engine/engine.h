@@ -41,6 +41,16 @@ typedef struct {
   double p50_us, p99_us, max_us; /* RTT (open loop: corrected); 0 if none */
 } ab_live_interval_t;
 
+/* Where a run is before its measure phase (cfg->on_phase): connecting
+ * (`done` of `clients` connects finished) or warming up (`t_s` of
+ * `duration_s` gone). */
+enum { AB_LIVE_CONNECT = 1, AB_LIVE_WARMUP = 2 };
+typedef struct {
+  int phase;                    /* AB_LIVE_CONNECT or AB_LIVE_WARMUP */
+  uint32_t done, clients;       /* connect: first connects finished, of */
+  double t_s, duration_s;       /* since the phase began; warm-up's length */
+} ab_live_phase_t;
+
 typedef struct {
   int protocol;      /* AB_PROTO_* */
   int framing;       /* AB_FRAMING_* */
@@ -116,6 +126,10 @@ typedef struct {
    * Must not block (a write to a non-blocking pipe). */
   void (*on_interval)(const ab_live_interval_t *iv, void *arg);
   void *on_interval_arg;
+  /* client roles: called on the coordinator thread about every 250 ms
+   * while the clients connect and while the warm-up goes (arg is
+   * on_interval_arg); NULL: none.  Must not block. */
+  void (*on_phase)(const ab_live_phase_t *p, void *arg);
   /* who drives the connections: a row of the driver registry
    * (ab_driver_for) or one the host layer builds; required */
   const ab_driver_t *driver;

@@ -97,6 +97,22 @@ static void write_interval(const ab_live_interval_t *v, void *arg) {
   }
 }
 
+/* cfg->on_phase: where connecting and the warm-up are, one JSON line on
+ * the progress fd (coordinator thread; never blocks). */
+static void write_phase(const ab_live_phase_t *p, void *arg) {
+  const case_strings_t *keep = arg;
+  char line[256];
+  int n = snprintf(line, sizeof(line),
+                   "{\"phase\":\"%s\",\"connected\":%u,\"clients\":%u,\"t_s\":%.6g,"
+                   "\"duration_s\":%.6g}\n",
+                   p->phase == AB_LIVE_CONNECT ? "connect" : "warmup", p->done, p->clients, p->t_s,
+                   p->duration_s);
+  if (n > 0 && (size_t)n < sizeof(line)) {
+    ssize_t w = write(keep->progress_fd, line, (size_t)n);
+    (void)w; /* a full pipe or a gone reader: the line is dropped */
+  }
+}
+
 /* progress_fd = n: the live intervals go there (client roles). */
 static void read_progress(lua_State *L, ab_case_cfg_t *cfg, case_strings_t *keep) {
   keep->progress_fd = (int)opt_number(L, "progress_fd", -1);
@@ -104,6 +120,7 @@ static void read_progress(lua_State *L, ab_case_cfg_t *cfg, case_strings_t *keep
   int fl = fcntl(keep->progress_fd, F_GETFL);
   if (fl < 0 || fcntl(keep->progress_fd, F_SETFL, fl | O_NONBLOCK) < 0) return;
   cfg->on_interval = write_interval;
+  cfg->on_phase = write_phase;
   cfg->on_interval_arg = keep;
 }
 

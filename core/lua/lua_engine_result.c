@@ -354,8 +354,9 @@ void ab_lua_push_result(lua_State *L, const ab_case_cfg_t *cfg, const ab_result_
   push_intervals(L, r);
   if (cfg->protocol == AB_PROTO_UDP) push_udp(L, r);
   ab_lua_push_http(L, cfg, r);
-  if (r->non_success > 0) {
-    /* the successful replies alone, when some were not */
+  {
+    /* request mode: the successful replies alone (every run, so that the
+     * processes of one case merge it whole) */
     lua_getfield(L, -1, "http");
     if (lua_istable(L, -1)) {
       push_stats(L, &r->rtt_ok);

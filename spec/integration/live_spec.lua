@@ -2,7 +2,8 @@
 -- "The live line"). Under a pseudo-terminal (util-linux `script`), the
 -- running interval's round trips/s and p99 are redrawn in place (\r, clear
 -- to the end of the line) while the run goes, fitting COLUMNS (72 here), in every
--- topology; with output to pipes no control character is written.
+-- topology, after lines for connecting and the warm-up; with output to
+-- pipes no control character is written.
 --
 -- Needs: script (util-linux).
 -- Runtime: ~12 s.
@@ -101,6 +102,20 @@ describe("the live line on a terminal", function()
             if s:match("^%[%d/3%] .- rep 1: ok %d+ rt/s") then finished = finished + 1 end
         end
         assert.are.equal(3, finished, table.concat(segs, "\n"))
+    end)
+
+    it("shows connecting and the warm-up before the measure phase, for every case", function()
+        local connecting, warming = {}, {}
+        for _, s in ipairs(segs) do
+            local k, n = s:match("^%[(%d)/3%] .- rep 1: connecting (%d+)/2")
+            if k then connecting[tonumber(k)] = true; assert.is_true(tonumber(n) <= 2, s) end
+            k = s:match("^%[(%d)/3%] .- rep 1: warm%-up [%d.]+/0.1 s")
+            if k then warming[tonumber(k)] = true end
+        end
+        for k = 1, 3 do
+            assert.is_true(connecting[k] == true, "case " .. k .. ": no connecting line:\n" .. table.concat(segs, "\n"))
+            assert.is_true(warming[k] == true, "case " .. k .. ": no warm-up line:\n" .. table.concat(segs, "\n"))
+        end
     end)
 
     it("fits every redraw into COLUMNS - 1", function()

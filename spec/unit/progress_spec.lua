@@ -44,13 +44,63 @@ describe("progress.live_line", function()
     end)
 end)
 
+describe("progress.live_text", function()
+    local case = { case_id = "topology=sharded:2" }
+
+    it("draws the case's and the scenario's progress bars when there is room", function()
+        assert.equals("[3/6] topology=sharded:2 rep 1: 2.0/5 s  1200 rt/s  p99 812 µs  ███░░░░░ all ███░░░░░",
+            progress.live_text(IV, case, 1, 2, 6, 120))
+        -- the case's bar alone, then none
+        assert.equals("[3/6] topology=sharded:2 rep 1: 2.0/5 s  1200 rt/s  p99 812 µs  ███░░░░░",
+            progress.live_text(IV, case, 1, 2, 6, 80))
+        assert.equals("[3/6] topology=sharded:2 rep 1: 2.0/5 s  1200 rt/s  p99 812 µs",
+            progress.live_text(IV, case, 1, 2, 6, 72))
+    end)
+
+    it("keeps rt/s and p99 down to 60 columns and below, dropping the prefix first", function()
+        for cols = 20, 140 do
+            local s = progress.live_text(IV, case, 1, 2, 6, cols)
+            assert.is_true(progress.width(s) <= cols - 1, cols .. ": " .. s)
+            if cols >= 24 then
+                assert.truthy(s:find("1200 rt/s  p99 812 µs", 1, true), cols .. ": " .. s)
+            end
+        end
+        assert.equals("[3/6] 2.0/5 s  1200 rt/s  p99 812 µs", progress.live_text(IV, case, 1, 2, 6, 60))
+        local iv = {}
+        for k, v in pairs(IV) do iv[k] = v end
+        iv.errors, iv.timed_out = 3, 1
+        local s = progress.live_text(iv, case, 1, 2, 6, 60)
+        assert.equals("[3/6] 2.0/5 s  1200 rt/s  p99 812 µs  errors 3  timed out 1", s)
+        assert.equals("1200 rt/s  p99 812 µs", progress.live_text(IV, case, 1, 2, 6, 30))
+    end)
+
+    it("shows connecting and the warm-up with their progress", function()
+        local c = { phase = "connect", connected = 12, clients = 16, t_s = 0.2, duration_s = 1 }
+        assert.equals("[3/6] topology=sharded:2 rep 1: connecting 12/16  ██████░░ all ███░░░░░",
+            progress.live_text(c, case, 1, 2, 6, 100))
+        assert.equals("[3/6] connecting 12/16", progress.live_text(c, case, 1, 2, 6, 30))
+        local w = { phase = "warmup", connected = 16, clients = 16, t_s = 0.4, duration_s = 1 }
+        assert.equals("[1/1] default rep 1: warm-up 0.40/1 s  ███░░░░░ all ░░░░░░░░",
+            progress.live_text(w, { case_id = "default" }, 1, 0, 1, 100))
+        assert.equals("[1/1] default rep 1: warm-up 0.40/1 s", progress.phase_line(w, { case_id = "default" }, 1, 0, 1))
+    end)
+
+    it("draws bars of any fraction in the given width", function()
+        assert.equals("░░░░", progress.bar(0, 4))
+        assert.equals("██░░", progress.bar(0.5, 4))
+        assert.equals("████", progress.bar(2, 4))
+        assert.equals("░░░░", progress.bar(0 / 0, 4))
+        assert.equals(4, progress.width("█░µx"))
+    end)
+end)
+
 describe("progress.printer", function()
     local run = { case_id = "default", repetition = 1, ok = true, status = "ok",
                   round_trips_per_s = 1234 }
 
     it("on a terminal: redraws in place, fitting the width", function()
         local b = buffer()
-        local on_run, on_progress = progress.printer(1, { tty = true, columns = 30, out = b })
+        local on_run, on_progress = progress.printer(1, { tty = true, columns = 40, out = b })
         assert.is_function(on_progress)
         on_progress(IV, { case_id = "default" }, 1, 0, 1)
         on_run(run, 1, 1)
@@ -58,8 +108,9 @@ describe("progress.printer", function()
         local segs = {}
         for seg in text:gmatch("\r\27%[K([^\r\n]*)") do segs[#segs + 1] = seg end
         assert.equals(2, #segs)
-        assert.equals("[1/1] default rep 1: 2.0/5 s ", segs[1])
-        assert.equals("[1/1] default rep 1: ok 1234 ", segs[2])
+        -- the prefix goes first: rt/s and p99 stay
+        assert.equals("[1/1] 2.0/5 s  1200 rt/s  p99 812 µs", segs[1])
+        assert.equals("[1/1] default rep 1: ok 1234 rt/s  fail", segs[2])
         assert.equals("\n", text:sub(-1))
     end)
 

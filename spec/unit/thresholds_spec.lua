@@ -231,3 +231,77 @@ describe("compare --max-regression", function()
         os.execute("rm -rf " .. a .. " " .. b)
     end)
 end)
+
+-- thresholds by tag (issue #24): METRIC{tag=NAME} over report/tags.lua's
+-- summary of a case's tags
+describe("threshold rules by tag", function()
+    -- one tag's numbers in a run object: n replies of `us` µs each
+    local function tag(sent, completed, non_success, us, rate)
+        local ns = us * 1000
+        local hex = function(v) return string.format("%x", v) end
+        local idx = 128 + (math.floor(math.log(ns) / math.log(2)) - 7) * 64
+            + math.floor(ns / 2 ^ (math.floor(math.log(ns) / math.log(2)) - 6)) - 64
+        return { sent = sent, warmup_sent = 0, completed = completed, drained = 0,
+                 errors = sent - completed, non_success = non_success, round_trips_per_s = rate,
+                 rtt_histogram = ("ab1:%d:%d:%d:0:%s:%s:%d=%d"):format(completed, ns, ns,
+                     hex(ns * completed), hex(ns * ns * completed), idx, completed) }
+    end
+
+    it("parse METRIC{tag=NAME} OP NUMBER, quoted or not, for the metrics a tag keeps", function()
+        local r = assert(th.parse("p99_us{tag=get} < 500"))
+        assert.same({ text = "p99_us{tag=get} < 500", metric = "p99_us", op = "<", value = 500, tag = "get" }, r)
+        r = assert(th.parse(' error_rate{ tag = "set" }<=0.01 '))
+        assert.equals("set", r.tag)
+        assert.equals("error_rate", r.metric)
+        assert.equals("<=", r.op)
+        assert.equals("round_trips_per_s", assert(th.parse("round_trips_per_s{tag=a} > 1")).metric)
+        local none, why = th.parse("cpu_percent{tag=get} < 50")
+        assert.is_nil(none)
+        assert.truthy(why:find("cpu_percent is not kept per tag", 1, true), why)
+        none, why = th.parse("p99_us{host=a} < 5")
+        assert.is_nil(none)
+        assert.truthy(why:find("expected {tag=NAME}", 1, true), why)
+        none, why = th.parse("p99_us{tag=} < 5")
+        assert.is_nil(none)
+        none, why = th.parse("rate_met{tag=a}")
+        assert.is_nil(none)
+    end)
+
+    it("evaluate on the tag's summed counts, median rate and merged latency", function()
+        local runs = {
+            closed("t", 1, 100, { tags = { get = tag(100, 100, 0, 250, 50), set = tag(40, 30, 10, 2000, 15) } }),
+            closed("t", 2, 100, { tags = { get = tag(100, 90, 0, 250, 70), set = tag(60, 60, 0, 2000, 25) } }),
+        }
+        local s = stats.summarize(runs, {})
+        local res = th.check(s, rules({ "p99_us{tag=get} < 500", "p99_us{tag=set} < 500",
+            "error_rate{tag=set} < 0.05", "error_rate{tag=get} < 0.1", "round_trips_per_s{tag=get} == 60",
+            "non_success{tag=set} == 10", "p50_us{tag=nope} < 1" }))
+        assert.equals(7, #res)
+        -- get: 250 µs (within the histogram's 1 %)
+        assert.is_false(res[1].crossed)
+        assert.is_true(math.abs(res[1].value - 250) <= 2.5, tostring(res[1].value))
+        assert.equals("get", res[1].tag)
+        assert.is_true(res[2].crossed)
+        assert.truthy(res[2].why:find("^p99_us{tag=set} = 2"), res[2].why)
+        -- set: (errors 10 + non_success 10) / sent 100
+        assert.equals(0.2, res[3].value)
+        assert.is_true(res[3].crossed)
+        -- get: errors 10 / sent 200
+        assert.equals(0.05, res[4].value)
+        assert.is_false(res[4].crossed)
+        assert.equals(60, res[5].value)
+        assert.is_false(res[5].crossed)
+        assert.is_false(res[6].crossed)
+        -- a tag no message had: crossed, saying so
+        assert.is_true(res[7].crossed)
+        assert.truthy(res[7].why:find("tag 'nope'", 1, true), res[7].why)
+    end)
+
+    it("are accepted in a scenario's thresholds and by --threshold", function()
+        local cli = require("arkbench.cmd.cli")
+        assert.is_truthy(cli.parse_run_args({ "run", "x.lua", "--threshold", "p99_us{tag=get}<500" }, 2))
+        local o, err = cli.parse_run_args({ "run", "x.lua", "--threshold", "cpu_percent{tag=get}<5" }, 2)
+        assert.is_nil(o)
+        assert.truthy(err:find("not kept per tag", 1, true), err)
+    end)
+end)

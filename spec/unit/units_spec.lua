@@ -20,6 +20,16 @@ describe("units.seconds", function()
         assert.equals(3, units.seconds(3))
         assert.equals(0.5, units.seconds(" 500 ms "))
     end)
+    it("reads compound durations, largest unit first, each unit once", function()
+        assert.equals(90, units.seconds("1m30s"))
+        assert.equals(3723, units.seconds("1h2m3s"))
+        assert.equals(2.5, units.seconds("2s500ms"))
+        assert.equals(3600.25, units.seconds("1h250ms"))
+        assert.equals(90, units.seconds(" 1M30S "))
+        for _, v in ipairs({ "30s1m", "1m1m", "1m 30s", "1m30", "1mx", "m30s", "1m-30s" }) do
+            assert.is_nil(units.seconds(v), v)
+        end
+    end)
     it("refuses what is not a number and a time unit", function()
         for _, v in ipairs({ "10x", "s", "", "1KiB", "ten s", "1..2s", "inf", {}, true }) do
             assert.is_nil(units.seconds(v), tostring(v))

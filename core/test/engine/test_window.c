@@ -210,8 +210,10 @@ static void test_late_stream(void) {
 }
 
 /* A reply with a status and a verdict (ab__win_complete_coded): counted by
- * code in the measure phase; a refused one frees its slot as a message
- * error of its class, the connection's order goes on. */
+ * code in the measure phase; one outside the success set is a completion
+ * all the same (with its RTT), counted in non_success, the interval's
+ * errors and the errors of its class; the successful ones completed in
+ * time also go to rtt_ok.  The connection's order goes on. */
 static void test_coded(void) {
   ab__loop_t *l = loop_new(1, 4, AB__WIN_ORDERED);
   ab__client_t *c = ab__loop_client(l, 0);
@@ -219,13 +221,16 @@ static void test_coded(void) {
   CHECK_EQ_U64(l->reply_codes[200], 0);
   CHECK_EQ_U64(issue(c, 1000), 4);
   CHECK(ab__win_complete_coded(c, 1100, 200, 0) == AB__WIN_MEASURED);
-  CHECK(ab__win_complete_coded(c, 1200, 404, AB_ERR_HTTP(404)) == AB__WIN_FREED);
+  CHECK(ab__win_complete_coded(c, 1200, 404, AB_ERR_HTTP(404)) == AB__WIN_MEASURED);
   CHECK_EQ_U64(c->win.oldest_seq, 2);
   CHECK_EQ_U64(c->win.inflight, 2);
-  CHECK_EQ_U64(l->completed, 1);
-  CHECK_EQ_U64(l->message_errors, 1);
+  CHECK_EQ_U64(l->completed, 2);
+  CHECK_EQ_U64(l->message_errors, 0);
+  CHECK_EQ_U64(l->non_success, 1);
   CHECK_EQ_U64(l->iv[0].errors, 1);
-  CHECK_EQ_U64(l->iv[0].rtt.count, 1); /* a refused reply is no RTT sample */
+  CHECK_EQ_U64(l->iv[0].rtt.count, 2); /* a refused reply is an RTT sample too */
+  CHECK_EQ_U64(l->rtt_ok.count, 1);    /* ... but not a successful one */
+  CHECK_EQ_U64(l->rtt_ok.max, 100);
   CHECK_EQ_U64(l->status_failures, 1);
   CHECK(l->nerrors == 1 && l->errors[0].code == AB_ERR_HTTP(404) && l->errors[0].count == 1);
   CHECK_EQ_U64(l->reply_codes[200], 1);
@@ -234,16 +239,23 @@ static void test_coded(void) {
   CHECK(ab__win_complete_coded(c, 1000 + TIMEOUT + 1, 404, AB_ERR_HTTP(404)) == AB_ETIMEDOUT);
   CHECK_EQ_U64(l->reply_codes[404], 1);
   CHECK_EQ_U64(l->late, 1);
-  CHECK_EQ_U64(l->message_errors, 1);
+  CHECK_EQ_U64(l->non_success, 1);
   /* the slots freed are issued again, in order */
   CHECK_EQ_U64(issue(c, 2000), 2);
   CHECK(ab__win_complete(c, AB_PHASE_MEASURE, 0, 2, 2100) == AB__WIN_MEASURED);
-  /* after the deadline a refusal is still a message error */
+  /* after the deadline a refused reply is drained, still non_success; a
+   * successful one is drained and not in rtt_ok (its count is the
+   * successful completions) */
   l->deadline_ns = 2200;
   CHECK(ab__win_complete_coded(c, 2300, 500, AB_ERR_HTTP(500)) == AB__WIN_FREED);
-  CHECK_EQ_U64(l->message_errors, 2);
+  CHECK_EQ_U64(l->non_success, 2);
+  CHECK_EQ_U64(l->drained, 1);
   CHECK_EQ_U64(l->reply_codes[500], 1);
   CHECK(l->nerrors == 2 && l->errors[1].code == AB_ERR_HTTP(500));
+  CHECK(ab__win_complete_coded(c, 2400, 200, 0) == AB__WIN_FREED);
+  CHECK_EQ_U64(l->drained, 2);
+  CHECK_EQ_U64(l->rtt_ok.count, 1);
+  CHECK_EQ_U64(l->message_errors, 0);
   check_identity(l);
   /* warm-up replies free their slots and are counted nowhere */
   l->phase = AB__PH_WARMUP;
@@ -254,9 +266,9 @@ static void test_coded(void) {
   CHECK(ab__win_complete_coded(c, 3100, 200, 0) == AB__WIN_FREED);
   CHECK_EQ_U64(l->reply_codes[503], 0);
   CHECK(l->nerrors == 2); /* a warm-up refusal is no error of the run */
-  CHECK_EQ_U64(l->reply_codes[200], 1);
-  CHECK_EQ_U64(l->message_errors, 2);
-  CHECK_EQ_U64(l->warmup_completed, 1);
+  CHECK_EQ_U64(l->reply_codes[200], 2);
+  CHECK_EQ_U64(l->non_success, 2);
+  CHECK_EQ_U64(l->warmup_completed, 2);
   CHECK_EQ_U64(l->warm_inflight, 2);
   check_identity(l);
   loop_free(l);

@@ -16,11 +16,25 @@
 --   progress.fit(line, cols) -> s   line cut to at most cols - 1 columns
 --                                   (UTF-8 aware), so it never wraps
 --   progress.live_line(iv, case, rep, done, total, open) -> s
+--       the measure phase's line: the case, the time reached, the running
+--       interval's rt/s and p99 (and errors when there are any)
+--   progress.phase_line(ph, case, rep, done, total) -> s
+--       before it: "connecting 12/16" or "warm-up 0.40/1 s" (ph: the
+--       worker's {phase = "connect"|"warmup", connected, clients, t_s,
+--       duration_s} line)
+--   progress.bar(fraction, width) -> s      "████░░░░"
+--   progress.width(s) -> n                  columns (UTF-8 characters)
+--   progress.live_text(iv, case, rep, done, total, cols) -> s
+--       what is drawn in cols columns: the fullest of these that fits --
+--       the line with the case's bar and the scenario's ("case ███░ all
+--       █░░░"), with the case's bar alone, the line alone, without the
+--       case's name (the prefix goes first), rt/s and p99 alone -- cut to
+--       fit (progress.fit) only when even that does not
 
 local core = require("arkbench.core")
 
 local format, floor = string.format, math.floor
-local type, tostring, tonumber = type, tostring, tonumber
+local type, tostring, tonumber, ipairs = type, tostring, tonumber, ipairs
 
 local _M = {}
 
@@ -75,6 +89,78 @@ function _M.live_line(iv, case, rep, done, total, open)
         open and " corrected" or "", p99, extra)
 end
 
+function _M.width(s)
+    local n = 0
+    for i = 1, #s do
+        local b = s:byte(i)
+        if b < 0x80 or b >= 0xC0 then n = n + 1 end
+    end
+    return n
+end
+
+function _M.bar(fraction, width)
+    local f = tonumber(fraction) or 0
+    if f ~= f or f < 0 then f = 0 elseif f > 1 then f = 1 end
+    local full = floor(f * width + 0.5)
+    return string.rep("█", full) .. string.rep("░", width - full)
+end
+
+-- the phase line's own words: "connecting 12/16", "warm-up 0.40/1 s"
+local function phase_words(ph)
+    if ph.phase == "connect" then
+        return format("connecting %.0f/%.0f", tonumber(ph.connected) or 0, tonumber(ph.clients) or 0),
+            (tonumber(ph.connected) or 0) / math.max(tonumber(ph.clients) or 1, 1)
+    end
+    local d = tonumber(ph.duration_s) or 0
+    local t = math.min(tonumber(ph.t_s) or 0, d)
+    return format("warm-up %.2f/%g s", t, d), d > 0 and t / d or 0
+end
+
+function _M.phase_line(ph, case, rep, done, total)
+    return format("[%d/%d] %s rep %s: %s", done + 1, total, tostring(case and case.case_id),
+        tostring(rep), (phase_words(ph)))
+end
+
+-- The parts of a live line: prefix ("[2/6] case rep 1: "), the rest, the
+-- short rest (rt/s and p99, or the phase's words), the case's fraction.
+local function parts(iv, case, rep, done, total)
+    local head = format("[%d/%d] ", done + 1, total)
+    local name = format("%s rep %s: ", tostring(case and case.case_id), tostring(rep))
+    if iv.phase then
+        local words, f = phase_words(iv)
+        return head, name, words, words, 0, f
+    end
+    local open = type(case) == "table" and (tonumber(case.rate) or 0) > 0
+    local line = _M.live_line(iv, case, rep, done, total, open)
+    local rest = line:sub(#head + #name + 1)
+    local dur = tonumber(iv.duration_s) or 0
+    local all = (tonumber(iv.intervals) or 0) * dur
+    local f = all > 0 and ((tonumber(iv.t_s) or 0) + dur) / all or 0
+    local short = rest:match("^%S+ s  (.*)$") or rest
+    return head, name, rest, short, f, nil
+end
+
+function _M.live_text(iv, case, rep, done, total, cols)
+    local max = (cols or 80) - 1
+    local head, name, rest, short, f, pf = parts(iv, case, rep, done, total)
+    local case_f = pf or f
+    -- the scenario's share: finished runs plus this one's part (a phase
+    -- before the measure counts as its start)
+    local all_f = total > 0 and (done + (pf and 0 or f)) / total or 0
+    local cbar = "  " .. _M.bar(case_f, 8)
+    local candidates = {
+        head .. name .. rest .. cbar .. " all " .. _M.bar(all_f, 8),
+        head .. name .. rest .. cbar,
+        head .. name .. rest,
+        head .. rest,
+        short,
+    }
+    for _, c in ipairs(candidates) do
+        if _M.width(c) <= max then return c end
+    end
+    return _M.fit(short, cols)
+end
+
 function _M.printer(total_runs, opts)
     opts = opts or {}
     local tty = opts.tty
@@ -126,9 +212,7 @@ function _M.printer(total_runs, opts)
     local on_progress
     if tty then
         on_progress = function(iv, case, rep, done, total)
-            local open = type(case) == "table" and (tonumber(case.rate) or 0) > 0
-            out:write("\r\27[K", _M.fit(_M.live_line(iv, case, rep, done, total or total_runs, open),
-                                        cols()))
+            out:write("\r\27[K", _M.live_text(iv, case, rep, done, total or total_runs, cols()))
             out:flush()
         end
     end

@@ -522,9 +522,15 @@ end
 local function class_lines(n, line)
     if type(n.error_classes) == "table" and next(n.error_classes) then
         local cl = {}
-        for k, v in pairs(n.error_classes) do cl[#cl + 1] = k .. " " .. tostring(v) end
+        -- the statuses outside the success set have their own line
+        local shown = (tonumber(n.non_success) or 0) > 0
+        for k, v in pairs(n.error_classes) do
+            if not (shown and tostring(k):match("^HTTP %d+$")) then cl[#cl + 1] = k .. " " .. tostring(v) end
+        end
         table.sort(cl)
-        line("  Errors by class (every phase, reconnect attempts too): %s", concat(cl, ", "))
+        if #cl > 0 then
+            line("  Errors by class (every phase, reconnect attempts too): %s", concat(cl, ", "))
+        end
     end
     status_line(n, line)
 end

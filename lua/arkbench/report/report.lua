@@ -432,7 +432,11 @@ function _M.terminal_table(summary, axes)
             local mark = marked and ((num(c.runs_degraded) or 0) > 0 and _M.DEGRADED_MARK or " ") or ""
             row[#row + 1] = (r and (pad(r[1], rt_w[1], true) .. " [" .. pad(r[2], rt_w[2], true)
                 .. ", " .. pad(r[3], rt_w[3], true) .. "]") or "-") .. mark
-            row[#row + 1] = _M.format_fixed((median_of(c, "payload_mib_per_s")), 1)
+            -- the echoed payload; a case that echoes none (http request
+            -- mode) shows the bytes it read instead (transfer_mib_per_s)
+            local mib = median_of(c, "payload_mib_per_s")
+            if not mib or mib == 0 then mib = median_of(c, "transfer_mib_per_s") or mib end
+            row[#row + 1] = _M.format_fixed(mib, 1)
             row[#row + 1] = _M.format_us((median_of(c, "rtt_p50_us")))
             row[#row + 1] = _M.format_us((median_of(c, "rtt_p99_us")))
             row[#row + 1] = _M.format_fixed((median_of(c, "cpu_percent")), 0)

@@ -211,7 +211,7 @@ end
 local function degraded_entry(run)
     local e = failed_entry(run)
     e.signal = nil
-    for _, k in ipairs({ "timed_out", "message_errors", "unfinished", "reconnects" }) do
+    for _, k in ipairs({ "timed_out", "message_errors", "unfinished", "reconnects", "non_success" }) do
         if type(run[k]) == "number" then e[k] = run[k] end
     end
     return e

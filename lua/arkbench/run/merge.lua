@@ -194,6 +194,12 @@ local function protocol_tables(merged, parts)
     end
     if #codes > 0 then
         merged.http = { status = sum_table(codes, "status") or {} }
+        -- the successful replies' latency, when some were not (non_success)
+        local enc = merged_hist(codes, "rtt_ok_histogram")
+        if enc then
+            merged.http.rtt_ok_histogram = enc
+            merged.http.rtt_ok_us = stats(enc)
+        end
     end
     local udps = {}
     for _, p in ipairs(parts) do
@@ -225,7 +231,7 @@ end
 
 -- the tags (docs/run-object.md, "Tags"): each tag's counts summed over the
 -- processes that had it, its histogram merged, its rate worked out again
-local TAG_COUNTS = { "sent", "warmup_sent", "completed", "drained", "errors" }
+local TAG_COUNTS = { "sent", "warmup_sent", "completed", "drained", "errors", "non_success" }
 local function tags(merged, parts)
     local by, any = {}, false
     for _, p in ipairs(parts) do
@@ -274,6 +280,9 @@ function _M.parts(parts)
     end
     merged.connect_phase_s, merged.tls_handshakes, merged.tls_resumed = phase, hs, resumed
     merged.payload_mib_per_s = measured > 0 and mib / measured or 0
+    -- the bytes each way over the measured interval (counters.h)
+    merged.transfer_mib_per_s = measured > 0 and num(merged.bytes_received) / measured / 1048576 or 0
+    merged.transfer_sent_mib_per_s = measured > 0 and num(merged.bytes_sent) / measured / 1048576 or 0
     histograms(merged, parts)
     generator(merged, parts)
     intervals(merged, parts)
