@@ -157,6 +157,8 @@ function _M.start(addr, scenario, total_runs)
     local function publish() srv:set(self.text()) end
 
     function self.on_progress(iv, case, rep, done)
+        -- the pipe's connect and warm-up lines are not intervals
+        if iv.phase ~= nil then return end
         local id = tostring(type(case) == "table" and case.case_id or "?")
         if not cur or cur.id ~= id or cur.rep ~= rep then
             total_of(id)
