@@ -485,6 +485,11 @@ function _M.run(args, ropts)
         return 1
     end
     io_stderr:write(str_format("arkbench: %s: %d cases, %d runs -> %s\n", spec.name, #cases, runs_total, dir))
+    if dist.start_s then
+        io_stderr:write(str_format("arkbench: the plan starts at %s (in %.1f s)\n",
+                                   os.date("!%Y-%m-%dT%H:%M:%SZ", math.floor(dist.start_s)),
+                                   dist.start_s - core.wall_s()))
+    end
 
     if core.signals_install then core.signals_install() end
     local on_run, on_progress = progress_printer(runs_total)
