@@ -485,6 +485,7 @@ function _M.run(args, ropts)
         return 1
     end
     io_stderr:write(str_format("arkbench: %s: %d cases, %d runs -> %s\n", spec.name, #cases, runs_total, dir))
+    for _, w in ipairs(dist.warnings or {}) do io_stderr:write("warning: ", w, "\n") end
     if dist.start_s then
         io_stderr:write(str_format("arkbench: the plan starts at %s (in %.1f s)\n",
                                    os.date("!%Y-%m-%dT%H:%M:%SZ", math.floor(dist.start_s)),

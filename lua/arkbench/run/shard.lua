@@ -153,6 +153,8 @@ function _M.parse_start(text, now_s)
     return t
 end
 
+local plan_of
+
 -- --start-at +D: the instant is rounded up to a multiple of this
 _M.GRID_S = 5
 
@@ -181,6 +183,17 @@ function _M.prepare(o, cases, now_s, getenv)
         if not t then return nil, err end
         out.start_s = t
     end
+    -- a slot shorter than a case needs: its runs will overrun
+    out.warnings = {}
+    for _, c in ipairs(out.slot_s and cases or {}) do
+        local p = plan_of(c)
+        if p.needed_s > out.slot_s then
+            out.warnings[#out.warnings + 1] = format("--slot %g s is shorter than the %g s case %s needs"
+                .. " (connect, warm-up, measure, drain): its runs will overrun their slots",
+                out.slot_s, p.needed_s, tostring(c.case_id))
+            break
+        end
+    end
     return out
 end
 
@@ -190,7 +203,7 @@ end
 -- and the worker's exit.
 _M.PREP_S, _M.MARGIN_S, _M.EXIT_S = 1.5, 0.2, 1.0
 
-local function plan_of(case, slot_override)
+function plan_of(case, slot_override)
     local clients = tonumber(case.clients) or 1
     local pace = case.connect_rate and clients / case.connect_rate or 0
     local prep = _M.PREP_S + clients / 500 + pace
@@ -241,9 +254,7 @@ function Sched:mark(obj, p)
     end
     if pl.overrun then
         pl.overrun_s = ended - p.next_slot_unix_s
-        if type(obj.notes) ~= "table" then obj.notes = {} end
-        obj.notes[#obj.notes + 1] = format("the run overran its %g s slot by %.2f s (--slot)",
-                                           p.slot_s, pl.overrun_s)
+        pl.note = format("the run overran its %g s slot by %.2f s (--slot)", p.slot_s, pl.overrun_s)
     end
     obj.plan = pl
 end

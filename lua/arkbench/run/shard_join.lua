@@ -154,6 +154,14 @@ function _M.one(got, n, dirs)
             out.round_trips_per_s = out.completed / span
         end
     end
+    -- a shard's run that overran its slot says so in the merged run
+    for i = 0, n - 1 do
+        local r = got[i]
+        if r and type(r.plan) == "table" and type(r.plan.note) == "string" then
+            if type(out.notes) ~= "table" then out.notes = json.array() end
+            out.notes[#out.notes + 1] = format("shard %d of %d: %s", i, n, r.plan.note)
+        end
+    end
     out.start_planned = type(first.plan) == "table"
     out.shards = rows
     -- the load the shards that measured applied
