@@ -117,6 +117,10 @@ function _M.parse_start(text, now_s)
     local t
     local y, mo, d, h, mi, s, frac = tostring(text):match(
         "^(%d%d%d%d)%-(%d%d)%-(%d%d)T(%d%d):(%d%d):(%d%d)(%.?%d*)Z$")
+    if y and (tonumber(mo) < 1 or tonumber(mo) > 12 or tonumber(d) < 1 or tonumber(d) > 31
+              or tonumber(h) > 23 or tonumber(mi) > 59 or tonumber(s) > 60) then
+        y = nil
+    end
     if y then
         -- days from the civil date (UTC; no time zone database involved)
         y, mo = tonumber(y), tonumber(mo)
