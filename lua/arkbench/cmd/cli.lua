@@ -399,7 +399,8 @@ function _M.run(args, ropts)
     local fds = require("arkbench.run.fds")
     local need, worst = 0, nil
     for _, c in ipairs(cases) do
-        local n = fds.need(c)
+        -- a shard opens only its part of the connections
+        local n = fds.need(dist.shard and require("arkbench.run.shard").apply(c, dist.shard) or c)
         if n > need then need, worst = n, c end
     end
     local soft = core.nofile_limit(need)
