@@ -110,7 +110,7 @@ local HELP = {
                       ConfigMap and an Indexed Job) and the commands to
                       apply, collect and merge (docs/distributed.md)
       --shards N --image IMG --target HOST:PORT [--start-in 60s]
-      [--out DIR] [--set k=v]... [--filter k=v]... [--quick]
+      [--out DIR] [--name JOB] [--set k=v]... [--filter k=v]... [--quick]
 ]],
     env = [[
   env                 print this host's environment (as env.json)
@@ -141,6 +141,10 @@ local USAGE = usage()
 -- One command's help: its usage line and options, and the exit codes.
 -- Commands whose exit codes are not run's.
 local EXIT_CODES_OF = {
+    k8s = [[
+exit codes: 0 the manifests were written, 1 a file could not be written,
+2 bad scenario or command line (what every pod would refuse)
+]],
     serve = [[
 exit codes: 0 stopped by SIGINT/SIGTERM after serving, 1 the server failed
 (its JSON line's error says why), 2 bad command line
