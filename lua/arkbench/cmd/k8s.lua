@@ -68,6 +68,10 @@ local function parse(args)
     local n = tonumber(o.shards or "")
     if not n or n < 1 or n ~= math.floor(n) then error("--shards N: expected a whole number >= 1", 0) end
     o.n = n
+    if o.name and (#o.name > 52 or not o.name:match("^[a-z0-9][-a-z0-9]*$") or o.name:match("%-$")) then
+        error("--name " .. o.name .. ": expected a Kubernetes name: lower-case letters, digits and '-',"
+              .. " at most 52 characters (the Job adds its pods' suffixes)", 0)
+    end
     if not o.image or o.image == "" then error("--image IMG: the container image with arkbench installed", 0) end
     if not o.target or not (o.target:match("^[^:]+:%d+$") or o.target:match("^%[.+%]:%d+$")) then
         error("--target HOST:PORT: the server every pod drives (host:port, [v6]:port)", 0)
