@@ -190,6 +190,12 @@ function _M.main(args, cli)
         end
     end
     env.started_utc, env.ended_utc = started or env.started_utc, ended or env.ended_utc
+    -- per case, the largest start skew of its runs (us)
+    env.start_skew_us = {}
+    for _, r in ipairs(runs) do
+        local v = r.start_skew_us
+        if type(v) == "number" and v > (env.start_skew_us[r.case_id] or -1) then env.start_skew_us[r.case_id] = v end
+    end
     local eok, eerr = write(dir .. "/env.json", json.encode(env, { indent = 2 }) .. "\n")
     if not ok or not eok then
         folder.release(dir)
