@@ -243,16 +243,33 @@ function _M.all(n, by_index)
 end
 
 function _M.skew_text(runs)
-    local lines, seen = { "start skew per case (max - min of the shards' measure starts):" }, {}
+    local lines = { "start skew per case (max - min of the shards' measure starts), and its"
+                    .. " shards in the run with the most:" }
     local worst, order = {}, {}
     for _, r in ipairs(runs) do
-        if not seen[r.case_id] then seen[r.case_id] = true; order[#order + 1] = r.case_id end
+        if worst[r.case_id] == nil then order[#order + 1] = r.case_id; worst[r.case_id] = false end
         local s = r.start_skew_us
-        if type(s) == "number" and s > (worst[r.case_id] or -1) then worst[r.case_id] = s end
+        if type(s) == "number" and (not worst[r.case_id] or s > worst[r.case_id].start_skew_us) then
+            worst[r.case_id] = r
+        end
     end
     for _, id in ipairs(order) do
+        local r = worst[id]
         lines[#lines + 1] = format("  %s  start_skew_us %s", tostring(id),
-                                   worst[id] and format("%.0f", worst[id]) or "-")
+                                   r and format("%.0f (repetition %d)", r.start_skew_us, r.repetition) or "-")
+        for _, sh in ipairs(r and r.shards or {}) do
+            if sh.status == "missing" then
+                lines[#lines + 1] = format("    shard %d  missing", sh.shard)
+                goto next_shard
+            end
+            local off = type(sh.start_offset_us) == "number" and format("offset %.0f us", sh.start_offset_us)
+                or type(sh.measure_start_unix_us) == "number"
+                    and format("start +%.0f us", sh.measure_start_unix_us - r.measure_start_unix_us) or ""
+            lines[#lines + 1] = format("    shard %d  %-12s %-8s CPU %5.1f %%  RSS %6.1f MiB  %s", sh.shard,
+                tostring(sh.host ~= json.null and sh.host or "?"), tostring(sh.status), num(sh.cpu_percent),
+                num(sh.rss_peak_bytes) / 1048576, off)
+            ::next_shard::
+        end
     end
     return table.concat(lines, "\n") .. "\n"
 end
