@@ -155,6 +155,8 @@ describe("arkbench k8s", function()
         assert.are.equal("ok", m.status)
         assert.are.equal(sum, m.completed)
         assert.are.equal(12, m.load_applied.clients)
+        assert.are.same({ 12, 0, 11, 66 }, { m.connection_ids.count, m.connection_ids.min,
+                                             m.connection_ids.max, m.connection_ids.sum })
         assert.is_number(m.start_skew_us)
     end)
 

@@ -6,6 +6,7 @@
 --   shard.range(clients, index, count) -> lo, hi   ids [lo, hi)
 --   shard.check(cases, sh) -> nil | err   a case a shard cannot run
 --   shard.apply(case, sh) -> the part of case this shard runs
+--   shard.merge_ids(runs) -> the runs' connection_ids as one
 --   shard.parse_start(text, now_s) -> unix seconds | nil, err  (--start-at)
 --   shard.schedule(start_s, slot_s) -> sched   the wall-clock plan
 --       sched:wait(case, k) -> plan   sleeps until run k's slot begins
@@ -109,6 +110,25 @@ function _M.apply(case, sh)
     c.id_base, c.id_stride = lo, 1
     if type(case.rate) == "number" then c.rate = case.rate * (hi - lo) / total end
     return c, lo, hi
+end
+
+-- The connection_ids of several run objects (docs/run-object.md) as one:
+-- counts and sums added, the least and the largest; nil when none has them
+function _M.merge_ids(runs)
+    local out
+    for _, r in ipairs(runs) do
+        local c = type(r.connection_ids) == "table" and r.connection_ids
+        if c and type(c.count) == "number" then
+            if not out then
+                out = { count = c.count, sum = c.sum, min = c.min, max = c.max }
+            else
+                out.count, out.sum = out.count + c.count, out.sum + c.sum
+                if c.min < out.min then out.min = c.min end
+                if c.max > out.max then out.max = c.max end
+            end
+        end
+    end
+    return out
 end
 
 -- --start-at: "2026-12-04T15:00:00Z", epoch seconds, or "+30s"

@@ -162,6 +162,7 @@ function _M.one(got, n, dirs)
             out.notes[#out.notes + 1] = format("shard %d of %d: %s", i, n, r.plan.note)
         end
     end
+    out.connection_ids = require("arkbench.run.shard").merge_ids(measured)
     out.start_planned = type(first.plan) == "table"
     out.shards = rows
     -- the load the shards that measured applied
