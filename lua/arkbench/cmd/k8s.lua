@@ -194,7 +194,8 @@ end
 function _M.commands(o, dir)
     local apply
     if o.start_s then
-        apply = format("sed \"s/@START_AT@/$(( $(date +%%s) + %d ))/\" %s/job.yaml | kubectl apply -f %s/configmap.yaml -f -",
+        apply = format("sed \"s/@START_AT@/$(( $(date +%%s) + %d ))/\" %s/job.yaml"
+                       .. " | kubectl apply -f %s/configmap.yaml -f -",
                        o.start_s, dir, dir)
     else
         apply = format("kubectl apply -f %s/configmap.yaml -f %s/job.yaml", dir, dir)
@@ -227,7 +228,10 @@ function _M.main(args, cli)
     if f then f:close() end
     if not text then return die("cannot read " .. o.path) end
     local folder = require("arkbench.run.folder")
-    o.name = o.name or ("arkbench-" .. folder.sanitize(spec.name):lower():gsub("[^a-z0-9-]", "-"):sub(1, 40):gsub("%-+$", ""))
+    if not o.name then
+        local base = folder.sanitize(spec.name):lower():gsub("[^a-z0-9-]", "-"):sub(1, 40):gsub("%-+$", "")
+        o.name = base:match("^[a-z0-9]") and ("arkbench-" .. base) or "arkbench"
+    end
     local dir = o.out or ("k8s-" .. folder.sanitize(spec.name))
     local made, merr = folder.mkdir_p(dir)
     if not made then return die("cannot create " .. tostring(merr)) end
