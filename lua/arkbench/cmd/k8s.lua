@@ -230,7 +230,7 @@ function _M.main(args, cli)
     local folder = require("arkbench.run.folder")
     if not o.name then
         local base = folder.sanitize(spec.name):lower():gsub("[^a-z0-9-]", "-"):sub(1, 40):gsub("%-+$", "")
-        o.name = base:match("^[a-z0-9]") and ("arkbench-" .. base) or "arkbench"
+        o.name = base ~= "" and ("arkbench-" .. base) or "arkbench"
     end
     local dir = o.out or ("k8s-" .. folder.sanitize(spec.name))
     local made, merr = folder.mkdir_p(dir)
