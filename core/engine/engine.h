@@ -244,6 +244,11 @@ struct ab_result_s {
                              first connect (and handshakes) finished */
   int64_t measure_start_unix_ns; /* CLOCK_REALTIME at the measure phase's
                                     start (0: it did not start) */
+  /* the case's connection ids this process's clients had (a part or a
+   * shard has a range of them): how many, the least, the largest and
+   * their sum; count 0 without clients */
+  uint64_t conn_id_count, conn_id_sum;
+  uint32_t conn_id_min, conn_id_max;
 };
 
 /* Checks cfg; returns 0 or AB_ECONFIG with a sentence in err[0..errlen). */

@@ -97,6 +97,13 @@ int ab__merge_loops(ab__engine_t *eng, ab_result_t *out) {
   for (uint32_t li = 0; li < eng->nloops; li++) {
     ab__loop_t *l = &eng->loops[li];
     merge_loop(out, l);
+    for (uint32_t k = 0; k < l->nclients; k++) {
+      uint32_t id = ab__loop_client(l, k)->id;
+      if (out->conn_id_count == 0 || id < out->conn_id_min) out->conn_id_min = id;
+      if (out->conn_id_count == 0 || id > out->conn_id_max) out->conn_id_max = id;
+      out->conn_id_count++;
+      out->conn_id_sum += id;
+    }
     eng->drv->loop_close(l);
     uv_loop_close(&l->loop);
     ab__loop_free_clients(l);

@@ -336,6 +336,14 @@ void ab_lua_push_result(lua_State *L, const ab_case_cfg_t *cfg, const ab_result_
   SETNUM("connections_per_s", (double)r->connections_opened * per_s);
   SETNUM("connect_phase_s", r->connect_phase_s);
   if (r->measure_start_unix_ns > 0) SETNUM("measure_start_unix_us", (double)r->measure_start_unix_ns / 1e3);
+  if (r->conn_id_count > 0) {
+    lua_createtable(L, 0, 4);
+    SETNUM("count", (double)r->conn_id_count);
+    SETNUM("min", r->conn_id_min);
+    SETNUM("max", r->conn_id_max);
+    SETNUM("sum", (double)r->conn_id_sum);
+    lua_setfield(L, -2, "connection_ids");
+  }
   SETNUM("tls_handshakes", r->session.tls_handshakes);
   SETNUM("tls_resumed", r->session.tls_resumed_count);
   if (r->interrupted) {

@@ -155,7 +155,26 @@ describe("arkbench k8s", function()
         assert.are.equal("ok", m.status)
         assert.are.equal(sum, m.completed)
         assert.are.equal(12, m.load_applied.clients)
+        assert.are.same({ 12, 0, 11, 66 }, { m.connection_ids.count, m.connection_ids.min,
+                                             m.connection_ids.max, m.connection_ids.sum })
         assert.is_number(m.start_skew_us)
+    end)
+
+    it("merge refuses shards run with different --set, naming both folders", function()
+        local port = start_serve()
+        local d = files.tmpdir("_sets")
+        local scn = d .. "/s.lua"
+        files.write_file(scn, SCENARIO)
+        local target = "target=127.0.0.1:" .. port
+        local rc0 = ark.run({ "run", scn, "--shard", "0/2", "--set", target, "--quick", "--out", d .. "/a" })
+        local rc1 = ark.run({ "run", scn, "--shard", "1/2", "--set", target, "--set", "window=2", "--quick",
+                              "--out", d .. "/a" })
+        assert.are.same({ 0, 0 }, { rc0, rc1 })
+        local rc, _, se = ark.run({ "merge", d .. "/m", d .. "/a" })
+        assert.are.equal(2, rc)
+        assert.truthy(se:find(d .. "/a/shard-0-of-2 and " .. d .. "/a/shard-1-of-2: different settings", 1, true), se)
+        assert.truthy(se:find("window=2", 1, true), se)
+        assert.is_false(files.exists(d .. "/m/runs.jsonl"))
     end)
 
     it("refuses what every pod would refuse, before writing anything", function()

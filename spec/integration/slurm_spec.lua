@@ -195,12 +195,17 @@ describe("shards under Slurm (srun -n 4 ... --shard auto --start-at +5s)", funct
             assert.are.equal(4, r.shard.count)
             assert.is_number(r.plan.start_offset_us)
             sum_completed, sum_sent = sum_completed + r.completed, sum_sent + r.sent
-            for id = r.shard.clients_from, r.shard.clients_to - 1 do ids[#ids + 1] = id end
-            assert.are.equal(16, r.clients or (r.shard.clients_to - r.shard.clients_from))
+            -- the ids the engine gave the shard's clients: a whole range,
+            -- each once (count, least, largest and sum of a run of ids)
+            local c = r.connection_ids
+            assert.is_table(c, "shard " .. i .. " reports no connection_ids")
+            assert.are.same({ 16, 16 * i, 16 * i + 15, (32 * i + 15) * 8 }, { c.count, c.min, c.max, c.sum })
+            assert.are.same({ c.min, c.max + 1 }, { r.shard.clients_from, r.shard.clients_to })
+            ids[#ids + 1] = c
         end
-        table.sort(ids)
-        assert.are.equal(64, #ids)
-        for k = 1, 64 do assert.are.equal(k - 1, ids[k]) end
+        table.sort(ids, function(a, b) return a.min < b.min end)
+        for k = 2, #ids do assert.are.equal(ids[k - 1].max + 1, ids[k].min) end
+        assert.are.same({ 0, 63 }, { ids[1].min, ids[#ids].max })
 
         local M = files.tmpdir("_m") .. "/merged"
         local rc, so, se = ark.run({ "merge", M, OUT, "--threshold", "completed > 0" })
@@ -213,6 +218,8 @@ describe("shards under Slurm (srun -n 4 ... --shard auto --start-at +5s)", funct
         assert.are.equal(sum_completed, m.completed)
         assert.are.equal(sum_sent, m.sent)
         assert.are.equal(64, m.load_applied.clients)
+        assert.are.same({ 64, 0, 63, 2016 }, { m.connection_ids.count, m.connection_ids.min,
+                                               m.connection_ids.max, m.connection_ids.sum })
         assert.are.equal(4, #m.shards)
         assert.is_number(m.start_skew_us)
         assert.is_true(m.start_skew_us >= 0)

@@ -125,7 +125,7 @@ local HELP = {
                       ConfigMap and an Indexed Job) and the commands to
                       apply, collect and merge (docs/distributed.md)
       --shards N --image IMG --target HOST:PORT [--start-in 60s]
-      [--out DIR] [--set k=v]... [--filter k=v]... [--quick]
+      [--out DIR] [--name JOB] [--set k=v]... [--filter k=v]... [--quick]
 ]],
     env = [[
   env                 print this host's environment (as env.json)
@@ -157,6 +157,10 @@ local USAGE = usage()
 -- One command's help: its usage line and options, and the exit codes.
 -- Commands whose exit codes are not run's.
 local EXIT_CODES_OF = {
+    k8s = [[
+exit codes: 0 the manifests were written, 1 a file could not be written,
+2 bad scenario or command line (what every pod would refuse)
+]],
     serve = [[
 exit codes: 0 stopped by SIGINT/SIGTERM after serving, 1 the server failed
 (its JSON line's error says why), 2 bad command line
@@ -462,7 +466,8 @@ function _M.run(args, ropts)
     local fds = require("arkbench.run.fds")
     local need, worst = 0, nil
     for _, c in ipairs(cases) do
-        local n = fds.need(c)
+        -- a shard opens only its part of the connections
+        local n = fds.need(dist.shard and require("arkbench.run.shard").apply(c, dist.shard) or c)
         if n > need then need, worst = n, c end
     end
     local soft = core.nofile_limit(need)
@@ -548,6 +553,12 @@ function _M.run(args, ropts)
         return 1
     end
     io_stderr:write(str_format("arkbench: %s: %d cases, %d runs -> %s\n", spec.name, #cases, runs_total, dir))
+    for _, w in ipairs(dist.warnings or {}) do io_stderr:write("warning: ", w, "\n") end
+    if dist.start_s then
+        io_stderr:write(str_format("arkbench: the plan starts at %s (in %.1f s)\n",
+                                   os.date("!%Y-%m-%dT%H:%M:%SZ", math.floor(dist.start_s)),
+                                   dist.start_s - core.wall_s()))
+    end
 
     if core.signals_install then core.signals_install() end
     local on_run, on_progress = progress_printer(runs_total)

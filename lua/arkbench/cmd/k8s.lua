@@ -68,6 +68,10 @@ local function parse(args)
     local n = tonumber(o.shards or "")
     if not n or n < 1 or n ~= math.floor(n) then error("--shards N: expected a whole number >= 1", 0) end
     o.n = n
+    if o.name and (#o.name > 52 or not o.name:match("^[a-z0-9][-a-z0-9]*$") or o.name:match("%-$")) then
+        error("--name " .. o.name .. ": expected a Kubernetes name: lower-case letters, digits and '-',"
+              .. " at most 52 characters (the Job adds its pods' suffixes)", 0)
+    end
     if not o.image or o.image == "" then error("--image IMG: the container image with arkbench installed", 0) end
     if not o.target or not (o.target:match("^[^:]+:%d+$") or o.target:match("^%[.+%]:%d+$")) then
         error("--target HOST:PORT: the server every pod drives (host:port, [v6]:port)", 0)
@@ -190,7 +194,8 @@ end
 function _M.commands(o, dir)
     local apply
     if o.start_s then
-        apply = format("sed \"s/@START_AT@/$(( $(date +%%s) + %d ))/\" %s/job.yaml | kubectl apply -f %s/configmap.yaml -f -",
+        apply = format("sed \"s/@START_AT@/$(( $(date +%%s) + %d ))/\" %s/job.yaml"
+                       .. " | kubectl apply -f %s/configmap.yaml -f -",
                        o.start_s, dir, dir)
     else
         apply = format("kubectl apply -f %s/configmap.yaml -f %s/job.yaml", dir, dir)
@@ -223,7 +228,10 @@ function _M.main(args, cli)
     if f then f:close() end
     if not text then return die("cannot read " .. o.path) end
     local folder = require("arkbench.run.folder")
-    o.name = o.name or ("arkbench-" .. folder.sanitize(spec.name):lower():gsub("[^a-z0-9-]", "-"):sub(1, 40):gsub("%-+$", ""))
+    if not o.name then
+        local base = folder.sanitize(spec.name):lower():gsub("[^a-z0-9-]", "-"):sub(1, 40):gsub("%-+$", "")
+        o.name = base ~= "" and ("arkbench-" .. base) or "arkbench"
+    end
     local dir = o.out or ("k8s-" .. folder.sanitize(spec.name))
     local made, merr = folder.mkdir_p(dir)
     if not made then return die("cannot create " .. tostring(merr)) end

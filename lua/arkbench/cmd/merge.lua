@@ -98,6 +98,16 @@ local function read_shard(dir)
         end
     end
     if warning then io_stderr:write("arkbench: merge: warning: ", warning, "\n") end
+    -- a shard still running here is not merged yet; a lock left by a
+    -- shard on another host (a shared filesystem) names a process this
+    -- host cannot see: said, and its runs so far are merged
+    local live = require("arkbench.run.folder").live_lock(dir)
+    if live then
+        local here = core.uname and (core.uname() or {}).nodename
+        if env.hostname == here then return nil, live end
+        io_stderr:write(format("arkbench: merge: warning: %s was written on %s and is still locked:"
+                               .. " that shard may still be running\n", dir, tostring(env.hostname)))
+    end
     return { dir = dir, env = env, runs = runs, shard = rs.shard, settings = rs }
 end
 
@@ -180,6 +190,12 @@ function _M.main(args, cli)
         end
     end
     env.started_utc, env.ended_utc = started or env.started_utc, ended or env.ended_utc
+    -- per case, the largest start skew of its runs (us)
+    env.start_skew_us = {}
+    for _, r in ipairs(runs) do
+        local v = r.start_skew_us
+        if type(v) == "number" and v > (env.start_skew_us[r.case_id] or -1) then env.start_skew_us[r.case_id] = v end
+    end
     local eok, eerr = write(dir .. "/env.json", json.encode(env, { indent = 2 }) .. "\n")
     if not ok or not eok then
         folder.release(dir)

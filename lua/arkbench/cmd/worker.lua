@@ -201,6 +201,7 @@ local function group_result(parts)
         end
     end
     if #measured == 0 then res.sent = 0; res.completed = 0 end
+    res.connection_ids = shard.merge_ids(measured)
     -- the measure phase began when the first part began it
     for _, p in ipairs(measured) do
         local t = p.measure_start_unix_us

@@ -436,13 +436,15 @@ function _M.run(plan)
                 local slot = plan.schedule and plan.schedule:wait(case, done)
                 if core.interrupted() then interrupted = true; break end
                 local obj, line = run_one(plan, ctx, case, jsons[i], base + rep, done, total, slot)
-                if plan.shard or slot then
+                if plan.shard and obj.shard == nil then
                     -- a run object the runner wrote still names its shard
-                    if plan.shard and obj.shard == nil then
-                        obj.shard = { index = plan.shard.index, count = plan.shard.count }
-                    end
+                    obj.shard = { index = plan.shard.index, count = plan.shard.count }
                     if slot then plan.schedule:mark(obj, slot) end
                     line = json.encode(obj)
+                elseif slot then
+                    -- the worker's line as it wrote it, with the plan added
+                    plan.schedule:mark(obj, slot)
+                    line = line:gsub("}%s*$", "") .. ',"plan":' .. json.encode(obj.plan) .. "}"
                 end
                 local wok, werr = append_line(runs_path, line)
                 if not wok then

@@ -6,6 +6,7 @@
 --   shard.range(clients, index, count) -> lo, hi   ids [lo, hi)
 --   shard.check(cases, sh) -> nil | err   a case a shard cannot run
 --   shard.apply(case, sh) -> the part of case this shard runs
+--   shard.merge_ids(runs) -> the runs' connection_ids as one
 --   shard.parse_start(text, now_s) -> unix seconds | nil, err  (--start-at)
 --   shard.schedule(start_s, slot_s) -> sched   the wall-clock plan
 --       sched:wait(case, k) -> plan   sleeps until run k's slot begins
@@ -111,12 +112,35 @@ function _M.apply(case, sh)
     return c, lo, hi
 end
 
+-- The connection_ids of several run objects (docs/run-object.md) as one:
+-- counts and sums added, the least and the largest; nil when none has them
+function _M.merge_ids(runs)
+    local out
+    for _, r in ipairs(runs) do
+        local c = type(r.connection_ids) == "table" and r.connection_ids
+        if c and type(c.count) == "number" then
+            if not out then
+                out = { count = c.count, sum = c.sum, min = c.min, max = c.max }
+            else
+                out.count, out.sum = out.count + c.count, out.sum + c.sum
+                if c.min < out.min then out.min = c.min end
+                if c.max > out.max then out.max = c.max end
+            end
+        end
+    end
+    return out
+end
+
 -- --start-at: "2026-12-04T15:00:00Z", epoch seconds, or "+30s"
 function _M.parse_start(text, now_s)
     local units = require("arkbench.util.units")
     local t
     local y, mo, d, h, mi, s, frac = tostring(text):match(
         "^(%d%d%d%d)%-(%d%d)%-(%d%d)T(%d%d):(%d%d):(%d%d)(%.?%d*)Z$")
+    if y and (tonumber(mo) < 1 or tonumber(mo) > 12 or tonumber(d) < 1 or tonumber(d) > 31
+              or tonumber(h) > 23 or tonumber(mi) > 59 or tonumber(s) > 60) then
+        y = nil
+    end
     if y then
         -- days from the civil date (UTC; no time zone database involved)
         y, mo = tonumber(y), tonumber(mo)
@@ -153,6 +177,8 @@ function _M.parse_start(text, now_s)
     return t
 end
 
+local plan_of
+
 -- --start-at +D: the instant is rounded up to a multiple of this
 _M.GRID_S = 5
 
@@ -181,6 +207,17 @@ function _M.prepare(o, cases, now_s, getenv)
         if not t then return nil, err end
         out.start_s = t
     end
+    -- a slot shorter than a case needs: its runs will overrun
+    out.warnings = {}
+    for _, c in ipairs(out.slot_s and cases or {}) do
+        local p = plan_of(c)
+        if p.needed_s > out.slot_s then
+            out.warnings[#out.warnings + 1] = format("--slot %g s is shorter than the %g s case %s needs"
+                .. " (connect, warm-up, measure, drain): its runs will overrun their slots",
+                out.slot_s, p.needed_s, tostring(c.case_id))
+            break
+        end
+    end
     return out
 end
 
@@ -190,7 +227,7 @@ end
 -- and the worker's exit.
 _M.PREP_S, _M.MARGIN_S, _M.EXIT_S = 1.5, 0.2, 1.0
 
-local function plan_of(case, slot_override)
+function plan_of(case, slot_override)
     local clients = tonumber(case.clients) or 1
     local pace = case.connect_rate and clients / case.connect_rate or 0
     local prep = _M.PREP_S + clients / 500 + pace
@@ -241,9 +278,7 @@ function Sched:mark(obj, p)
     end
     if pl.overrun then
         pl.overrun_s = ended - p.next_slot_unix_s
-        if type(obj.notes) ~= "table" then obj.notes = {} end
-        obj.notes[#obj.notes + 1] = format("the run overran its %g s slot by %.2f s (--slot)",
-                                           p.slot_s, pl.overrun_s)
+        pl.note = format("the run overran its %g s slot by %.2f s (--slot)", p.slot_s, pl.overrun_s)
     end
     obj.plan = pl
 end

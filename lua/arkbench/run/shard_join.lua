@@ -154,6 +154,15 @@ function _M.one(got, n, dirs)
             out.round_trips_per_s = out.completed / span
         end
     end
+    -- a shard's run that overran its slot says so in the merged run
+    for i = 0, n - 1 do
+        local r = got[i]
+        if r and type(r.plan) == "table" and type(r.plan.note) == "string" then
+            if type(out.notes) ~= "table" then out.notes = json.array() end
+            out.notes[#out.notes + 1] = format("shard %d of %d: %s", i, n, r.plan.note)
+        end
+    end
+    out.connection_ids = require("arkbench.run.shard").merge_ids(measured)
     out.start_planned = type(first.plan) == "table"
     out.shards = rows
     -- the load the shards that measured applied
@@ -235,16 +244,33 @@ function _M.all(n, by_index)
 end
 
 function _M.skew_text(runs)
-    local lines, seen = { "start skew per case (max - min of the shards' measure starts):" }, {}
+    local lines = { "start skew per case (max - min of the shards' measure starts), and its"
+                    .. " shards in the run with the most:" }
     local worst, order = {}, {}
     for _, r in ipairs(runs) do
-        if not seen[r.case_id] then seen[r.case_id] = true; order[#order + 1] = r.case_id end
+        if worst[r.case_id] == nil then order[#order + 1] = r.case_id; worst[r.case_id] = false end
         local s = r.start_skew_us
-        if type(s) == "number" and s > (worst[r.case_id] or -1) then worst[r.case_id] = s end
+        if type(s) == "number" and (not worst[r.case_id] or s > worst[r.case_id].start_skew_us) then
+            worst[r.case_id] = r
+        end
     end
     for _, id in ipairs(order) do
+        local r = worst[id]
         lines[#lines + 1] = format("  %s  start_skew_us %s", tostring(id),
-                                   worst[id] and format("%.0f", worst[id]) or "-")
+                                   r and format("%.0f (repetition %d)", r.start_skew_us, r.repetition) or "-")
+        for _, sh in ipairs(r and r.shards or {}) do
+            if sh.status == "missing" then
+                lines[#lines + 1] = format("    shard %d  missing", sh.shard)
+                goto next_shard
+            end
+            local off = type(sh.start_offset_us) == "number" and format("offset %.0f us", sh.start_offset_us)
+                or type(sh.measure_start_unix_us) == "number"
+                    and format("start +%.0f us", sh.measure_start_unix_us - r.measure_start_unix_us) or ""
+            lines[#lines + 1] = format("    shard %d  %-12s %-8s CPU %5.1f %%  RSS %6.1f MiB  %s", sh.shard,
+                tostring(sh.host ~= json.null and sh.host or "?"), tostring(sh.status), num(sh.cpu_percent),
+                num(sh.rss_peak_bytes) / 1048576, off)
+            ::next_shard::
+        end
     end
     return table.concat(lines, "\n") .. "\n"
 end
