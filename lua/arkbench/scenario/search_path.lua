@@ -56,11 +56,12 @@ function _M.apply(scenario_path)
     local add = table.concat(entries)
     local path = package.path
     if added_path ~= "" then path = path:gsub(plain(added_path), "", 1) end
-    -- after arkbench's own lua/ tree (ab_lua_host_setup puts it first)
+    -- right after arkbench's own lua/ tree (ab_lua_host_setup puts it first)
     local root = rawget(_G, "ARKBENCH_ROOT")
     local own = root and (root .. "/lua/?.lua;" .. root .. "/lua/?/init.lua;")
-    if own and path:sub(1, #own) == own then
-        package.path = own .. add .. path:sub(#own + 1)
+    local at = own and path:find(own, 1, true)
+    if at then
+        package.path = path:sub(1, at + #own - 1) .. add .. path:sub(at + #own)
     else
         package.path = add .. path
     end
