@@ -62,9 +62,12 @@ describe("sharing a workload", function()
                 sent[name] = sent[name] + t.sent + t.warmup_sent
                 assert.is_true(t.completed > 0, name)
             end
-            -- one message in ten is a SET
-            local g, s = tag(r, "get").sent, tag(r, "set").sent
-            assert.is_true(s > 0 and math.abs(g / (g + s) - 0.9) < 0.02, g .. " gets, " .. s .. " sets")
+            -- one message in ten is a SET: a connection's run of n messages
+            -- holds n/10 of them rounded up or down, so the 16 connections'
+            -- sum is within 16 of a tenth (warm-up and measure together)
+            local g = tag(r, "get").sent + tag(r, "get").warmup_sent
+            local s = tag(r, "set").sent + tag(r, "set").warmup_sent
+            assert.is_true(s > 0 and math.abs(s - (g + s) / 10) <= 16, g .. " gets, " .. s .. " sets")
         end
         assert.equals((after.get or 0) - (before.get or 0), sent.get)
         assert.equals((after.set or 0) - (before.set or 0), sent.set)
