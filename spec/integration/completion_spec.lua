@@ -4,8 +4,10 @@
 -- COMP_WORDS/COMP_CWORD, completes the commands, each command's options
 -- (every option its help names: the script is made from the help tables),
 -- the one-liner's options after a URL, folders after --out and *.lua
--- scenarios after run; zsh and fish get the same commands and options;
--- an unknown shell is exit 2. Runtime: ~3 s.
+-- scenarios after run; the zsh function, run with zsh's completion
+-- builtins replaced by printing ones, and fish's `complete -C` give the
+-- same; an unknown shell is exit 2. Needs zsh and fish (packages.txt
+-- [test]). Runtime: ~5 s.
 package.path = (os.getenv("ARKBENCH_ROOT") or ".") .. "/spec/?.lua;" .. package.path
 local files = require("helpers.files")
 local proc = require("helpers.proc")
@@ -110,11 +112,64 @@ describe("arkbench completion", function()
             assert.truthy(z:find("'" .. o .. ":", 1, true), o)
             assert.truthy(f:find("__fish_seen_subcommand_from run' -l " .. o:sub(3) .. " ", 1, true), o)
         end
-        if proc.sh_ok("command -v zsh >/dev/null 2>&1") then
-            local d = files.tmpdir("_compl_z")
-            files.write_file(d .. "/_arkbench", z)
-            assert.is_true(proc.sh_ok("zsh -n " .. shq(d .. "/_arkbench")))
+    end)
+
+    it("zsh: the function completes commands, options, folders and scenario files", function()
+        local rc, z = run({ "completion", "zsh" })
+        assert.equals(0, rc)
+        local d = files.tmpdir("_compl_zsh")
+        files.write_file(d .. "/_arkbench", z)
+        assert.is_true(proc.sh_ok("zsh -n " .. shq(d .. "/_arkbench")), "zsh -n")
+        -- zsh's completion builtins replaced by ones that print what they are given
+        files.write_file(d .. "/drive.zsh", [[
+compdef() { :; }
+_describe() { local -a arr; arr=("${(@P)2}"); print -l -- "${arr[@]%%:*}"; }
+compadd() { shift; print -l -- "$@"; }
+_files() { print -- "_files $*"; }
+source ]] .. shq(d .. "/_arkbench") .. [[
+
+words=("$@"); CURRENT=${#words}; PREFIX=${words[-1]}
+_arkbench
+]])
+        local function zc(...)
+            local argv = { "zsh", d .. "/drive.zsh" }
+            for _, w in ipairs({ ... }) do argv[#argv + 1] = w end
+            local zrc, out, err = proc.capture("", argv)
+            assert.equals(0, zrc, err)
+            return out
         end
+        local out = zc("arkbench", "")
+        assert.truthy(out:find("\nsearch\n", 1, true) and out:find("\ncompletion\n", 1, true), out)
+        out = zc("arkbench", "run", "--")
+        assert.truthy(out:find("--metrics-listen\n", 1, true), out)
+        assert.equals("_files -/\n", zc("arkbench", "run", "--out", ""))
+        assert.equals("_files -g *.lua\n", zc("arkbench", "run", ""))
+        out = zc("arkbench", "tcp://127.0.0.1:1", "-")
+        assert.truthy(out:find("\n-c\n", 1, true) and out:find("--metrics-listen\n", 1, true), out)
+        assert.equals("bash\nzsh\nfish\n", zc("arkbench", "completion", ""))
+    end)
+
+    it("fish: complete -C gives the commands, options and the one-liner's", function()
+        local rc, f = run({ "completion", "fish" })
+        assert.equals(0, rc)
+        local d = files.tmpdir("_compl_fish")
+        files.write_file(d .. "/arkbench.fish", f)
+        local function fc(line)
+            local frc, out, err = proc.capture("", { "fish", "--no-config", "-c",
+                "source " .. d .. "/arkbench.fish; complete -C " .. shq(line) })
+            assert.equals(0, frc, err)
+            local set = {}
+            for w in out:gmatch("([^\t\n]+)[^\n]*\n") do set[w] = true end
+            return set, out
+        end
+        local set, out = fc("arkbench ")
+        assert.is_true(set.run and set.search and set.completion, out)
+        set, out = fc("arkbench run --me")
+        assert.same({ ["--metrics-listen"] = true }, set, out)
+        set, out = fc("arkbench tcp://127.0.0.1:1 --conn")
+        assert.same({ ["--connections"] = true, ["--connect-timeout"] = true }, set, out)
+        set, out = fc("arkbench report --")
+        assert.is_true(set["--csv"] and set["--hgrm"] and set["--openmetrics"], out)
     end)
 
     it("refuses an unknown or missing shell with exit 2", function()
