@@ -42,8 +42,24 @@ local ERROR_MT = { __tostring = function(e) return e.err end }
 
 function _M.is_error(v) return type(v) == "table" and getmetatable(v) == ERROR_MT end
 
+local function bulk(a)
+    a = tostring(a)
+    return "$" .. #a .. "\r\n" .. a .. "\r\n"
+end
+
+-- one, two and three arguments (GET k, SET k v) without a table: the
+-- light form calls this once per message
 function _M.command(...)
     local n = select("#", ...)
+    if n == 1 then return "*1\r\n" .. bulk((...)) end
+    if n == 2 then
+        local a, b = ...
+        return "*2\r\n" .. bulk(a) .. bulk(b)
+    end
+    if n == 3 then
+        local a, b, c = ...
+        return "*3\r\n" .. bulk(a) .. bulk(b) .. bulk(c)
+    end
     local out = { "*" .. n .. "\r\n" }
     for i = 1, n do
         local a = tostring((select(i, ...)))
