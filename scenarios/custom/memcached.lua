@@ -30,65 +30,18 @@
 -- Pointing it elsewhere: --set target=HOST:PORT (any server speaking the
 -- memcached text protocol: memcached, mcrouter, twemproxy, Dragonfly).
 -- The keys written are arkbench:<n>, n from 0 to KEYS - 1.
-local format, sub, find, rep = string.format, string.sub, string.find, string.rep
-local tonumber = tonumber
+-- The protocol is arkbench.proto.memcached (lua/arkbench/proto/memcached.lua):
+-- mc.get / mc.set encode the requests, mc.expect finds where a reply ends
+-- (a get's VALUE ... END or END, a set's STORED, any other reply), mc.call
+-- decodes it (docs/lua-api.md, "Sharing a workload").
+local mc = require("arkbench.proto.memcached")
+local format, rep = string.format, string.rep
 
 local KEYS = 1000
 local VALUE_BYTES = 64
 local VALUE = rep("v", VALUE_BYTES)
 
 local function key(n) return "arkbench:" .. (n % KEYS) end
-
-local function set_request(k)
-    return format("set %s 0 0 %d\r\n%s\r\n", k, VALUE_BYTES, VALUE)
-end
-
-local function get_request(k)
-    return "get " .. k .. "\r\n"
-end
-
--- Where a get reply ends: "END\r\n" (a miss) or "VALUE <key> <flags>
--- <bytes>\r\n<data>\r\nEND\r\n"; anything else is an error of the run.
-local function expect_get(buf)
-    if sub(buf, 1, 5) == "END\r\n" then return 5 end
-    local e = find(buf, "\r\n", 1, true)
-    if not e then -- incomplete, if it starts as a reply can
-        local head = sub(buf, 1, 6)
-        if #buf > 300 or (head ~= sub("VALUE ", 1, #head) and head ~= sub("END\r\n", 1, #head)) then
-            error(format("get: unexpected reply %q", sub(buf, 1, 80)))
-        end
-        return nil
-    end
-    local n = tonumber(sub(buf, 1, e - 1):match("^VALUE %S+ %d+ (%d+)$"))
-    if not n then error(format("get: unexpected reply %q", sub(buf, 1, 80))) end
-    local total = e + 1 + n + 2 + 5
-    if #buf < total then return nil end
-    if sub(buf, total - 6, total) ~= "\r\nEND\r\n" then
-        error(format("get: reply not ended by END: %q", sub(buf, 1, 80)))
-    end
-    return total
-end
-
--- Where a set reply ends: "STORED\r\n".
-local function expect_set(buf)
-    local e = find(buf, "\r\n", 1, true)
-    if not e then
-        if #buf > 64 then error(format("set: unexpected reply %q", sub(buf, 1, 80))) end
-        return nil
-    end
-    if sub(buf, 1, e + 1) ~= "STORED\r\n" then
-        error(format("set: unexpected reply %q", sub(buf, 1, 80)))
-    end
-    return e + 1
-end
-
--- The light form's one expect for both: a reply that starts like a set's
--- is a set's (replies come back in request order).
-local function expect_any(buf)
-    local c = sub(buf, 1, 1)
-    if c == "S" then return expect_set(buf) end
-    return expect_get(buf)
-end
 
 -- message i of a connection (from 1): every tenth a set, the others gets
 local function is_set(i) return i % 10 == 0 end
@@ -120,12 +73,13 @@ return {
                 i = i + 1
                 local k = key(i)
                 if is_set(i) then
-                    local r = conn:call(set_request(k), "line", "set")
+                    local r = mc.call(conn, mc.set(k, VALUE), "set")
                     if not r then return end -- the connection failed (counted by the engine)
-                    if r ~= "STORED" then error(format("set %s: unexpected reply %q", k, r)) end
+                    if r ~= "STORED" then error(format("set %s: unexpected reply %s", k, tostring(r))) end
                 else
-                    local r = conn:call(get_request(k), expect_get, "get")
+                    local r = mc.call(conn, mc.get(k), "get")
                     if not r then return end
+                    if type(r) ~= "table" then error(format("get %s: unexpected reply %s", k, tostring(r))) end
                 end
             end
         end,
@@ -135,9 +89,9 @@ return {
         load = { { clients = 16, window = 1 }, { clients = 16, window = 16 } },
         message = function(i, id)
             local n = id * 7919 + i
-            if is_set(n) then return set_request(key(n)), "set" end
-            return get_request(key(n)), "get"
+            if is_set(n) then return mc.set(key(n), VALUE), "set" end
+            return mc.get(key(n)), "get"
         end,
-        expect = expect_any,
+        expect = mc.expect_ok,
     },
 }

@@ -23,41 +23,17 @@
 --       --set tls.ca=/path/to/cert.pem --set target=127.0.0.1:6380
 -- Pointing it elsewhere: --set target=HOST:PORT (any RESP server: Redis,
 -- Valkey, KeyDB, a proxy). The keys written are arkbench:<connection id>.
-local format, sub, find, rep = string.format, string.sub, string.find, string.rep
-local tonumber = tonumber
+-- The protocol is arkbench.proto.resp (lua/arkbench/proto/resp.lua):
+-- resp.command encodes a command, resp.expect finds where a reply ends,
+-- resp.decode / resp.call decode it (docs/lua-api.md, "Sharing a workload").
+local resp = require("arkbench.proto.resp")
+local format, sub, rep = string.format, string.sub, string.rep
 
--- one RESP command: an array of bulk strings
-local function command(...)
-    local out = { "*" .. select("#", ...) .. "\r\n" }
-    for i = 1, select("#", ...) do
-        local a = tostring((select(i, ...)))
-        out[#out + 1] = "$" .. #a .. "\r\n" .. a .. "\r\n"
-    end
-    return table.concat(out)
-end
-
-local PONG = "+PONG\r\n"
-
--- where a PING reply ends; anything but +PONG is an error of the run
+-- a PING reply: +PONG, anything else is an error of the run
 local function expect_pong(buf)
-    if #buf >= 7 then
-        if sub(buf, 1, 7) == PONG then return 7 end
-    elseif sub(PONG, 1, #buf) == buf then
-        return nil -- incomplete
-    end
-    error(format("PING: unexpected reply %q", sub(buf, 1, 80)))
-end
-
--- where a bulk string reply ($<n>\r\n<n bytes>\r\n, or $-1\r\n) ends
-local function expect_bulk(buf)
-    local e = find(buf, "\r\n", 1, true)
-    if not e then return nil end
-    local n = sub(buf, 1, 1) == "$" and tonumber(sub(buf, 2, e - 1))
-    if not n then error(format("GET: unexpected reply %q", sub(buf, 1, 80))) end
-    if n < 0 then return e + 1 end
-    local total = e + 1 + n + 2
-    if #buf < total then return nil end
-    return total
+    local n = resp.expect(buf)
+    if n and sub(buf, 1, n) ~= "+PONG\r\n" then error(format("PING: unexpected reply %q", sub(buf, 1, 80))) end
+    return n
 end
 
 local VALUE = rep("v", 64)
@@ -83,7 +59,7 @@ return {
         payload = 16,
         load = { { clients = 1, window = 1 }, { clients = 16, window = 1 },
                  { clients = 16, window = 16 } },
-        message = command("PING"),
+        message = resp.command("PING"),
         expect = expect_pong,
     },
     part {
@@ -91,16 +67,13 @@ return {
         load = { { clients = 1, window = 1 }, { clients = 16, window = 1 } },
         client = function(conn)
             local key = "arkbench:" .. conn.id
-            local set = command("SET", key, VALUE)
-            local get = command("GET", key)
-            local want = "$" .. #VALUE .. "\r\n" .. VALUE .. "\r\n"
             while true do
-                local r = conn:call(set, "line")
+                local r = resp.call(conn, { "SET", key, VALUE })
                 if not r then return end -- connection failed (counted by the engine)
-                if r ~= "+OK" then error(format("SET %s: unexpected reply %q", key, r)) end
-                r = conn:call(get, expect_bulk)
+                if r ~= "OK" then error(format("SET %s: unexpected reply %s", key, tostring(r))) end
+                r = resp.call(conn, { "GET", key })
                 if not r then return end
-                if r ~= want then error(format("GET %s: unexpected reply %q", key, sub(r, 1, 80))) end
+                if r ~= VALUE then error(format("GET %s: unexpected reply %q", key, sub(tostring(r), 1, 80))) end
             end
         end,
     },

@@ -139,6 +139,16 @@ local HELP = {
 ]],
 }
 
+-- arkbench completion (cmd/completion.lua): before help in the list
+HELP.completion = [[
+  completion SHELL    print a completion script for bash, zsh or fish, made
+                      from these help tables (docs/one-liner.md, "Shell
+                      completion"): eval "$(arkbench completion bash)"
+]]
+table.insert(HELP_ORDER, #HELP_ORDER, "completion")
+-- the help tables, for arkbench.cmd.options (completion, man page)
+_M.HELP, _M.HELP_ORDER = HELP, HELP_ORDER
+
 local EXIT_CODES = [[
 exit codes: 0 every run ok, 1 some run failed or degraded or a write failed,
 2 bad scenario or command line, 3 a threshold crossed (every run ok),
@@ -788,6 +798,8 @@ function _M.main(args)
         return require("arkbench.cmd.search").main(args)
     elseif cmd == "env" then
         return _M.env()
+    elseif cmd == "completion" then
+        return require("arkbench.cmd.completion").main(args)
     elseif cmd == "dev-load" then
         local a = {}
         for i = 2, #args do a[#a + 1] = args[i] end

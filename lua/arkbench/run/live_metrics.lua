@@ -85,6 +85,21 @@ function _M.start(addr, scenario, total_runs)
     -- case id -> { sent, completed, errors, timed_out } of finished runs;
     -- cur: the running run's case, repetition and interval sums so far
     local totals, order = {}, {}
+    -- case id -> the labels of the keys that name a case (payload="64",
+    -- clients="16", ... as metrics.om has them), from the first case table
+    -- seen for it
+    local case_labels = {}
+    local function learn(id, case)
+        if case_labels[id] or type(case) ~= "table" then return end
+        local parts = {}
+        for _, k in ipairs(require("arkbench.report.report").AXIS_ORDER) do
+            local v = case[k]
+            if type(v) == "string" or type(v) == "number" or type(v) == "boolean" then
+                parts[#parts + 1] = format(',%s="%s"', k, esc(v))
+            end
+        end
+        case_labels[id] = concat(parts)
+    end
     local cur, last_iv, done_runs = nil, nil, 0
     local started = core.now_ns()
 
@@ -105,7 +120,9 @@ function _M.start(addr, scenario, total_runs)
             if unit then out[#out + 1] = format("# UNIT %s %s", name, unit) end
             out[#out + 1] = format("# HELP %s %s", name, help)
         end
-        local function labels(id) return format('scenario="%s",case="%s"', esc(scenario), esc(id)) end
+        local function labels(id)
+            return format('scenario="%s",case="%s"', esc(scenario), esc(id)) .. (case_labels[id] or "")
+        end
         for _, c in ipairs(COUNTERS) do
             family(c[1], "counter", c[3])
             for _, id in ipairs(order) do
@@ -160,6 +177,7 @@ function _M.start(addr, scenario, total_runs)
         -- the pipe's connect and warm-up lines are not intervals
         if iv.phase ~= nil then return end
         local id = tostring(type(case) == "table" and case.case_id or "?")
+        learn(id, case)
         if not cur or cur.id ~= id or cur.rep ~= rep then
             total_of(id)
             cur = { id = id, rep = tonumber(rep) or 0, sent = 0, completed = 0, errors = 0, timed_out = 0, t = 0 }
@@ -175,6 +193,7 @@ function _M.start(addr, scenario, total_runs)
 
     function self.on_run(run, done)
         local id = tostring(run.case_id)
+        learn(id, run.case)
         local t = total_of(id)
         t.sent = t.sent + (tonumber(run.sent) or 0)
         t.completed = t.completed + (tonumber(run.completed) or 0)
@@ -188,6 +207,7 @@ function _M.start(addr, scenario, total_runs)
     -- the next run's case, before its first interval closes
     function self.on_start(case, rep)
         local id = tostring(type(case) == "table" and case.case_id or "?")
+        learn(id, case)
         total_of(id)
         cur = { id = id, rep = tonumber(rep) or 0, sent = 0, completed = 0, errors = 0, timed_out = 0, t = 0 }
         last_iv = nil

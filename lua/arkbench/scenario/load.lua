@@ -519,6 +519,9 @@ function _M.load(path, sets)
     end
     local chunk, lerr = loadfile(path, "t")
     if not chunk then return nil, (str_gsub(tostring(lerr), "\n.*", "")) end
+    -- `require` from the file finds its own folder, ARKBENCH_PATH and
+    -- LuaRocks' tree (arkbench.scenario.search_path)
+    require("arkbench.scenario.search_path").apply(path)
 
     -- Globals the file sets land in its own environment, not in ours; a
     -- scenario key set as a global (wrk style) is reported, not lost.
