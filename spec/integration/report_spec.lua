@@ -129,7 +129,7 @@ describe("arkbench reports", function()
             assert.are.equal(0, rc, err)
         end
         local rc, _, err = run({ "run", "scenarios/tcp.lua", "--set", "warmup=0.05", "--set", "duration=0.3",
-            "--set", "repetitions=1", "--filter", "payload=1024", "--filter", "topology=pool:1",
+            "--set", "repetitions=1", "--filter", "payload=1024", "--filter", "topology=sharded:1",
             "--filter", "clients=16", "--out", C })
         assert.are.equal(0, rc, err)
     end)
@@ -220,15 +220,15 @@ describe("arkbench reports", function()
         end
         assert.are.equal(#summary.cases, checked)
 
-        -- key findings: best topology's ratio to pool:1 (one payload: the ratio itself)
+        -- key findings: best topology's ratio to sharded:1 (one payload: the ratio itself)
         for _, load in ipairs({ { 1, "1 client, window 1" }, { 16, "16 clients, window 16" } }) do
-            local base = find_case(load[1], load[1], "pool:1").metrics.round_trips_per_s.median
+            local base = find_case(load[1], load[1], "sharded:1").metrics.round_trips_per_s.median
             local best, best_r = nil, -1
-            for _, t in ipairs({ "pool:1", "pool:2", "pool:4", "sharded:2", "sharded:4" }) do
+            for _, t in ipairs({ "sharded:1", "shared:2", "shared:4", "sharded:2", "sharded:4" }) do
                 local r = find_case(load[1], load[1], t).metrics.round_trips_per_s.median / base
                 if r > best_r then best, best_r = t, r end
             end
-            local row = string.format("| tcp, %s | pool:1 | %s | %.2f× [%.2f×, %.2f×] | 1 case |",
+            local row = string.format("| tcp, %s | sharded:1 | %s | %.2f× [%.2f×, %.2f×] | 1 case |",
                 load[2], best, best_r, best_r, best_r)
             assert.truthy(md:find(row, 1, true), "no findings row " .. row .. " in\n" .. md)
         end
@@ -303,8 +303,8 @@ describe("arkbench reports", function()
     it("compares within one result with --pair topology", function()
         local rc, out, err = run({ "compare", A, "--pair", "topology" })
         assert.are.equal(0, rc, err)
-        for _, t in ipairs({ "pool:2", "pool:4", "sharded:2", "sharded:4" }) do
-            assert.truthy(out:find("median throughput ratio topology=" .. t .. " / topology=pool:1: [%d%.]+x over 2 cases"),
+        for _, t in ipairs({ "shared:2", "shared:4", "sharded:2", "sharded:4" }) do
+            assert.truthy(out:find("median throughput ratio topology=" .. t .. " / topology=sharded:1: [%d%.]+x over 2 cases"),
                 out)
         end
         rc, _, err = run({ "compare", A, "--pair", "execution" })
@@ -317,7 +317,7 @@ describe("arkbench reports", function()
         assert(sh_ok("mkdir -p " .. shq(F) .. " && cp " .. shq(A .. "/runs.jsonl") .. " " .. shq(A .. "/env.json")
             .. " " .. shq(F)))
         local runs = read_runs(A)
-        local target = "payload=1024 clients=16 window=16 topology=pool:2"
+        local target = "payload=1024 clients=16 window=16 topology=shared:2"
         local lines = {}
         for _, r in ipairs(runs) do
             if r.case_id == target then
@@ -333,7 +333,7 @@ describe("arkbench reports", function()
         assert.truthy(out:find("FAILED (failed: ECONNRESET: forced by report_spec; errors: ECONNRESET 1)", 1, true),
             out)
         local md = read_file(F .. "/report.md")
-        assert.truthy(md:find("| pool:2 | FAILED (failed) |  |  |  |  |  |  |  | 0/1 |", 1, true), md)
+        assert.truthy(md:find("| shared:2 | FAILED (failed) |  |  |  |  |  |  |  | 0/1 |", 1, true), md)
         assert.truthy(md:find("| " .. target .. " | 1 | failed | ECONNRESET: forced by report\\_spec | ECONNRESET 1 | 777 | 770 |",
             1, true), md)
         local summary = decode_file(F .. "/summary.json")

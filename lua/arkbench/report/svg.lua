@@ -472,6 +472,10 @@ function _M.charts(model)
             }
         end
     end
+    -- latency by percentile, per part (report/svg_pct.lua)
+    for _, ch in ipairs(require("arkbench.report.svg_pct").charts(model)) do
+        out[#out + 1] = ch
+    end
     -- latency vs load (report/svg_load.lua): no `part`, a `section`; the
     -- time series are drawn into report.html alone (two per case)
     for _, ch in ipairs(require("arkbench.report.svg_load").latency_vs_load(model)) do

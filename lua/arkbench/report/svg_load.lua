@@ -196,8 +196,8 @@ load_chart = function(g, gi)
     for i, q in ipairs(PCTS) do series[i] = { label = q[1] .. " (corrected)", color = q[3] } end
     series[#series + 1] = { label = "achieved rate (right)", color = ACHIEVED_COLOR }
     local o = frame({ kind = "latency-vs-load", part = g.title, title = title,
-        subtitle = "x: asked rate; RTT from intended send (corrected), median, log scale; hollow red"
-            .. " ring = rate not met, orange square = generator-bound", series = series, yticks = yticks,
+        subtitle = "x: asked rate; corrected RTT, median, log; red ring = rate not met, orange"
+            .. " square = generator-bound", series = series, yticks = yticks,
         xticks = xticks, x_of = x_of, y_of = y_of, y_title = "RTT (µs)",
         x_title = "asked rate (messages/s)" })
     -- the right axis: achieved messages/s on x's scale
