@@ -5,18 +5,14 @@
 --   * 3 payload sizes (64 B, 1 KiB, 16 KiB),
 --   * 2 load shapes: 1 connection with 1 message in flight (pure latency),
 --     and 16 connections with 16 messages in flight each (throughput),
---   * the reference's 5 IO models: one thread (sharded:1), one shared
---     reactor served by 2 or 4 threads (shared:N, Asio's "1 io_context x N
---     threads"), or 2 or 4 independent loops (sharded:N, "N io_contexts x
---     1 thread"); pool:N (one IO thread handing work to N workers) is in
---     scenarios/io_models.lua,
+--   * the reference's 5 IO models: sharded:1, shared:2/4 (one reactor, N
+--     threads), sharded:2/4 (N loops, a thread each); pool:N: io_models.lua,
 -- with no CPU work per echo, 0.25 s of warm-up, 1 s measured, and each case
 -- run 3 times, each time in a fresh process.
 --
 -- 3 x 2 x 5 = 30 cases, 90 runs. With one client, sharded:2 and sharded:4
--- leave loops without a connection (they run idle: the load is not
--- changed, and arkbench says so) and shared:N's extra threads have nothing
--- to take; it is the reference's behaviour too.
+-- leave loops without a connection: they run idle (the load is not changed)
+-- and arkbench says so; it is the reference's behaviour too.
 --
 -- Run it:
 --   bin/arkbench run scenarios/tcp.lua                  # all 30 cases
