@@ -68,6 +68,17 @@ local function failure_status(c)
     return #parts > 0 and concat(parts, ", ") or "failed"
 end
 
+-- the first interrupted run of a case that has its numbers, when every
+-- one of its runs that did not count was interrupted
+local function interrupted_entry(c)
+    local first
+    for _, f in ipairs(type(c.failed) == "table" and c.failed or {}) do
+        if type(f) ~= "table" or f.status ~= "interrupted" then return nil end
+        if not first and type(f.round_trips_per_s) == "number" then first = f end
+    end
+    return first
+end
+
 -- Open-loop columns (model.open): after RSS, before runs ok.
 local OPEN_COLS = {
     { "rate asked/s", "rate_asked", fmt_count }, { "rate achieved/s", "rate_achieved", fmt_count },
@@ -118,7 +129,16 @@ function _M.case_rows(model, cases)
         end
         local runs_ok, runs = num(c.runs_ok) or 0, num(c.runs) or 0
         local runs_text = format("%d/%d", runs_ok, runs)
-        if runs_ok == 0 then
+        local intr = interrupted_entry(c)
+        if runs_ok == 0 and intr then
+            -- interrupted, with what it measured until then (never a median)
+            r[first] = format("interrupted: %s rt/s over %s s", fmt_count(intr.round_trips_per_s),
+                fmt_fixed(num(intr.measured_s), 2))
+            for j = first + 1, last - 1 do r[j] = "" end
+            r[first + 4] = fmt_us(num(intr.rtt_p99_us))
+            r[last] = runs_text
+            rows[#rows + 1] = { cells = r, case = c, failed = true, sort = sortv }
+        elseif runs_ok == 0 then
             r[first] = "FAILED (" .. failure_status(c) .. ")"
             for j = first + 1, last - 1 do r[j] = "" end
             r[last] = runs_text
@@ -257,7 +277,7 @@ end
 _M.SECTIONS = {
     { "load", "Latency vs load", "p50, p99 and p999 RTT from intended send (corrected) against the"
       .. " asked rate, per group of the other keys, the achieved rate dashed on the right axis; a"
-      .. " hollow red ring marks a rate not met, an orange square a generator-bound run, a dashed"
+      .. " hollow red ring marks a rate not met, a larger orange ring a generator-bound run, a dashed"
       .. " line the knee." },
     { "time", "Time series", "Round trips/s and p99 per interval of the measure phase, every"
       .. " repetition overlaid (report.html only)." },

@@ -77,6 +77,16 @@ function _M.chart(o)
     if not ylo then return nil end
     local dlo, dhi = floor(log10(ylo)), ceil(log10(yhi))
     if dhi <= dlo then dhi = dlo + 1 end
+    -- the legend's rows push the plot down
+    local rows, lw = 1, 16
+    for _, s in ipairs(o.series) do
+        if not s.dashed then
+            local w = 40 + #s.label * 6.6
+            if lw + w > W - 16 then rows, lw = rows + 1, 16 end
+            lw = lw + w
+        end
+    end
+    local BOX = { x = BOX.x, y = BOX.y + (rows - 1) * 14, w = BOX.w, h = BOX.h - (rows - 1) * 14 }
     local xlo, xhi = xpos(50), ceil(xmax)
     local function x_of(p) return BOX.x + (xpos(p) - xlo) / (xhi - xlo) * BOX.w end
     local function y_of(v)
