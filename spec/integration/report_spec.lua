@@ -138,8 +138,9 @@ describe("arkbench reports", function()
         assert.is_string(read_file(A .. "/report.md"))
         assert.is_string(read_file(A .. "/report.html"))
         local charts = ls(A .. "/charts")
-        assert.are.same({ "tcp-c1-w1-p99.svg", "tcp-c1-w1-throughput.svg",
-                          "tcp-c16-w16-p99.svg", "tcp-c16-w16-throughput.svg" }, charts)
+        assert.are.same({ "tcp-c1-w1-p99.svg", "tcp-c1-w1-percentiles.svg", "tcp-c1-w1-throughput.svg",
+                          "tcp-c16-w16-p99.svg", "tcp-c16-w16-percentiles.svg", "tcp-c16-w16-throughput.svg" },
+                        charts)
     end)
 
     it("writes every SVG as well-formed XML, in the files and inline in report.html", function()
@@ -154,9 +155,10 @@ describe("arkbench reports", function()
             local ok, err = xml_ok(s)
             assert.is_true(ok, "inline svg " .. n .. ": " .. tostring(err))
         end
-        -- the 4 charts of charts/, then the time series: two per case
+        -- the 6 charts of charts/ (throughput, p99 and percentiles per
+        -- part), then the time series: two per case
         local summary = cjson.decode(read_file(A .. "/summary.json"))
-        assert.are.equal(4 + 2 * #summary.cases, n)
+        assert.are.equal(6 + 2 * #summary.cases, n)
         local ts = 0
         for _ in html:gmatch('data%-kind="time%-') do ts = ts + 1 end
         assert.are.equal(2 * #summary.cases, ts)
@@ -298,6 +300,22 @@ describe("arkbench reports", function()
         assert.truthy(out:find("compared with --force despite: duration differs", 1, true), out)
         assert.truthy(out:find("over 1 case", 1, true), out)
         assert.truthy(out:find("only in A (9)", 1, true), out)
+    end)
+
+    it("writes the paired cases' latency by percentile with --svg, A solid and B dashed", function()
+        local file = tmpdir() .. "/cmp.svg"
+        local rc, out, err = run({ "compare", A, B, "--svg", file })
+        assert.are.equal(0, rc, err)
+        assert.truthy(out:find("wrote " .. file .. " (latency by percentile, A solid, B dashed)", 1, true), out)
+        local svg = read_file(file)
+        assert.truthy(svg:find('data-kind="percentile"', 1, true))
+        local solid = select(2, svg:gsub('<polyline class="line" points="[^"]*" fill="none" stroke="[^"]*"'
+            .. ' stroke%-width="2"/>', ""))
+        local dashed = select(2, svg:gsub('stroke%-dasharray="5 3"', ""))
+        assert.are.equal(10, solid)
+        assert.are.equal(10, dashed)
+        local declared = tonumber(svg:match('data%-points="(%d+)"'))
+        assert.are.equal(declared, select(2, svg:gsub('<circle class="point"', "")))
     end)
 
     it("compares within one result with --pair topology", function()

@@ -88,3 +88,4 @@ describe("latency by percentile", function()
         for _, t in ipairs({ ">50%<", ">90%<", ">99%<", ">99.9%<" }) do assert.truthy(c.svg:find(t, 1, true), t) end
     end)
 end)
+

@@ -10,6 +10,8 @@
 --       RTT (log scale) against the percentile on HdrHistogram's axis, x =
 --       log10(1 / (1 - p/100)) (50 % at 0.3, 90 % at 1, 99 % at 2, 99.9 %
 --       at 3 ...); nil when no series has a point
+--   svg_pct.compare_chart(result, a, b) -> chart | nil
+--       compare A B --svg FILE: the paired cases, A solid and B dashed
 --   svg_pct.charts(model) -> { chart, ... }
 --       per part (group) of the report, every case overlaid: the merged
 --       corrected RTT of its ok runs, and in open loop the raw view from
@@ -230,6 +232,31 @@ function _M.charts(model)
         end
     end
     return out
+end
+
+-- compare A B --svg FILE: each paired case's merged corrected RTT by
+-- percentile, A solid and B dashed in the case's colour (at most
+-- MAX_SERIES / 2 pairs, in the comparison's order).  a, b: the sides
+-- (report/compare.lua's load), result: compare.folders'.
+function _M.compare_chart(result, a, b)
+    local ra = merged_by_case({ runs = a.runs }, "rtt_histogram")
+    local rb = merged_by_case({ runs = b.runs }, "rtt_histogram")
+    local series = {}
+    for _, row in ipairs(result.rows or {}) do
+        if #series >= MAX_SERIES then break end
+        local ca = row.a and _M.curve(ra[row.a.case_id])
+        local cb = row.b and _M.curve(rb[row.b.case_id])
+        if ca and cb then
+            local color = COLORS[(#series / 2) % #COLORS + 1]
+            series[#series + 1] = { label = tostring(row.label) .. " (A)", curve = ca, color = color }
+            series[#series + 1] = { label = tostring(row.label) .. " (B)", curve = cb, color = color,
+                                    dashed = true }
+        end
+    end
+    if #series == 0 then return nil end
+    return _M.chart({ title = "latency by percentile: A vs B", part = "compare", file = "compare.svg",
+        series = series, subtitle = "solid = A (" .. tostring(a.dir) .. "), dashed = B ("
+            .. tostring(b.dir) .. "); every case's ok runs merged; log RTT" })
 end
 
 return _M
