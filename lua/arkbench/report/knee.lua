@@ -22,7 +22,7 @@
 
 local report = require("arkbench.report.report")
 
-local type, ipairs, tostring = type, ipairs, tostring
+local type, ipairs = type, ipairs
 local format = string.format
 local concat = table.concat
 

@@ -39,7 +39,7 @@ local MAX_SERIES = 24
 
 local FONT = "DejaVu Sans, Liberation Sans, Arial, Helvetica, sans-serif"
 local W, H = 720, 440
-local BOX = { x = 84, y = 84, w = W - 84 - 24, h = H - 84 - 64 }
+local BOX0 = { x = 84, y = 84, w = W - 84 - 24, h = H - 84 - 64 }
 
 local function f1(v)
     local s = format("%.1f", v)
@@ -88,7 +88,7 @@ function _M.chart(o)
             lw = lw + w
         end
     end
-    local BOX = { x = BOX.x, y = BOX.y + (rows - 1) * 14, w = BOX.w, h = BOX.h - (rows - 1) * 14 }
+    local BOX = { x = BOX0.x, y = BOX0.y + (rows - 1) * 14, w = BOX0.w, h = BOX0.h - (rows - 1) * 14 }
     local xlo, xhi = xpos(50), ceil(xmax)
     local function x_of(p) return BOX.x + (xpos(p) - xlo) / (xhi - xlo) * BOX.w end
     local function y_of(v)
