@@ -57,6 +57,24 @@ describe("report layout", function()
         end
     end)
 
+    it("lists the generator-bound runs with their notes", function()
+        local runs = sweep_runs()
+        for _, r in ipairs(runs) do
+            if r.generator_bound then
+                r.notes = { "generator-bound: the load generator fell behind by 9.00 ms at p99: the corrected"
+                    .. " latency includes it; add threads, processes or shards" }
+            end
+        end
+        local m = build(runs)
+        local text = md.render(m, {})
+        assert.truthy(text:find("## Generator-bound runs", 1, true), text)
+        assert.truthy(text:find("- rate=6000 rep 1: generator-bound: the load generator fell behind by 9.00 ms"
+            .. " at p99", 1, true), text)
+        assert.equals(1, select(2, text:gsub("\n%- rate=%d+ rep %d: generator%-bound", "")))
+        local page = html.render(m, {})
+        assert.truthy(page:find('<h2 id="generator">Generator-bound runs</h2>', 1, true))
+    end)
+
     it("titles an interrupted case interrupted, with its numbers", function()
         local runs = sweep_runs()
         local r = runs[1]

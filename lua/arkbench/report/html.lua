@@ -233,6 +233,12 @@ function _M.render(model, charts)
             .. h(md.OPEN_NOTE) .. ".</p>")
     end
     gates(model, add)
+    local gen = md.generator_lines(model)
+    if #gen > 0 then
+        add('<h2 id="generator">Generator-bound runs</h2><p class="note">' .. h(md.GENERATOR_NOTE) .. "</p><ul>")
+        for _, l in ipairs(gen) do add("<li>" .. h(l) .. "</li>") end
+        add("</ul>")
+    end
 
     -- contents
     add("<nav><ul>")

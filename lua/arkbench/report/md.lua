@@ -218,6 +218,28 @@ end
 
 -- "tcp, 16 clients, window 16: sharded:2 1.75x [1.50x, 2.00x] over 2 payloads
 --  vs sharded:1; lowest p99 sharded:2 (2 of 2)", one line per finding
+_M.GENERATOR_NOTE = "Runs whose load generator fell behind (docs/load-models.md, generator-bound"
+    .. " runs): their corrected latency includes the generator's own lag, not only the server's."
+
+-- "CASE rep N: generator-bound: the load generator fell behind by ...",
+-- one per measured run that was generator-bound (report/openloop.lua)
+function _M.generator_lines(model)
+    local openloop, status = require("arkbench.report.openloop"), require("arkbench.run.status")
+    local out = {}
+    for _, r in ipairs(model.runs or {}) do
+        if type(r) == "table" and r.generator_bound == true and status.measured(r) then
+            -- the run's own note (as the worker wrote it), else worked out again
+            local w
+            for _, n in ipairs(type(r.notes) == "table" and r.notes or {}) do
+                if type(n) == "string" and n:find("^generator%-bound: ") then w = n end
+            end
+            w = w or openloop.generator_warning(r) or "generator-bound"
+            out[#out + 1] = format("%s rep %s: %s", tostring(r.case_id), tostring(r.repetition), w)
+        end
+    end
+    return out
+end
+
 -- "rate sweep, payload=64: knee at 4,000 msg/s: ...", one per group with
 -- 2+ rates (report/knee.lua)
 function _M.knee_lines(model)
@@ -377,6 +399,12 @@ function _M.render(model, charts)
         add("Open-loop cases (a `rate`): the p50/p95/p99 columns are the " .. _M.OPEN_NOTE .. ".\n\n")
     end
     for _, s in ipairs(_M.gate_lines(model)) do add(s) end
+    local gen = _M.generator_lines(model)
+    if #gen > 0 then
+        add("## Generator-bound runs\n\n" .. _M.GENERATOR_NOTE .. "\n\n")
+        for _, l in ipairs(gen) do add("- " .. cell(l) .. "\n") end
+        add("\n")
+    end
 
     if #model.findings > 0 then
         add("## Key findings\n\n")
