@@ -233,12 +233,6 @@ function _M.render(model, charts)
             .. h(md.OPEN_NOTE) .. ".</p>")
     end
     gates(model, add)
-    local gen = md.generator_lines(model)
-    if #gen > 0 then
-        add('<h2 id="generator">Generator-bound runs</h2><p class="note">' .. h(md.GENERATOR_NOTE) .. "</p><ul>")
-        for _, l in ipairs(gen) do add("<li>" .. h(l) .. "</li>") end
-        add("</ul>")
-    end
 
     -- contents
     add("<nav><ul>")
@@ -271,6 +265,12 @@ function _M.render(model, charts)
         add('<p class="note">The knee of each rate sweep: the highest asked rate before the corrected'
             .. " p99 rises past 2× its value at the lowest rate.</p><ul class=\"knees\">")
         for _, l in ipairs(knees) do add("<li>" .. h(l) .. "</li>") end
+        add("</ul>")
+    end
+    local gen = md.generator_lines(model)
+    if #gen > 0 then
+        add('<h2 id="generator">Generator-bound runs</h2><p class="note">' .. h(md.GENERATOR_NOTE) .. "</p><ul>")
+        for _, l in ipairs(gen) do add("<li>" .. h(l) .. "</li>") end
         add("</ul>")
     end
 

@@ -201,8 +201,8 @@ load_chart = function(g, gi)
     o[#o + 1] = '<g class="y2-axis" fill="#555">'
     for i = 0, floor(xtop / xstep + 0.5) do
         local v = i * xstep
-        o[#o + 1] = format('<text x="%s" y="%s" text-anchor="start" font-size="10">%s</text>',
-            f1(BOX.x + BOX.w + 3), f1(y2_of(v) + 4), esc(report.compact(v)))
+        o[#o + 1] = format('<text x="%s" y="%s" text-anchor="end" font-size="10">%s</text>',
+            f1(W - 2), f1(y2_of(v) + 4), esc(report.compact(v)))
     end
     o[#o + 1] = "</g>"
     local lines, dots, n = {}, {}, 0
