@@ -50,6 +50,24 @@ describe("a rate sweep against offered load", function()
         assert.is_nil(knee.of({ { rate = 1, p99 = 10 } }))
     end)
 
+    it("takes the low-load value from the lowest rate that was not generator-bound", function()
+        -- 100/s: the generator's lag inflated p99; 200/s is the low-load value
+        local pts = { { rate = 100, p99 = 50, bound = true }, { rate = 200, p99 = 10 },
+                      { rate = 300, p99 = 15 }, { rate = 400, p99 = 30 } }
+        local k = knee.of(pts)
+        assert.equals(300, k.rate)
+        assert.equals(10, k.low_p99)
+        assert.equals(200, k.low_rate)
+        assert.equals(400, k.next_rate)
+        assert.truthy(knee.text(k):find("(low load 10.0 µs, at 200 msg/s: the rates below had"
+            .. " generator-bound runs)", 1, true), knee.text(k))
+        -- every point but the last bound: the lowest rate after all
+        k = knee.of({ { rate = 1, p99 = 10, bound = true }, { rate = 2, p99 = 30 } })
+        assert.equals(1, k.rate)
+        assert.equals(2, k.next_rate)
+        assert.is_false(k.skipped)
+    end)
+
     it("draws x = asked rate, monotone, the achieved rate, and marks overloaded points", function()
         local ch = assert(load_chart(sweep()))
         assert.truthy(ch.svg:find("asked rate (messages/s)", 1, true))
