@@ -5,8 +5,8 @@
 --   * 3 payload sizes (64 B, 1 KiB, 16 KiB),
 --   * 2 load shapes: 1 connection with 1 message in flight (pure latency),
 --     and 16 connections with 16 messages in flight each (throughput),
---   * 5 IO topologies: one loop thread handing work to 1, 2 or 4 worker
---     threads (pool:N), or 2 or 4 independent loops (sharded:N),
+--   * the reference's 5 IO models: sharded:1, shared:2/4 (one reactor, N
+--     threads), sharded:2/4 (N loops, a thread each); pool:N: io_models.lua,
 -- with no CPU work per echo, 0.25 s of warm-up, 1 s measured, and each case
 -- run 3 times, each time in a fresh process.
 --
@@ -28,7 +28,7 @@ return {
         { clients = 1, window = 1 },
         { clients = 16, window = 16 },
     },
-    topology = { "pool:1", "pool:2", "pool:4", "sharded:2", "sharded:4" },
+    topology = { "sharded:1", "shared:2", "shared:4", "sharded:2", "sharded:4" },
     work = 0,
     warmup = 0.25,
     duration = 1,

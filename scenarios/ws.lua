@@ -3,7 +3,8 @@
 -- What it measures: round trips per second, MiB/s, RTT percentiles, CPU and
 -- memory of the built-in echo over loopback: WebSocket (RFC 6455) binary frames after an upgrade on /echo; client frames masked.
 -- 3 payloads (64 B, 1 KiB, 16 KiB) x 2 loads (1 connection x window 1,
--- 16 connections x window 16) x 5 topologies = 30 cases, 3 fresh processes
+-- 16 connections x window 16) x 5 topologies (the reference's five IO models: sharded:1, shared:2, shared:4,
+-- sharded:2, sharded:4) = 30 cases, 3 fresh processes
 -- each. Connect and handshake times are reported apart from RTT.
 --
 -- Run it:
@@ -19,7 +20,7 @@ return {
         { clients = 1, window = 1 },
         { clients = 16, window = 16 },
     },
-    topology = { "pool:1", "pool:2", "pool:4", "sharded:2", "sharded:4" },
+    topology = { "sharded:1", "shared:2", "shared:4", "sharded:2", "sharded:4" },
     work = 0,
     warmup = 0.25,
     duration = 1,

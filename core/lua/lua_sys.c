@@ -13,6 +13,8 @@
  *   core.build_info() -> { compiler=, c_flags=, build_type=, luajit=,
  *                          libuv=, openssl=, sanitizers= }
  *   core.pid_alive(pid) -> boolean (a process with that id exists)
+ *   core.timer_floor(wakes, gap_us) -> { wakes, gap_us, p50_us, p99_us, max_us,
+ *       cpu_us } | nil, err, code   the timer floor (base/timer_floor.h)
  *   core.nofile_limit([want]) -> soft, hard  (raises the soft limit towards
  *                                             `want` when given)
  */
@@ -34,6 +36,7 @@
 #include <openssl/crypto.h>
 #include <uv.h>
 
+#include "base/timer_floor.h"
 #include "lua/lua_core.h"
 
 #ifndef AB_C_FLAGS
@@ -217,6 +220,31 @@ static int l_nofile_limit(lua_State *L) {
   return 2;
 }
 
+/* core.timer_floor(wakes, gap_us) -> { wakes, gap_us, p50_us, p99_us,
+ * max_us, cpu_us } | nil, err, code: the machine's timer floor
+ * (base/timer_floor.h), on the calling thread. */
+static int l_timer_floor(lua_State *L) {
+  double wakes = luaL_checknumber(L, 1), gap_us = luaL_checknumber(L, 2);
+  ab_timer_floor_t f;
+  int r = ab_timer_floor_measure(wakes >= 1 && wakes <= 100000 ? (uint32_t)wakes : 0,
+                                 gap_us >= 1 && gap_us <= 1e6 ? (uint64_t)(gap_us * 1000.0) : 0, &f);
+  if (r < 0) return ab_lua_fail(L, r);
+  lua_createtable(L, 0, 6);
+  lua_pushnumber(L, f.wakes);
+  lua_setfield(L, -2, "wakes");
+  lua_pushnumber(L, f.gap_us);
+  lua_setfield(L, -2, "gap_us");
+  lua_pushnumber(L, f.p50_us);
+  lua_setfield(L, -2, "p50_us");
+  lua_pushnumber(L, f.p99_us);
+  lua_setfield(L, -2, "p99_us");
+  lua_pushnumber(L, f.max_us);
+  lua_setfield(L, -2, "max_us");
+  lua_pushnumber(L, f.cpu_us);
+  lua_setfield(L, -2, "cpu_us");
+  return 1;
+}
+
 void ab_lua_register_sys(lua_State *L) {
   static const luaL_Reg fns[] = {
       {"getcwd", l_getcwd},
@@ -226,7 +254,7 @@ void ab_lua_register_sys(lua_State *L) {
       {"sha256", l_sha256},           {"sha256_file", l_sha256_file},
       {"uname", l_uname},             {"build_info", l_build_info},
       {"nofile_limit", l_nofile_limit}, {"pin_cpu", l_pin_cpu},
-      {"pid_alive", l_pid_alive},
+      {"pid_alive", l_pid_alive},     {"timer_floor", l_timer_floor},
       {NULL, NULL}};
   for (const luaL_Reg *r = fns; r->name; r++) {
     lua_pushcfunction(L, r->func);

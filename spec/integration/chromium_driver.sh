@@ -1,7 +1,9 @@
 #!/bin/sh
 # chromium_driver.sh PAGE WORKDIR [SCREENSHOT] -- render an HTML file in
 # headless Chromium (Debian package `chromium`) for chromium_spec.lua:
-#   WORKDIR/dom.html      the DOM after the page's scripts ran (--dump-dom)
+#   WORKDIR/dom.html      the DOM after the page's scripts ran (--dump-dom,
+#                         in a 1280x2000 window: the self-check measures
+#                         which table headers fall outside it)
 #   WORKDIR/chromium.log  Chromium's stderr, console messages included
 #                         (--enable-logging=stderr --v=0: "Uncaught ..." lines)
 #   SCREENSHOT            a 1280x2000 PNG of the page, when given
@@ -20,7 +22,7 @@ set -- --headless --no-sandbox --disable-gpu --disable-dev-shm-usage \
   --disable-background-networking --disable-component-update --disable-sync \
   --disable-extensions --no-first-run --no-default-browser-check \
   --user-data-dir="$profile"
-timeout 120 "$chromium" "$@" --enable-logging=stderr --v=0 --dump-dom "file://$page" \
+timeout 120 "$chromium" "$@" --window-size=1280,2000 --enable-logging=stderr --v=0 --dump-dom "file://$page" \
   >"$work/dom.html" 2>"$work/chromium.log"
 rc=$?
 if [ -n "$shot" ]; then

@@ -5,12 +5,16 @@
 --   * the page's own self-check (<pre id="selfcheck">, filled by its inline
 --     JS) reports no script error and a working table sort;
 --   * Chromium's console log has no "Uncaught" error;
---   * a screenshot is written to the result folder (report.png).
+--   * a screenshot is written to the result folder (report.png);
+--   * (issue 25) an open-loop rate sweep's report has every table header,
+--     the open-loop columns included, inside a 1280 px window, and a
+--     latency-vs-offered-load and a percentile chart; a single-case report
+--     has no one-bar chart.
 -- Pages broken on purpose (a bar removed, a script error) make the checks
 -- fail, so they can.  Pending, with the reason, when chromium is missing.
 --
 -- Runs $ARKBENCH_BIN (ctest sets it), else $ARKBENCH_ROOT/bin/arkbench.
--- Runtime: ~25 s (one short run of 10 cases, four renders).
+-- Runtime: ~40 s (short runs of 10, 3 and 1 cases, six renders).
 package.path = (os.getenv("ARKBENCH_ROOT") or ".") .. "/spec/?.lua;" .. package.path
 local cjson = require("cjson")
 local files = require("helpers.files")
@@ -101,7 +105,13 @@ describe("report.html in headless Chromium", function()
             local part = attrs:match('data%-part="([^"]+)"')
             local all, ok = cases_of_part(summary, part)
             assert.is_true(all > 0, part)
-            if kind == "line" then
+            if kind == "percentile" then
+                -- a curve per case: as many points as it declares, at least one per ok case
+                local declared = tonumber(body:match('<g class="lines"[^>]* data%-points="(%d+)"'))
+                local _, points = body:gsub('<circle class="point"', "")
+                assert.are.equal(declared, points, kind .. " " .. part)
+                assert.is_true(points >= ok, kind .. " " .. part)
+            elseif kind == "line" then
                 local _, points = body:gsub('<circle class="point"', "")
                 assert.are.equal(ok, points, kind .. " " .. part)
             else
@@ -142,6 +152,51 @@ describe("report.html in headless Chromium", function()
         assert.are.equal(1280, u32(png, 17))
         assert.are.equal(2000, u32(png, 21))
         assert.is_true(#png > 20000, "report.png is only " .. #png .. " bytes")
+    end)
+
+    it("keeps every column of an open-loop sweep inside 1280 px, with its load and percentile charts",
+       function()
+        local d = tmpdir()
+        write_file(d .. "/sweep.lua", [[
+return { name = "sweep", protocol = "tcp", payload = 64, clients = 2, window = 4,
+         rate = { 200, 400, 800 }, rate_strict = false }
+]])
+        local rc = ark.run({ "run", d .. "/sweep.lua", "--quick", "--out", d .. "/r" })
+        assert.are.equal(0, rc)
+        local r = render(d .. "/r/report.html")
+        assert.are.equal(0, r.rc, r.log)
+        local sc = selfcheck(r.dom)
+        assert.are.equal("ok", sc.status, cjson.encode(sc))
+        assert.is_true(sc.viewport > 1200 and sc.viewport <= 1280, cjson.encode(sc))
+        assert.are.same({}, sc.overflow)
+        for _, col in ipairs({ "rate asked/s", "rate achieved/s", "unsent", "send lag p99 µs", "rate met" }) do
+            assert.truthy(r.dom:find("<th[^>]*>" .. col:gsub("[%-/]", "%%%0") .. "</th>"), col)
+        end
+        local kinds = {}
+        for _, c in ipairs(sc.detail) do kinds[c.kind] = true end
+        assert.is_true(kinds["latency-vs-load"] and kinds.percentile, cjson.encode(sc))
+        -- the check can fail: a table wider than the window is seen
+        local page = read_file(d .. "/r/report.html")
+        write_file(d .. "/wide.html", (page:gsub("<th>topology</th>",
+            '<th style="min-width:1500px">topology</th>', 1)))
+        local w = render(d .. "/wide.html")
+        assert.is_true(#selfcheck(w.dom).overflow > 0)
+    end)
+
+    it("draws no one-bar chart for a single case", function()
+        local d = tmpdir()
+        local rc = ark.run({ "run", "scenarios/tcp.lua", "--quick", "--filter", "payload=64", "--filter",
+            "clients=1", "--filter", "topology=sharded:1", "--out", d .. "/r" })
+        assert.are.equal(0, rc)
+        local r = render(d .. "/r/report.html")
+        local sc = selfcheck(r.dom)
+        assert.are.equal("ok", sc.status, cjson.encode(sc))
+        for _, c in ipairs(sc.detail) do
+            assert.is_not.equal("throughput", c.kind)
+            assert.is_not.equal("p99", c.kind)
+        end
+        assert.is_nil(r.dom:find('<g class="bars"', 1, true))
+        assert.are.same({}, sc.overflow)
     end)
 
     it("notices a missing bar and a script error (the checks can fail)", function()

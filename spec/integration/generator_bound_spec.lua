@@ -37,8 +37,8 @@ local function stall(conn)
 end
 local function case(label, message, server)
     return { name = "gen", label = label, protocol = "tcp", execution = "lua", framing = "raw",
-             payload = 64, clients = 2, window = 16, rate = 200, warmup = 0, duration = 2,
-             timeout = 5, repetitions = 1, rate_strict = false, expect = 64,
+             payload = 64, clients = 2, window = 4, rate = 200, warmup = 0, duration = 2,
+             timeout = 10, repetitions = 1, rate_strict = false, expect = 64,
              message = message, server = server, thresholds = { "p99_us < 1000" } }
 end
 return { case("starved", starve), case("stall", MSG, stall) }
@@ -93,7 +93,9 @@ describe("generator-bound runs", function()
     end)
 
     it("says so when a latency threshold fails on a generator-bound run", function()
-        assert.are.equal(3, res.rc, res.stderr)
+        local st = {}
+        for _, r in ipairs(res.runs) do st[#st + 1] = r.case.label .. " " .. r.status .. " " .. tostring(r.error) end
+        assert.are.equal(3, res.rc, table.concat(st, "; ") .. "\n" .. res.stderr)
         local md = assert(io.open(res.dir .. "/report.md")):read("*a")
         assert.is_truthy(md:find("generator-bound", 1, true), md)
         local term = res.stdout .. res.stderr

@@ -129,7 +129,7 @@ describe("arkbench reports", function()
             assert.are.equal(0, rc, err)
         end
         local rc, _, err = run({ "run", "scenarios/tcp.lua", "--set", "warmup=0.05", "--set", "duration=0.3",
-            "--set", "repetitions=1", "--filter", "payload=1024", "--filter", "topology=pool:1",
+            "--set", "repetitions=1", "--filter", "payload=1024", "--filter", "topology=sharded:1",
             "--filter", "clients=16", "--out", C })
         assert.are.equal(0, rc, err)
     end)
@@ -138,8 +138,9 @@ describe("arkbench reports", function()
         assert.is_string(read_file(A .. "/report.md"))
         assert.is_string(read_file(A .. "/report.html"))
         local charts = ls(A .. "/charts")
-        assert.are.same({ "tcp-c1-w1-p99.svg", "tcp-c1-w1-throughput.svg",
-                          "tcp-c16-w16-p99.svg", "tcp-c16-w16-throughput.svg" }, charts)
+        assert.are.same({ "tcp-c1-w1-p99.svg", "tcp-c1-w1-percentiles.svg", "tcp-c1-w1-throughput.svg",
+                          "tcp-c16-w16-p99.svg", "tcp-c16-w16-percentiles.svg", "tcp-c16-w16-throughput.svg" },
+                        charts)
     end)
 
     it("writes every SVG as well-formed XML, in the files and inline in report.html", function()
@@ -154,9 +155,10 @@ describe("arkbench reports", function()
             local ok, err = xml_ok(s)
             assert.is_true(ok, "inline svg " .. n .. ": " .. tostring(err))
         end
-        -- the 4 charts of charts/, then the time series: two per case
+        -- the 6 charts of charts/ (throughput, p99 and percentiles per
+        -- part), then the time series: two per case
         local summary = cjson.decode(read_file(A .. "/summary.json"))
-        assert.are.equal(4 + 2 * #summary.cases, n)
+        assert.are.equal(6 + 2 * #summary.cases, n)
         local ts = 0
         for _ in html:gmatch('data%-kind="time%-') do ts = ts + 1 end
         assert.are.equal(2 * #summary.cases, ts)
@@ -220,15 +222,15 @@ describe("arkbench reports", function()
         end
         assert.are.equal(#summary.cases, checked)
 
-        -- key findings: best topology's ratio to pool:1 (one payload: the ratio itself)
+        -- key findings: best topology's ratio to sharded:1 (one payload: the ratio itself)
         for _, load in ipairs({ { 1, "1 client, window 1" }, { 16, "16 clients, window 16" } }) do
-            local base = find_case(load[1], load[1], "pool:1").metrics.round_trips_per_s.median
+            local base = find_case(load[1], load[1], "sharded:1").metrics.round_trips_per_s.median
             local best, best_r = nil, -1
-            for _, t in ipairs({ "pool:1", "pool:2", "pool:4", "sharded:2", "sharded:4" }) do
+            for _, t in ipairs({ "sharded:1", "shared:2", "shared:4", "sharded:2", "sharded:4" }) do
                 local r = find_case(load[1], load[1], t).metrics.round_trips_per_s.median / base
                 if r > best_r then best, best_r = t, r end
             end
-            local row = string.format("| tcp, %s | pool:1 | %s | %.2f× [%.2f×, %.2f×] | 1 case |",
+            local row = string.format("| tcp, %s | sharded:1 | %s | %.2f× [%.2f×, %.2f×] | 1 case |",
                 load[2], best, best_r, best_r, best_r)
             assert.truthy(md:find(row, 1, true), "no findings row " .. row .. " in\n" .. md)
         end
@@ -300,11 +302,27 @@ describe("arkbench reports", function()
         assert.truthy(out:find("only in A (9)", 1, true), out)
     end)
 
+    it("writes the paired cases' latency by percentile with --svg, A solid and B dashed", function()
+        local file = tmpdir() .. "/cmp.svg"
+        local rc, out, err = run({ "compare", A, B, "--svg", file })
+        assert.are.equal(0, rc, err)
+        assert.truthy(out:find("wrote " .. file .. " (latency by percentile, A solid, B dashed)", 1, true), out)
+        local svg = read_file(file)
+        assert.truthy(svg:find('data-kind="percentile"', 1, true))
+        local solid = select(2, svg:gsub('<polyline class="line" points="[^"]*" fill="none" stroke="[^"]*"'
+            .. ' stroke%-width="2"/>', ""))
+        local dashed = select(2, svg:gsub('stroke%-dasharray="5 3"', ""))
+        assert.are.equal(10, solid)
+        assert.are.equal(10, dashed)
+        local declared = tonumber(svg:match('data%-points="(%d+)"'))
+        assert.are.equal(declared, select(2, svg:gsub('<circle class="point"', "")))
+    end)
+
     it("compares within one result with --pair topology", function()
         local rc, out, err = run({ "compare", A, "--pair", "topology" })
         assert.are.equal(0, rc, err)
-        for _, t in ipairs({ "pool:2", "pool:4", "sharded:2", "sharded:4" }) do
-            assert.truthy(out:find("median throughput ratio topology=" .. t .. " / topology=pool:1: [%d%.]+x over 2 cases"),
+        for _, t in ipairs({ "shared:2", "shared:4", "sharded:2", "sharded:4" }) do
+            assert.truthy(out:find("median throughput ratio topology=" .. t .. " / topology=sharded:1: [%d%.]+x over 2 cases"),
                 out)
         end
         rc, _, err = run({ "compare", A, "--pair", "execution" })
@@ -317,7 +335,7 @@ describe("arkbench reports", function()
         assert(sh_ok("mkdir -p " .. shq(F) .. " && cp " .. shq(A .. "/runs.jsonl") .. " " .. shq(A .. "/env.json")
             .. " " .. shq(F)))
         local runs = read_runs(A)
-        local target = "payload=1024 clients=16 window=16 topology=pool:2"
+        local target = "payload=1024 clients=16 window=16 topology=shared:2"
         local lines = {}
         for _, r in ipairs(runs) do
             if r.case_id == target then
@@ -333,7 +351,7 @@ describe("arkbench reports", function()
         assert.truthy(out:find("FAILED (failed: ECONNRESET: forced by report_spec; errors: ECONNRESET 1)", 1, true),
             out)
         local md = read_file(F .. "/report.md")
-        assert.truthy(md:find("| pool:2 | FAILED (failed) |  |  |  |  |  |  |  | 0/1 |", 1, true), md)
+        assert.truthy(md:find("| shared:2 | FAILED (failed) |  |  |  |  |  |  |  | 0/1 |", 1, true), md)
         assert.truthy(md:find("| " .. target .. " | 1 | failed | ECONNRESET: forced by report\\_spec | ECONNRESET 1 | 777 | 770 |",
             1, true), md)
         local summary = decode_file(F .. "/summary.json")

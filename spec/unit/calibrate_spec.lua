@@ -35,6 +35,28 @@ describe("calibrate command line", function()
     end)
 end)
 
+describe("calibrate --timer", function()
+    it("takes --timer and --rate", function()
+        local o = assert(calibrate._parse({ "--timer", "--rate", "500", "--duration", "0.1" }))
+        assert.is_true(o.timer)
+        assert.are.equal(500, o.rate)
+        local _, err = calibrate._parse({ "--timer", "--rate", "0" })
+        assert.are.equal("--rate must be a number 1 .. 1000000, got '0'", err)
+    end)
+
+    it("measures the timer floor through core.timer_floor", function()
+        local core = require("arkbench.core")
+        local f = assert(core.timer_floor(20, 200))
+        assert.are.equal(20, f.wakes)
+        assert.are.equal(200, f.gap_us)
+        assert.is_true(f.p50_us >= 0 and f.p99_us >= f.p50_us and f.max_us >= f.p99_us)
+        assert.is_true(f.cpu_us >= 0)
+        local none, err, code = core.timer_floor(0, 200)
+        assert.is_nil(none)
+        assert.are.equal("EINVAL", code, err)
+    end)
+end)
+
 describe("calibrate's slow round trip warning", function()
     local opts = { warmup = 0.25, duration = 1 }
 

@@ -50,19 +50,32 @@ describe("a rate sweep against offered load", function()
         assert.is_nil(knee.of({ { rate = 1, p99 = 10 } }))
     end)
 
+    it("takes the low-load value from the lowest rate that was not generator-bound", function()
+        -- 100/s: the generator's lag inflated p99; 200/s is the low-load value
+        local pts = { { rate = 100, p99 = 50, bound = true }, { rate = 200, p99 = 10 },
+                      { rate = 300, p99 = 15 }, { rate = 400, p99 = 30 } }
+        local k = knee.of(pts)
+        assert.equals(300, k.rate)
+        assert.equals(10, k.low_p99)
+        assert.equals(200, k.low_rate)
+        assert.equals(400, k.next_rate)
+        assert.truthy(knee.text(k):find("(low load 10.0 µs, at 200 msg/s: the rates below had"
+            .. " generator-bound runs)", 1, true), knee.text(k))
+        -- every point but the last bound: the lowest rate after all
+        k = knee.of({ { rate = 1, p99 = 10, bound = true }, { rate = 2, p99 = 30 } })
+        assert.equals(1, k.rate)
+        assert.equals(2, k.next_rate)
+        assert.is_false(k.skipped)
+    end)
+
     it("draws x = asked rate, monotone, the achieved rate, and marks overloaded points", function()
         local ch = assert(load_chart(sweep()))
         assert.truthy(ch.svg:find("asked rate (messages/s)", 1, true))
         -- the p99 line's points: x strictly increasing
         local xs = {}
-        for cx, title in ch.svg:gmatch('cx="([%d.]+)" cy="[%d.]+" r="4.5"[^>]*><title>([^<]*)</title>') do
+        for cx, title in ch.svg:gmatch('<circle class="point[^"]*" cx="([%d.]+)"[^>]*><title>([^<]*)</title>') do
             if title:find(": p99 ", 1, true) then xs[#xs + 1] = tonumber(cx) end
         end
-        local bound_xs = {}
-        for x, title in ch.svg:gmatch('<rect class="point[^"]*" x="([%d.]+)"[^>]*><title>([^<]*)</title>') do
-            if title:find(": p99 ", 1, true) then bound_xs[#bound_xs + 1] = tonumber(x) + 4.5 end
-        end
-        for _, x in ipairs(bound_xs) do xs[#xs + 1] = x end
         assert.equals(6, #xs)
         for i = 2, #xs do assert.is_true(xs[i] > xs[i - 1], ch.svg) end
         -- 5,000 and 6,000 missed their rate (p50, p99, p999 each); 6,000 was generator-bound

@@ -54,7 +54,7 @@ describe("matrix.expand", function()
         local want = {}
         for _, p in ipairs({ 64, 1024, 16384 }) do
             for _, l in ipairs({ "clients=1 window=1", "clients=16 window=16" }) do
-                for _, t in ipairs({ "pool:1", "pool:2", "pool:4", "sharded:2", "sharded:4" }) do
+                for _, t in ipairs({ "sharded:1", "shared:2", "shared:4", "sharded:2", "sharded:4" }) do
                     want[#want + 1] = "payload=" .. p .. " " .. l .. " topology=" .. t
                 end
             end
@@ -210,10 +210,10 @@ describe("matrix.filter", function()
 
     it("ORs the same key given twice", function()
         local kept = assert(matrix.filter(cases, { "payload=64", "payload=16384", "clients=1",
-                                                   "topology=pool:1" }))
+                                                   "topology=sharded:1" }))
         assert.same({
-            "payload=64 clients=1 window=1 topology=pool:1",
-            "payload=16384 clients=1 window=1 topology=pool:1",
+            "payload=64 clients=1 window=1 topology=sharded:1",
+            "payload=16384 clients=1 window=1 topology=sharded:1",
         }, ids(kept))
     end)
 
@@ -238,7 +238,7 @@ describe("matrix.filter", function()
                            .. "clients=1: 1)" },
                     { matrix.filter(cases, { "clients=1", "window=16" }) })
         assert.same({ nil, "--filter left no cases (values of topology in this scenario with "
-                           .. "payload=64 and clients=1: pool:1, pool:2, pool:4, sharded:2, "
+                           .. "payload=64 and clients=1: sharded:1, shared:2, shared:4, sharded:2, "
                            .. "sharded:4)" },
                     { matrix.filter(cases, { "payload=64", "clients=1", "topology=sharded:8" }) })
     end)

@@ -34,6 +34,7 @@ static inline ab__loop_t *loop_new_open(uint32_t nclients, uint32_t window, int 
   ab_hist_init(&l->rtt_raw);
   ab_hist_init(&l->rtt_ok);
   ab_hist_init(&l->send_lag);
+  ab_hist_init(&l->gen_lag);
   /* one interval of the time series: the run's RTTs land in it */
   l->iv = calloc(1, sizeof(ab__iv_t));
   l->iv_lag = calloc(1, sizeof(ab_hist_t));

@@ -33,6 +33,7 @@ local USAGE = [[
 usage: arkbench calibrate [--pairs N] [--warmup S] [--duration S]
                           [--payload B --clients C --window W] [--floor-only]
                           [--cpu N | --no-pin]
+       arkbench calibrate --timer [--rate R] [--duration S]
 
 Measures the floor of loopback TCP echo on this host (a raw epoll echo with
 no timing, checks or framing) and arkbench's own engine on the same load, as
@@ -49,6 +50,10 @@ N alternating pairs (default 5), and prints the ratio arkbench / floor.
                   both sides then run on the same core, so neither wins by
                   landing on the CPU that takes the network interrupts
   --no-pin        leave placement to the kernel
+  --timer         instead: the open loop's timer floor, a bare timerfd wake
+                  at each of R instants a second (--rate R; default 1,000
+                  and 20,000) for --duration S: lateness p50/p99/max and CPU
+                  per wake (docs/load-models.md)
 
 Default configurations: (a) 1024 B, 16 clients, window 16 (throughput);
 (b) 64 B, 1 client, window 1 (latency: floor mean RTT vs arkbench p50).
@@ -68,6 +73,7 @@ local OPTIONS = {
     clients = { min = 1, max = 100000, int = true },
     window = { min = 1, max = 4096, int = true },
     cpu = { min = 0, max = 4095, int = true },
+    rate = { min = 1, max = 1000000 },
 }
 
 local function errf(fmt, ...)
@@ -85,6 +91,8 @@ local function parse(args)
             opts.help = true
         elseif a == "--floor-only" then
             opts.floor_only = true
+        elseif a == "--timer" then
+            opts.timer = true
         elseif a == "--no-pin" then
             opts.no_pin = true
         else
@@ -350,6 +358,27 @@ local function report(configs, samples, opts)
     io.stdout:write(tbl_concat(out, "\n"), "\n")
 end
 
+-- `arkbench calibrate --timer [--rate R] [--duration S]`: the timer floor
+-- the open loop's schedule is measured against (docs/load-models.md): a
+-- bare timerfd wake at R instants a second (default 1,000 and 20,000, the
+-- two schedules of bench/open_loop.lua), how late and at what CPU.
+function _M.timer(opts)
+    local rates = opts.rate and { opts.rate } or { 1000, 20000 }
+    io.stdout:write("arkbench calibrate --timer: a bare timerfd wake (epoll, absolute"
+        .. " CLOCK_MONOTONIC) at each instant, no socket: the open loop's timer floor\n")
+    for _, rate in ipairs(rates) do
+        local wakes = math_floor(math.max(1, math.min(100000, rate * opts.duration)))
+        local f, err = core.timer_floor(wakes, 1e6 / rate)
+        if not f then
+            errf("timer floor at %s wakes/s: %s", tostring(rate), tostring(err))
+            return 1
+        end
+        io.stdout:write(str_format("  %7.0f wakes/s: lag p50 %.1f us, p99 %.1f us, max %.1f us; %.2f us CPU"
+            .. " per wake (%d wakes)\n", rate, f.p50_us, f.p99_us, f.max_us, f.cpu_us, f.wakes))
+    end
+    return 0
+end
+
 function _M.main(args)
     local opts, perr = parse(args or {})
     if not opts then
@@ -361,6 +390,7 @@ function _M.main(args)
         io.stdout:write(USAGE)
         return 0
     end
+    if opts.timer then return _M.timer(opts) end
     local configs = configs_of(opts)
     if not opts.floor_only then
         if core.run_case == nil then

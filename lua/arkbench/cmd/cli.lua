@@ -9,7 +9,7 @@
 --   arkbench report DIR [--csv] [--hgrm] [--openmetrics]
 --                                  rebuild summary.json, report.md,
 --                                  report.html, charts/ (+ runs.csv, cases.csv)
---   arkbench compare A B [--force] [--max-regression P%]
+--   arkbench compare A B [--force] [--max-regression P%] [--svg FILE]
 --                                  per-case ratios B/A; --pair KEY in one DIR
 --   arkbench env                   print the environment as env.json has it
 --   arkbench help
@@ -111,6 +111,8 @@ local HELP = {
       --force             compare different hosts, durations or repetitions
       --max-regression P% exit 3 when B's throughput or p99 is more than P %
                           worse than A's in the median of per-case ratios
+      --svg FILE          also write FILE: latency by percentile of the paired
+                          cases, A solid, B dashed (HdrHistogram's axis)
   compare DIR --pair KEY
                       within one result: cases differing only in KEY against
                       its first value (e.g. --pair topology, --pair execution)
@@ -709,6 +711,10 @@ function _M.compare(args)
             if o.pair == nil then return die("--pair needs a key, e.g. --pair topology") end
             i = i + 1
         elseif a:match("^%-%-pair=") then o.pair = a:sub(8)
+        elseif a == "--svg" then
+            o.svg = args[i + 1]
+            if o.svg == nil then return die("--svg needs a file name, e.g. --svg compare.svg") end
+            i = i + 1
         elseif a == "--max-regression" or a:match("^%-%-max%-regression=") then
             local v = a:match("^%-%-max%-regression=(.*)$")
             if not v then v = args[i + 1]; i = i + 1 end

@@ -635,6 +635,9 @@ function _M.summary_text(o, run, dir)
                 .. " / latency requests/s): raise -c, or --pipeline -w N", o.connections or 16)
         end
     end
+    -- a generator that fell behind says so (report/openloop.lua)
+    local gen = require("arkbench.report.openloop").generator_warning(run)
+    if gen then line("warning: %s", gen) end
     if run.status ~= "ok" then line("status: %s%s", tostring(run.status), run.error and (": " .. run.error) or "") end
     line("results: %s (report.html)", dir)
     return concat(out, "\n") .. "\n"

@@ -16,7 +16,8 @@
 --   compare.folders(a, b) -> result;  compare.within(side, key) -> result | nil, err
 --   compare.format(result) -> text
 --   compare.run(opts) -> exit code, text, err
---       opts = { dirs = { A [, B] }, force = bool, pair = KEY,
+--       opts = { dirs = { A [, B] }, force = bool, pair = KEY, svg = FILE (A B: the
+--                paired cases' latency by percentile, report/svg_pct.lua),
 --                max_regression = fraction (0.05 for --max-regression 5%) }
 --       2 with err for a refusal or bad input; 3 when max_regression is given
 --       and compare.regressions finds one (each printed); 0 otherwise.
@@ -578,6 +579,17 @@ function _M.run(opts)
         end
     end
     local text = note .. _M.format(result)
+    if opts.svg then
+        -- the paired cases' latency by percentile, A solid, B dashed
+        local ch = require("arkbench.report.svg_pct").compare_chart(result, a, b)
+        if not ch then return 2, nil, "--svg: no paired case has a latency histogram in both folders" end
+        local f, ferr = io.open(opts.svg, "wb")
+        if not f then return 1, nil, "--svg: " .. tostring(ferr) end
+        local ok, werr = f:write(ch.svg)
+        f:close()
+        if not ok then return 1, nil, "--svg: " .. tostring(werr) end
+        text = text .. format("wrote %s (latency by percentile, A solid, B dashed)\n", opts.svg)
+    end
     if opts.max_regression then
         local worse = _M.regressions(result, opts.max_regression)
         if #worse > 0 then

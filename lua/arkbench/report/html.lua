@@ -29,11 +29,11 @@ h1{margin:24px 0 4px}h2{margin-top:36px;border-bottom:2px solid #ddd;padding-bot
 h3{margin:20px 0 6px}
 table{border-collapse:collapse;margin:6px 0 14px;font-size:14px}
 th,td{border:1px solid #d4d4d4;padding:3px 8px;vertical-align:top}
-th{background:#f2f2f2;text-align:left;white-space:nowrap}
+th{background:#f2f2f2;text-align:left;white-space:normal;vertical-align:bottom}
 table.sortable th{cursor:pointer}
 table.sortable th[aria-sort=ascending]::after{content:" \25B2"}
 table.sortable th[aria-sort=descending]::after{content:" \25BC"}
-td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}td.num{white-space:nowrap}
 tr.failed td{background:#fde8e8;color:#8b0000;font-weight:bold}
 td.partial{color:#8b0000;font-weight:bold}
 nav ul{columns:2;padding-left:20px;margin:6px 0}
@@ -78,13 +78,17 @@ sortBy(th);var last=Infinity;sorted=true;
 Array.prototype.forEach.call(body.rows,function(r){var v=key(r.cells[th.cellIndex],true);
 if(v>last)sorted=false;last=v;});
 orig.forEach(function(r){body.appendChild(r);});th.removeAttribute("aria-sort");}
-var errs=window.__abErrors;
+var errs=window.__abErrors,vw=document.documentElement.clientWidth,over=[];
+Array.prototype.forEach.call(document.querySelectorAll("table th"),function(th){
+var b=th.getBoundingClientRect();if(b.right>vw+0.5)over.push(th.textContent);});
 document.getElementById("selfcheck").textContent=JSON.stringify({status:bad===0&&errs.length===0&&
-sorted!==false&&res.length>0?"ok":"fail",charts:res.length,bad:bad,sorted:sorted,errors:errs,detail:res});
+sorted!==false&&res.length>0?"ok":"fail",charts:res.length,bad:bad,sorted:sorted,errors:errs,detail:res,
+viewport:vw,overflow:over});
 })();
 ]]
 
 local function h(s) return esc(s) end
+local split_open
 
 local function html_table(header, rows, opts)
     opts = opts or {}
@@ -119,6 +123,36 @@ local function html_table(header, rows, opts)
     end
     out[#out + 1] = "</tbody></table>"
     return concat(out, "\n")
+end
+
+-- The open-loop columns (report_md.OPEN_COLS and "rate met") of a case
+-- table go into a table of their own under it, with the same first
+-- columns (the row axes), so every column of both fits a 1280 px window.
+-- Returns main header, main rows, and the open-loop header and rows (nil
+-- without open-loop columns).
+local OPEN_NAMES = { ["rate met"] = true }
+for _, oc in ipairs(md.OPEN_COLS) do OPEN_NAMES[oc[1]] = true end
+split_open = function(header, rows, nkeys)
+    local keep, move = {}, {}
+    for i, col in ipairs(header) do
+        if OPEN_NAMES[col[1]] then move[#move + 1] = i else keep[#keep + 1] = i end
+    end
+    if #move == 0 then return header, rows end
+    for i = nkeys, 1, -1 do table.insert(move, 1, i) end
+    local function pick(idx)
+        local hd, rs = {}, {}
+        for j, i in ipairs(idx) do hd[j] = header[i] end
+        for k, r in ipairs(rows) do
+            local cells, sort = {}, {}
+            for j, i in ipairs(idx) do cells[j] = (r.cells or r)[i]; sort[j] = r.sort and r.sort[i] end
+            rs[k] = { cells = cells, sort = sort, failed = r.failed, case = r.case, partial = r.partial }
+        end
+        return hd, rs
+    end
+    local mh, mr = pick(keep)
+    local oh, orr = pick(move)
+    for _, r in ipairs(orr) do r.partial = nil end
+    return mh, mr, oh, orr
 end
 
 -- Thresholds and an SLO search (the texts of report_md.gate_lines).
@@ -234,6 +268,12 @@ function _M.render(model, charts)
         for _, l in ipairs(knees) do add("<li>" .. h(l) .. "</li>") end
         add("</ul>")
     end
+    local gen = md.generator_lines(model)
+    if #gen > 0 then
+        add('<h2 id="generator">Generator-bound runs</h2><p class="note">' .. h(md.GENERATOR_NOTE) .. "</p><ul>")
+        for _, l in ipairs(gen) do add("<li>" .. h(l) .. "</li>") end
+        add("</ul>")
+    end
 
     local by_part, by_section = {}, { load = {}, time = {} }
     for _, ch in ipairs(charts or {}) do
@@ -261,7 +301,13 @@ function _M.render(model, charts)
                 local c = r.case
                 r.partial = not r.failed and (report.num(c.runs_ok) or 0) < (report.num(c.runs) or 0)
             end
-            add(html_table(header, rows, { class = "sortable cases", rt_col = first }))
+            local main, mrows, open, orows = split_open(header, rows, #model.row_axes)
+            add(html_table(main, mrows, { class = "sortable cases", rt_col = first }))
+            if open then
+                add('<p class="note">Open loop, the same rows: the rate asked and achieved, sends left'
+                    .. " unsent, the raw p99 (from the actual send) and the send lag.</p>")
+                add(html_table(open, orows, { class = "sortable open" }))
+            end
         end
         add('<div class="charts">')
         for _, ch in ipairs(by_part[part] or {}) do

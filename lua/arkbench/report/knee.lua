@@ -9,11 +9,14 @@
 --       an overloaded point never folds back), with the median achieved
 --       rate, corrected p99, whether the rate was missed in some run and
 --       whether some run was generator-bound
---   knee.of(points) -> { rate, p99, low_p99, next_rate, next_p99 } | nil
+--   knee.of(points) -> { rate, p99, low_p99, low_rate, skipped, next_rate,
+--                        next_p99 } | nil
 --       the knee: the highest asked rate before corrected p99 rises past
---       FACTOR x its low-load value (the p99 at the lowest rate); next_* is
---       the first point past it (nil when p99 never rose that far: rate is
---       then the highest tried).  nil with fewer than two points
+--       FACTOR x its low-load value (the p99 at the lowest rate whose runs
+--       were not generator-bound -- skipped says lower ones were left out;
+--       the lowest rate when all but the last were); next_* is the first
+--       point past it (nil when p99 never rose that far: rate is then the
+--       highest tried).  nil with fewer than two points
 --   knee.all(model) -> { { title, knee, points }, ... }  groups with 2+ rates
 --   knee.text(k) -> "knee at 4,000 msg/s: corrected p99 120 µs (low load
 --       55 µs); past it at 5,000 msg/s 2.1 ms"
@@ -22,7 +25,7 @@
 
 local report = require("arkbench.report.report")
 
-local type, ipairs, tostring = type, ipairs, tostring
+local type, ipairs = type, ipairs
 local format = string.format
 local concat = table.concat
 
@@ -72,10 +75,19 @@ end
 
 function _M.of(pts)
     if type(pts) ~= "table" or #pts < 2 then return nil end
-    local low = pts[1].p99
+    -- the low-load value: the lowest rate whose runs were not
+    -- generator-bound (a generator behind its schedule inflates p99 at any
+    -- load); the lowest rate when every point was
+    local first = 1
+    for i, p in ipairs(pts) do
+        if not p.bound and p.p99 then first = i break end
+    end
+    if first == #pts then first = 1 end
+    local low = pts[first].p99
     if not low or low <= 0 then return nil end
-    local k = { rate = pts[1].rate, p99 = low, low_p99 = low }
-    for i = 2, #pts do
+    local k = { rate = pts[first].rate, p99 = low, low_p99 = low, low_rate = pts[first].rate,
+                skipped = first > 1 }
+    for i = first + 1, #pts do
         local p = pts[i]
         if p.p99 and p.p99 > _M.FACTOR * low then
             k.next_rate, k.next_p99 = p.rate, p.p99
@@ -102,8 +114,9 @@ end
 local function us(v) return report.format_us(v) .. " µs" end
 
 function _M.text(k)
-    local s = format("knee at %s msg/s: corrected p99 %s (low load %s)", report.format_count(k.rate),
-        us(k.p99), us(k.low_p99))
+    local s = format("knee at %s msg/s: corrected p99 %s (low load %s%s)", report.format_count(k.rate),
+        us(k.p99), us(k.low_p99), k.skipped and format(", at %s msg/s: the rates below had"
+            .. " generator-bound runs", report.format_count(k.low_rate)) or "")
     if k.next_rate then
         return s .. format("; past it, at %s msg/s, %s (more than %d× low load)",
             report.format_count(k.next_rate), us(k.next_p99), _M.FACTOR)

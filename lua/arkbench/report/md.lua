@@ -68,6 +68,17 @@ local function failure_status(c)
     return #parts > 0 and concat(parts, ", ") or "failed"
 end
 
+-- the first interrupted run of a case that has its numbers, when every
+-- one of its runs that did not count was interrupted
+local function interrupted_entry(c)
+    local first
+    for _, f in ipairs(type(c.failed) == "table" and c.failed or {}) do
+        if type(f) ~= "table" or f.status ~= "interrupted" then return nil end
+        if not first and type(f.round_trips_per_s) == "number" then first = f end
+    end
+    return first
+end
+
 -- Open-loop columns (model.open): after RSS, before runs ok.
 local OPEN_COLS = {
     { "rate asked/s", "rate_asked", fmt_count }, { "rate achieved/s", "rate_achieved", fmt_count },
@@ -118,7 +129,16 @@ function _M.case_rows(model, cases)
         end
         local runs_ok, runs = num(c.runs_ok) or 0, num(c.runs) or 0
         local runs_text = format("%d/%d", runs_ok, runs)
-        if runs_ok == 0 then
+        local intr = interrupted_entry(c)
+        if runs_ok == 0 and intr then
+            -- interrupted, with what it measured until then (never a median)
+            r[first] = format("interrupted: %s rt/s over %s s", fmt_count(intr.round_trips_per_s),
+                fmt_fixed(num(intr.measured_s), 2))
+            for j = first + 1, last - 1 do r[j] = "" end
+            r[first + 4] = fmt_us(num(intr.rtt_p99_us))
+            r[last] = runs_text
+            rows[#rows + 1] = { cells = r, case = c, failed = true, sort = sortv }
+        elseif runs_ok == 0 then
             r[first] = "FAILED (" .. failure_status(c) .. ")"
             for j = first + 1, last - 1 do r[j] = "" end
             r[last] = runs_text
@@ -198,6 +218,28 @@ end
 
 -- "tcp, 16 clients, window 16: sharded:2 1.75x [1.50x, 2.00x] over 2 payloads
 --  vs sharded:1; lowest p99 sharded:2 (2 of 2)", one line per finding
+_M.GENERATOR_NOTE = "Runs whose load generator fell behind (docs/load-models.md, generator-bound"
+    .. " runs): their corrected latency includes the generator's own lag, not only the server's."
+
+-- "CASE rep N: generator-bound: the load generator fell behind by ...",
+-- one per measured run that was generator-bound (report/openloop.lua)
+function _M.generator_lines(model)
+    local openloop, status = require("arkbench.report.openloop"), require("arkbench.run.status")
+    local out = {}
+    for _, r in ipairs(model.runs or {}) do
+        if type(r) == "table" and r.generator_bound == true and status.measured(r) then
+            -- the run's own note (as the worker wrote it), else worked out again
+            local w
+            for _, n in ipairs(type(r.notes) == "table" and r.notes or {}) do
+                if type(n) == "string" and n:find("^generator%-bound: ") then w = n end
+            end
+            w = w or openloop.generator_warning(r) or "generator-bound"
+            out[#out + 1] = format("%s rep %s: %s", tostring(r.case_id), tostring(r.repetition), w)
+        end
+    end
+    return out
+end
+
 -- "rate sweep, payload=64: knee at 4,000 msg/s: ...", one per group with
 -- 2+ rates (report/knee.lua)
 function _M.knee_lines(model)
@@ -257,7 +299,7 @@ end
 _M.SECTIONS = {
     { "load", "Latency vs load", "p50, p99 and p999 RTT from intended send (corrected) against the"
       .. " asked rate, per group of the other keys, the achieved rate dashed on the right axis; a"
-      .. " hollow red ring marks a rate not met, an orange square a generator-bound run, a dashed"
+      .. " hollow red ring marks a rate not met, a larger orange ring a generator-bound run, a dashed"
       .. " line the knee." },
     { "time", "Time series", "Round trips/s and p99 per interval of the measure phase, every"
       .. " repetition overlaid (report.html only)." },
@@ -358,6 +400,12 @@ function _M.render(model, charts)
         add("Open-loop cases (a `rate`): the p50/p95/p99 columns are the " .. _M.OPEN_NOTE .. ".\n\n")
     end
     for _, s in ipairs(_M.gate_lines(model)) do add(s) end
+    local gen = _M.generator_lines(model)
+    if #gen > 0 then
+        add("## Generator-bound runs\n\n" .. _M.GENERATOR_NOTE .. "\n\n")
+        for _, l in ipairs(gen) do add("- " .. cell(l) .. "\n") end
+        add("\n")
+    end
 
     if #model.findings > 0 then
         add("## Key findings\n\n")

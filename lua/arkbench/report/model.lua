@@ -43,7 +43,7 @@ local GROUP_ORDER = {
     "payload",
 }
 -- The x axis of a chart: the first of these that varies.
-local X_AXES = { "payload", "window", "clients", "work" }
+local X_AXES = { "payload", "window", "clients", "work", "rate" }
 
 local ONE_THREAD = { ["shared:1"] = true, ["sharded:1"] = true, ["pool:1"] = true }
 
@@ -77,6 +77,7 @@ end
 _M.AXIS_TITLE = {
     payload = "payload (bytes)", window = "window (messages in flight per connection)",
     clients = "clients (connections)", work = "work (CPU iterations per echo)",
+    rate = "asked rate (messages/s)",
 }
 
 function _M.row_label(c, row_axes)

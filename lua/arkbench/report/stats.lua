@@ -198,6 +198,13 @@ local function failed_entry(run)
     if type(run.local_errors) == "table" and next(run.local_errors) ~= nil then
         e.local_errors = run.local_errors
     end
+    -- an interrupted run keeps what it measured up to the interrupt: the
+    -- report shows it, titled interrupted (never averaged in)
+    if e.status == "interrupted" and type(run.round_trips_per_s) == "number" then
+        e.round_trips_per_s = run.round_trips_per_s
+        e.measured_s = or_null(run.measured_s)
+        e.rtt_p99_us = type(run.rtt_us) == "table" and or_null(run.rtt_us.p99) or null
+    end
     return e
 end
 

@@ -446,6 +446,10 @@ function _M.charts(model)
                 title = part.title .. ": p99 round-trip time", y_title = "p99 RTT (µs)",
                 subtitle = "lower is better; " .. whisk .. "; " .. reps },
         }
+        -- no one-bar chart: a part with a single case is its table's row
+        local ncases = 0
+        for _, t in ipairs(part.tables or {}) do ncases = ncases + #t.cases end
+        if ncases <= 1 then specs = {} end
         for _, s in ipairs(specs) do
             s.x_title = x_title
             local svg, n = bar_chart(model, part, s)
@@ -455,13 +459,13 @@ function _M.charts(model)
             }
         end
         local x = model.x_axis
-        if (x == "payload" or x == "window") and #part.tables >= 2 then
+        if x and #part.tables >= 2 then
             local s = x == "payload" and {
                 metric = "payload_mib_per_s", unit = "MiB/s", fmt = function(v) return report.format_fixed(v, 1) end,
                 title = part.title .. ": MiB/s by payload", y_title = "payload MiB/s (echoed, one direction)",
             } or {
                 metric = "round_trips_per_s", unit = "round trips/s", fmt = count_fmt,
-                title = part.title .. ": round trips/s by window", y_title = "round trips per second",
+                title = part.title .. ": round trips/s by " .. x, y_title = "round trips per second",
             }
             s.subtitle = "point = median, whisker = min-max over repetitions; " .. reps
             s.x_title = x_title
@@ -471,6 +475,10 @@ function _M.charts(model)
                 inline = svg, svg = '<?xml version="1.0" encoding="UTF-8"?>\n' .. svg .. "\n", points = n,
             }
         end
+    end
+    -- latency by percentile, per part (report/svg_pct.lua)
+    for _, ch in ipairs(require("arkbench.report.svg_pct").charts(model)) do
+        out[#out + 1] = ch
     end
     -- latency vs load (report/svg_load.lua): no `part`, a `section`; the
     -- time series are drawn into report.html alone (two per case)

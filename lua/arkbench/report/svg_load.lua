@@ -8,7 +8,7 @@
 --       rate_achieved) a dashed line on the right axis, the knee
 --       (report/knee.lua) a dashed vertical line; a point whose rate was
 --       not met in some run is drawn hollow with a red ring (class "point
---       missed"), one with a generator-bound run as an orange square
+--       missed"), one with a generator-bound run with a larger orange ring
 --       (class "point bound").
 --       chart.kind = "latency-vs-load", file "load-<slug>.svg", section = "load"
 --   svg_load.time_series(model) -> { chart, ... }
@@ -142,21 +142,18 @@ function _M.latency_vs_load(model)
 end
 
 -- a point's marker: filled; hollow with a red ring when the rate was not
--- met; an orange square when a run was generator-bound
+-- met; an orange ring, larger, when a run was generator-bound (hollow and
+-- orange when both)
 local function marker(p, x, y, color, what, v)
     local cls = "point" .. (p.missed and " missed" or "") .. (p.bound and " bound" or "")
     local tip = format("%s: %s %s µs at %s/s asked (%s/s achieved)%s%s", tostring(p.c.case_id), what,
         report.format_us(v), report.format_count(p.rate), report.format_count(p.achieved),
         p.missed and " (rate not met)" or "", p.bound and " (generator-bound)" or "")
-    if p.bound then
-        return format('<rect class="%s" x="%s" y="%s" width="9" height="9" fill="%s" stroke="%s"'
-            .. ' stroke-width="2" data-case="%s"><title>%s</title></rect>', cls, f1(x - 4.5), f1(y - 4.5),
-            p.missed and "#ffffff" or color, BOUND_COLOR, esc(tostring(p.c.case_id)), esc(tip))
-    end
-    return format('<circle class="%s" cx="%s" cy="%s" r="4.5" fill="%s" stroke="%s" stroke-width="%s"'
-        .. ' data-case="%s"><title>%s</title></circle>', cls, f1(x), f1(y), p.missed and "#ffffff" or color,
-        p.missed and MISSED_COLOR or "#ffffff", p.missed and "2.5" or "1.5", esc(tostring(p.c.case_id)),
-        esc(tip))
+    local stroke = p.bound and BOUND_COLOR or p.missed and MISSED_COLOR or "#ffffff"
+    return format('<circle class="%s" cx="%s" cy="%s" r="%s" fill="%s" stroke="%s" stroke-width="%s"'
+        .. ' data-case="%s"><title>%s</title></circle>', cls, f1(x), f1(y), p.bound and "6" or "4.5",
+        p.missed and "#ffffff" or color, stroke, (p.missed or p.bound) and "2.5" or "1.5",
+        esc(tostring(p.c.case_id)), esc(tip))
 end
 
 -- One group's chart, or nil (fewer than two rates, or nothing to draw): x
@@ -196,16 +193,16 @@ load_chart = function(g, gi)
     for i, q in ipairs(PCTS) do series[i] = { label = q[1] .. " (corrected)", color = q[3] } end
     series[#series + 1] = { label = "achieved rate (right)", color = ACHIEVED_COLOR }
     local o = frame({ kind = "latency-vs-load", part = g.title, title = title,
-        subtitle = "x: asked rate; RTT from intended send (corrected), median, log scale; hollow red"
-            .. " ring = rate not met, orange square = generator-bound", series = series, yticks = yticks,
+        subtitle = "x: asked rate; corrected RTT, median, log; red ring = rate not met, orange"
+            .. " ring = generator-bound", series = series, yticks = yticks,
         xticks = xticks, x_of = x_of, y_of = y_of, y_title = "RTT (µs)",
         x_title = "asked rate (messages/s)" })
     -- the right axis: achieved messages/s on x's scale
     o[#o + 1] = '<g class="y2-axis" fill="#555">'
     for i = 0, floor(xtop / xstep + 0.5) do
         local v = i * xstep
-        o[#o + 1] = format('<text x="%s" y="%s" text-anchor="start" font-size="10">%s</text>',
-            f1(BOX.x + BOX.w + 3), f1(y2_of(v) + 4), esc(report.compact(v)))
+        o[#o + 1] = format('<text x="%s" y="%s" text-anchor="end" font-size="10">%s</text>',
+            f1(W - 2), f1(y2_of(v) + 4), esc(report.compact(v)))
     end
     o[#o + 1] = "</g>"
     local lines, dots, n = {}, {}, 0

@@ -318,6 +318,10 @@ function _M.cross_check(ctx, keys)
         warn(ctx, "coroutine_stack", "key 'coroutine_stack': used only when execution ="
              .. " \"coroutine\", and no case has it")
     end
+    if keys.rate_precision ~= nil and keys.rate == nil then
+        warn(ctx, "rate_precision", "key 'rate_precision': used only with a rate (open loop),"
+             .. " and no case has one")
+    end
 end
 
 _M.RULES = RULES
