@@ -160,4 +160,32 @@ describe("joining shards", function()
         assert.truthy(m.error:find("4 of 8 connections, 400 of 800 msg/s", 1, true), m.error)
         assert.are.equal(200, m.completed)
     end)
+
+    it("degrades a run a shard was interrupted in: the others' numbers kept, exit 1, never 130", function()
+        local status = require("arkbench.run.status")
+        local by = {}
+        for i = 0, 3 do by[i] = { dir = "d" .. i, runs = { run(i) } } end
+        by[1].runs[1] = run(1, { ok = false, status = "interrupted", error = "interrupted by SIGINT" })
+        local m = join.all(4, by)[1]
+        assert.are.equal("degraded", m.status)
+        assert.truthy(m.error:find("shard 1 of 4: interrupted (interrupted by SIGINT)", 1, true), m.error)
+        assert.truthy(m.error:find("6 of 8 connections, 600 of 800 msg/s from 3 of 4 shards", 1, true), m.error)
+        assert.are.equal(300, m.completed)
+        assert.are.equal(1, status.exit_code({ m }))
+    end)
+
+    it("keeps the unsplit rate as rate_asked with a shard short, and rate_met false", function()
+        local rr = require("arkbench.run.rate_rule")
+        local by = {}
+        for i = 0, 3 do by[i] = { dir = "d" .. i, runs = { rr.apply(run(i, { unsent = 0 })) } } end
+        local whole = join.all(4, by)[1]
+        assert.are.equal(800, whole.rate_asked)
+        assert.is_true(whole.rate_met)
+        by[2] = nil
+        local m = join.all(4, by)[1]
+        assert.are.equal("degraded", m.status)
+        assert.are.equal(800, m.rate_asked)
+        assert.is_false(m.rate_met)
+        assert.are.equal(600, m.load_applied.rate)
+    end)
 end)
