@@ -125,7 +125,8 @@ local HELP = {
                       ConfigMap and an Indexed Job) and the commands to
                       apply, collect and merge (docs/distributed.md)
       --shards N --image IMG --target HOST:PORT [--start-in 60s]
-      [--out DIR] [--name JOB] [--set k=v]... [--filter k=v]... [--quick]
+      [--out DIR] [--name JOB] [--cpu C] [--set k=v]... [--filter k=v]...
+      [--quick]
 ]],
     env = [[
   env                 print this host's environment (as env.json)
