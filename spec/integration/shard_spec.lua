@@ -98,6 +98,40 @@ describe("merge of shards run here", function()
         assert.is_nil(merged_so:find("some run had errors", 1, true), merged_so)
     end)
 
+    it("says in report.md and report.html that the folder is a merge: shards, hosts, skew", function()
+        local md = files.read_file(d .. "/merged/report.md")
+        assert.truthy(md:find("Merged by `arkbench merge` from 3 shards on 1 host", 1, true), md)
+        assert.truthy(md:find("\n## Shards\n", 1, true), md)
+        assert.truthy(md:find("| 1 | [^|]+ | 0/1 | interrupted 1 |"), md)
+        assert.truthy(md:find("| default | %d+ |"), md)
+        local html = files.read_file(d .. "/merged/report.html")
+        assert.truthy(html:find('<h2 id="shards">Shards</h2>', 1, true))
+        assert.truthy(html:find("Merged by arkbench merge from 3 shards", 1, true))
+    end)
+
+    it("leaves machine % out of a merge over several hosts, each shard's kept", function()
+        -- the same folders, shard 2 as if it ran on another host
+        local two = d .. "/two"
+        assert(sh_ok("mkdir -p " .. shq(two) .. " && cp -r " .. shq(d .. "/run") .. "/shard-* " .. shq(two)))
+        local s2 = two .. "/shard-2-of-3"
+        local env = ark.cjson.decode(files.read_file(s2 .. "/env.json"))
+        local host = env.hostname
+        env.hostname = "otherhost"
+        files.write_file(s2 .. "/env.json", ark.cjson.encode(env))
+        local r = ark.read_runs(s2 .. "/runs.jsonl")[1]
+        r.shard.host = "otherhost"
+        files.write_file(s2 .. "/runs.jsonl", ark.cjson.encode(r) .. "\n")
+        local rc, so, se = ark.run({ "merge", d .. "/merged2", two })
+        assert.are.equal(1, rc, so .. se)
+        local m = ark.read_runs(d .. "/merged2/runs.jsonl")[1]
+        assert.is_true(m.cpu_machine_percent == nil or m.cpu_machine_percent == ark.cjson.null)
+        assert.is_number(m.shards[1].cpu_machine_percent)
+        local md = files.read_file(d .. "/merged2/report.md")
+        assert.truthy(md:find("from 3 shards on 2 hosts (" .. host .. ", otherhost)", 1, true), md)
+        assert.truthy(md:find("machine % is left out", 1, true), md)
+        assert.is_nil(md:find(", on " .. host, 1, true), md)
+    end)
+
     it("refuses an OUT holding an earlier result in merge's own words", function()
         local rc, _, se = ark.run({ "merge", d .. "/merged", d .. "/run" })
         assert.are.equal(2, rc)

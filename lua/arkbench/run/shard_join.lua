@@ -79,7 +79,8 @@ local function shard_row(i, r, dir)
     row.host = sh.host or json.null
     row.clients_from, row.clients_to = sh.clients_from or json.null, sh.clients_to or json.null
     row.status = status.of(r)
-    for _, k in ipairs({ "sent", "completed", "cpu_percent", "rss_peak_bytes", "measure_start_unix_us",
+    for _, k in ipairs({ "sent", "completed", "cpu_percent", "cpu_machine_percent", "rss_peak_bytes",
+                         "measure_start_unix_us",
                          "rate_asked", "error" }) do
         if r[k] ~= nil then row[k] = r[k] end
     end
@@ -164,6 +165,15 @@ function _M.one(got, n, dirs)
             out.notes[#out.notes + 1] = format("shard %d of %d: %s", i, n, r.plan.note)
         end
     end
+    -- machine % is one host's CPU time over its logical CPUs: the sum over
+    -- shards on several hosts divides by no machine (each shard's stays in
+    -- shards[])
+    local hosts, nhosts = {}, 0
+    for _, r in ipairs(measured) do
+        local h = type(r.shard) == "table" and r.shard.host or "?"
+        if not hosts[h] then hosts[h] = true; nhosts = nhosts + 1 end
+    end
+    if nhosts > 1 then out.cpu_machine_percent = json.null end
     out.connection_ids = require("arkbench.run.shard").merge_ids(measured)
     out.start_planned = type(first.plan) == "table"
     out.shards = rows
