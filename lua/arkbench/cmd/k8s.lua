@@ -16,9 +16,9 @@
 --                       --cpu a CPU request each
 --
 -- A pod whose shard ran exits 0 whatever its run came to (its own code
--- 1 or 3: degraded, failed or a threshold crossed -- `merge` decides on
--- the whole); only a shard that could not run (refused: 2, killed...)
--- fails its pod, and with backoffLimit 0 the Job. The collect command
+-- 1, 3 or 130: degraded, failed, a threshold crossed, interrupted by a
+-- SIGTERM -- `merge` decides on the whole); only a shard that could not
+-- run (refused: 2; killed) fails its pod, and with backoffLimit 0 the Job. The collect command
 -- waits for the Job's Complete or Failed condition, whichever comes. The
 -- apply command deletes a Job of the same name first (a Job's pod
 -- template cannot be changed in place). DIR must be new or empty.
@@ -137,10 +137,10 @@ function _M.script(o)
         "echo " .. shq(_M.BEGIN),
         'tar -C "$ARKBENCH_RESULTS" -cf - . | base64',
         "echo " .. shq(_M.END),
-        "# the shard ran (0 ok, 1 degraded or failed, 3 a threshold): its folder",
-        "# is above and merge decides; anything else fails the pod",
+        "# the shard ran (0 ok, 1 degraded or failed, 3 a threshold, 130 interrupted):",
+        "# its folder is above and merge decides; anything else fails the pod",
         'echo "arkbench: the shard exited $rc" >&2',
-        'case $rc in 0|1|3) exit 0;; *) exit $rc;; esac',
+        'case $rc in 0|1|3|130) exit 0;; *) exit $rc;; esac',
     }
     return table.concat(lines, "\n") .. "\n"
 end
