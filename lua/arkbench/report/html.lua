@@ -195,7 +195,7 @@ function _M.render(model, charts)
         .. "Failed runs are listed apart and never averaged in. Click a column header to sort.</p>")
     local sh = model.shards and require("arkbench.report.shards")
     if sh then
-        add("<p>" .. h(sh.sentence(model.shards):gsub("`", "")) .. ' See <a href="#shards">Shards</a>.</p>')
+        add("<p>" .. h((sh.sentence(model.shards):gsub("`", ""))) .. ' See <a href="#shards">Shards</a>.</p>')
         if model.shards.multi_host then add('<p class="note">' .. h(sh.CPU_NOTE) .. "</p>") end
     end
     if model.interrupted then
