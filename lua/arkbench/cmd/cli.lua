@@ -154,15 +154,18 @@ local EXIT_CODES = [[
 exit codes: 0 every run ok, 1 some run failed or degraded or a write failed,
 2 bad scenario or command line, 3 a threshold crossed (every run ok),
 130 interrupted (finished runs are kept)
-
+]]
+-- run's (and the one-liner's) caveat: a paragraph of its own after the list
+local STRICT_NOTE = [[
 With strict = false (--no-strict), degraded runs and a missed rate count
 as ok for the exit code: the thresholds decide.
 ]]
+local EXIT_TEXT = EXIT_CODES .. "\n" .. STRICT_NOTE
 
 local function usage()
     local parts = { "usage: arkbench <command> [options]\n\ncommands:\n" }
     for _, c in ipairs(HELP_ORDER) do parts[#parts + 1] = HELP[c] end
-    parts[#parts + 1] = "\n" .. EXIT_CODES
+    parts[#parts + 1] = "\n" .. EXIT_TEXT
     return table.concat(parts)
 end
 local USAGE = usage()
@@ -197,7 +200,8 @@ strict = false in the scenario counts degraded runs as ok, as for run.
 }
 
 local function command_help(cmd)
-    return "usage: arkbench " .. cmd .. " [options]\n\n" .. HELP[cmd] .. "\n" .. (EXIT_CODES_OF[cmd] or EXIT_CODES)
+    return "usage: arkbench " .. cmd .. " [options]\n\n" .. HELP[cmd] .. "\n"
+        .. (EXIT_CODES_OF[cmd] or (cmd == "run" and EXIT_TEXT or EXIT_CODES))
 end
 
 -- Options whose next argument is their value (so a value "-h" is no help).
@@ -240,7 +244,7 @@ function _M.help_data()
     return {
         order = HELP_ORDER,           -- command names, in the help's order
         help = HELP,                  -- name -> its block of `arkbench help`
-        exit_codes = EXIT_CODES,      -- the exit codes paragraph
+        exit_codes = EXIT_TEXT,       -- the exit codes, then run's strict note
         exit_codes_of = EXIT_CODES_OF, -- name -> its own, when not run's
         value_opts = VALUE_OPTS,      -- option -> true when it takes a value
         url_usage = require("arkbench.cmd.url").USAGE, -- `arkbench URL --help`
