@@ -35,7 +35,6 @@ _M.SKEW_WARN_US = 1000
 
 local function num(v) return type(v) == "number" and v or 0 end
 
-
 -- the intervals of parts, each shifted by its start (shift[i] intervals)
 local function aligned_intervals(parts, shift, interval_s)
     local buckets, last = {}, 0
@@ -80,8 +79,7 @@ local function shard_row(i, r, dir)
     row.clients_from, row.clients_to = sh.clients_from or json.null, sh.clients_to or json.null
     row.status = status.of(r)
     for _, k in ipairs({ "sent", "completed", "cpu_percent", "cpu_machine_percent", "rss_peak_bytes",
-                         "measure_start_unix_us",
-                         "rate_asked", "error" }) do
+                         "measure_start_unix_us", "rate_asked", "error" }) do
         if r[k] ~= nil then row[k] = r[k] end
     end
     if type(r.plan) == "table" then
