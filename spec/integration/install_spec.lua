@@ -87,9 +87,13 @@ describe("cmake --install into a temp prefix", function()
         assert.is_true(proc.sh_ok("test -x " .. shq(P .. "/bin/arkbench")))
         for _, f in ipairs({ "share/arkbench/scenarios/tcp.lua", "share/arkbench/scenarios/custom/dns.lua",
                              "share/doc/arkbench/README.md", "share/doc/arkbench/docs/architecture.md",
-                             "share/man/man1/arkbench.1" }) do
+                             "share/doc/arkbench/copyright", "share/man/man1/arkbench.1" }) do
             assert.is_true(files.exists(P .. "/" .. f), f)
         end
+        -- no license is granted, and none invented
+        local copyright = files.read_file(P .. "/share/doc/arkbench/copyright")
+        assert.truthy(copyright:find("all rights are\nreserved by its authors", 1, true), copyright)
+        assert.truthy(copyright:find("lua-cjson", 1, true) and copyright:find("llhttp", 1, true), copyright)
         -- every module of the checkout, nothing else
         local function list(dir)
             return proc.sh_out("cd " .. shq(dir) .. " && find . -name '*.lua' | LC_ALL=C sort")
@@ -177,6 +181,18 @@ describe("cmake --install into a temp prefix", function()
     end)
 end)
 
+describe("what cmake --install takes from the build folder", function()
+    it("is the binary and the man page alone: `--target arkbench manpage` is enough (docs/install.md)", function()
+        local text = assert(files.read_file(BUILD .. "/cmake_install.cmake"))
+        local built = {}
+        for path in text:gmatch('FILES "([^"]+)"') do
+            if path:sub(1, #BUILD + 1) == BUILD .. "/" then built[#built + 1] = path:sub(#BUILD + 2) end
+        end
+        table.sort(built)
+        assert.are.same({ "arkbench", "arkbench.1" }, built)
+    end)
+end)
+
 describe("the .deb", function()
     local DIR, DEB, ARCH
     setup(function()
@@ -239,6 +255,10 @@ describe("the .deb", function()
         assert.is_true(n >= 4, needed)
         for _, p in ipairs({ "libc6", "libuv1", "libssl3" }) do assert.is_true(named[p] == true, p) end
         assert.truthy(depends:find("libluajit-5.1-2", 1, true), depends)
+        -- docs/install.md quotes it without the versions, which drift
+        local quoted = files.read_file(ROOT .. "/docs/install.md"):match("```\n(libc6, [^\n]+)\n```")
+        assert.is_truthy(quoted, "docs/install.md quotes no Depends line")
+        assert.are.equal(quoted, (depends:gsub(" %b()", "")))
     end)
 
     it("installs with dpkg --root into a throwaway root, and runs from / there", function()
@@ -259,7 +279,7 @@ describe("the .deb", function()
         local listed = proc.sh_out("dpkg --root=" .. shq(R) .. " -L arkbench")
         for _, f in ipairs({ "/usr/bin/arkbench", "/usr/share/arkbench/lua/arkbench/cmd/cli.lua",
                              "/usr/share/arkbench/scenarios/tcp.lua", "/usr/share/man/man1/arkbench.1",
-                             "/usr/share/doc/arkbench/README.md" }) do
+                             "/usr/share/doc/arkbench/README.md", "/usr/share/doc/arkbench/copyright" }) do
             assert.truthy(listed:find("\n" .. f .. "\n", 1, true), f)
             assert.is_true(files.exists(R .. f), f)
         end

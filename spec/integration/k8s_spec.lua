@@ -73,11 +73,19 @@ describe("arkbench k8s", function()
         files.write_file(scn, SCENARIO)
         local N = 3
         local rc, so, se = ark.run({ "k8s", scn, "--shards", tostring(N), "--image", "registry.example/arkbench:0.1",
-                                     "--target", "127.0.0.1:" .. port, "--start-in", "3s", "--out", d .. "/m" })
+                                     "--target", "127.0.0.1:" .. port, "--start-in", "3s", "--out", d .. "/m",
+                                     "--cpu", "1500m" })
         assert(rc == 0, "k8s exited " .. tostring(rc) .. "\n" .. so .. se)
         assert.truthy(so:find("kubectl apply", 1, true), so)
         assert.truthy(so:find("kubectl logs", 1, true), so)
         assert.truthy(so:find("arkbench merge", 1, true), so)
+        -- apply: an earlier Job of the name goes first (its template is immutable)
+        local apply = so:match("\n# 1%. [^\n]*\n([^\n]+)")
+        assert.truthy(apply:find("^kubectl delete job/[%w-]+ %-%-ignore%-not%-found %-%-wait=true && "), apply)
+        -- collect: until Complete or Failed, never one condition for 24 h
+        local wait = so:match("\n# 2%. [^\n]*\n([^\n]+)")
+        assert.truthy(wait:find("grep -qE 'Complete|Failed'", 1, true), wait)
+        assert.is_nil(wait:find("condition=complete", 1, true), wait)
 
         local docs = yaml_docs({ d .. "/m/configmap.yaml", d .. "/m/job.yaml" })
         local cm, job = docs[1], docs[2]
@@ -90,8 +98,15 @@ describe("arkbench k8s", function()
         assert.are.equal(N, job.spec.parallelism)
         local pod = job.spec.template.spec
         assert.are.equal("Never", pod.restartPolicy)
+        -- spread by node, preferred: the pods of this Job, by its instance label
+        local spread = pod.topologySpreadConstraints[1]
+        assert.are.same({ 1, "kubernetes.io/hostname", "ScheduleAnyway" },
+                        { spread.maxSkew, spread.topologyKey, spread.whenUnsatisfiable })
+        assert.are.equal(job.metadata.name, spread.labelSelector.matchLabels["app.kubernetes.io/instance"])
+        assert.are.equal(job.metadata.name, job.spec.template.metadata.labels["app.kubernetes.io/instance"])
         local c = pod.containers[1]
         assert.are.equal("registry.example/arkbench:0.1", c.image)
+        assert.are.same({ requests = { cpu = "1500m" } }, c.resources)
         local env = {}
         for _, e in ipairs(c.env) do env[e.name] = e.value end
         assert.are.equal(tostring(N), env.ARKBENCH_SHARDS)
@@ -160,6 +175,43 @@ describe("arkbench k8s", function()
         assert.is_number(m.start_skew_us)
     end)
 
+    it("lets a pod whose run was degraded or failed exit 0 with its folder: merge decides", function()
+        local d = files.tmpdir("_k8s3")
+        local scn = d .. "/s.lua"
+        files.write_file(scn, SCENARIO)
+        -- a port nothing listens on: every connect refused
+        local rc, so, se = ark.run({ "k8s", scn, "--shards", "2", "--image", "x", "--target", "127.0.0.1:9",
+                                     "--quick", "--out", d .. "/m" })
+        assert(rc == 0, so .. se)
+        local job = yaml_docs({ d .. "/m/job.yaml" })[1]
+        local c = job.spec.template.spec.containers[1]
+        local bin = files.tmpdir("_bin")
+        assert(sh_ok("ln -s " .. shq(ark.BIN) .. " " .. shq(bin .. "/arkbench")))
+        files.write_file(d .. "/scenario.lua", SCENARIO)
+        local e = { "env", "PATH=" .. bin .. ":" .. os.getenv("PATH"), "JOB_COMPLETION_INDEX=1",
+                    "ARKBENCH_ROOT=" .. ark.ROOT }
+        for _, x in ipairs(c.env) do
+            local v = x.value
+            if x.name == "ARKBENCH_SCENARIO" then v = d .. "/scenario.lua" end
+            if x.name == "ARKBENCH_RESULTS" then v = d .. "/res" end
+            e[#e + 1] = x.name .. "=" .. v
+        end
+        for _, a in ipairs(c.command) do e[#e + 1] = a end
+        for _, a in ipairs(c.args) do e[#e + 1] = a end
+        local prc, pso, pse = proc.run_cmd(e, { limit = 60 })
+        assert.are.equal(0, prc, pse)
+        assert.truthy(pse:find("the shard exited 1", 1, true), pse)
+        assert.truthy(pso:find("-----BEGIN ARKBENCH RESULTS-----", 1, true), pso)
+        local r = ark.read_runs(d .. "/res/shard-1-of-2/runs.jsonl")[1]
+        assert.is_table(r, pse)
+        assert.is_true(r.status ~= "ok", ark.brief(r))
+        -- what could not run at all still fails the pod (and the Job)
+        local bad = {}
+        for i, a in ipairs(e) do bad[i] = a:gsub("^ARKBENCH_SHARDS=2$", "ARKBENCH_SHARDS=x") end
+        local brc = proc.run_cmd(bad, { limit = 60 })
+        assert.are.equal(2, brc)
+    end)
+
     it("merge refuses shards run with different --set, naming both folders", function()
         local port = start_serve()
         local d = files.tmpdir("_sets")
@@ -186,6 +238,20 @@ describe("arkbench k8s", function()
         assert.are.equal(2, rc)
         assert.truthy(se:find("2 clients cannot be split into 4 shards", 1, true), se)
         assert.is_false(files.exists(d .. "/m/job.yaml"))
+        -- a folder holding earlier manifests is not overwritten
+        files.write_file(scn, 'return { name = "few", protocol = "tcp", clients = 4 }\n')
+        assert.are.equal(0, (ark.run({ "k8s", scn, "--shards", "4", "--image", "x", "--target", "127.0.0.1:9",
+                                       "--out", d .. "/m" })))
+        local rc3, _, se3 = ark.run({ "k8s", scn, "--shards", "2", "--image", "x", "--target", "127.0.0.1:9",
+                                      "--out", d .. "/m" })
+        assert.are.equal(2, rc3)
+        assert.truthy(se3:find(d .. "/m: holds files (configmap.yaml, job.yaml): choose an empty or new folder",
+                               1, true), se3)
+        assert.truthy(files.read_file(d .. "/m/job.yaml"):find("completions: 4", 1, true))
+        local rc4, _, se4 = ark.run({ "k8s", scn, "--shards", "2", "--image", "x", "--target", "127.0.0.1:9",
+                                      "--cpu", "lots", "--out", d .. "/n" })
+        assert.are.equal(2, rc4)
+        assert.truthy(se4:find("--cpu lots: expected a Kubernetes CPU quantity", 1, true), se4)
         local rc2, _, se2 = ark.run({ "k8s", scn, "--shards", "2", "--image", "x" })
         assert.are.equal(2, rc2)
         assert.truthy(se2:find("--target", 1, true), se2)

@@ -160,4 +160,68 @@ describe("joining shards", function()
         assert.truthy(m.error:find("4 of 8 connections, 400 of 800 msg/s", 1, true), m.error)
         assert.are.equal(200, m.completed)
     end)
+
+    it("degrades a run a shard was interrupted in: the others' numbers kept, exit 1, never 130", function()
+        local status = require("arkbench.run.status")
+        local by = {}
+        for i = 0, 3 do by[i] = { dir = "d" .. i, runs = { run(i) } } end
+        by[1].runs[1] = run(1, { ok = false, status = "interrupted", error = "interrupted by SIGINT" })
+        local m = join.all(4, by)[1]
+        assert.are.equal("degraded", m.status)
+        assert.truthy(m.error:find("shard 1 of 4: interrupted (interrupted by SIGINT)", 1, true), m.error)
+        assert.truthy(m.error:find("6 of 8 connections, 600 of 800 msg/s from 3 of 4 shards", 1, true), m.error)
+        assert.are.equal(300, m.completed)
+        assert.are.equal(1, status.exit_code({ m }))
+    end)
+
+    it("keeps the unsplit rate as rate_asked with a shard short, and rate_met false", function()
+        local rr = require("arkbench.run.rate_rule")
+        local by = {}
+        for i = 0, 3 do by[i] = { dir = "d" .. i, runs = { rr.apply(run(i, { unsent = 0 })) } } end
+        local whole = join.all(4, by)[1]
+        assert.are.equal(800, whole.rate_asked)
+        assert.is_true(whole.rate_met)
+        by[2] = nil
+        local m = join.all(4, by)[1]
+        assert.are.equal("degraded", m.status)
+        assert.are.equal(800, m.rate_asked)
+        assert.is_false(m.rate_met)
+        assert.are.equal(600, m.load_applied.rate)
+    end)
+end)
+
+describe("a merged folder in the reports", function()
+    local report = require("arkbench.report.report")
+    local shards = require("arkbench.report.shards")
+
+    it("names the shard a degraded run was short of in the table's footer", function()
+        local cases = { { degraded = { { error = "shard 2 of 3: missing (no run of this case and repetition"
+                                                   .. " in its folder); load applied: 4 of 6 connections" } } } }
+        assert.are.same({ "# degraded: shard 2 of 3 missing (the load applied was less than the case's); the"
+                          .. " other shards' numbers are kept" }, report.degraded_footer(cases))
+        cases[2] = { degraded = { { error = "2 timed out" } } }
+        local f = report.degraded_footer(cases)
+        assert.are.equal(2, #f)
+        assert.truthy(f[2]:find("some run had errors", 1, true))
+    end)
+
+    it("lists the shards, their hosts and the one not given", function()
+        local env = { run_settings = { merged_shards = 3 },
+                      shards = { { shard = 0, hostname = "a" }, { shard = 1, hostname = "b" } } }
+        local runs = { { case_id = "c", start_skew_us = 40, shards = {
+            { shard = 0, status = "ok", cpu_percent = 50, cpu_machine_percent = 12.5 },
+            { shard = 1, status = "interrupted", cpu_percent = 20 },
+            { shard = 2, status = "missing" } } } }
+        local info = shards.of(env, runs)
+        assert.is_true(info.multi_host)
+        assert.are.same({ 2 }, info.missing)
+        assert.are.equal("Merged by `arkbench merge` from 3 shards on 2 hosts (a, b); missing (no folder given):"
+                         .. " shard 2.", shards.sentence(info))
+        local rows = shards.cells(info)
+        assert.are.same({ "0", "a", "1/1", "-", "50", "12.5" }, rows[1])
+        assert.are.same({ "1", "b", "0/1", "interrupted 1", "20", "-" }, rows[2])
+        assert.are.same({ "2", "-", "0/1", "missing (no folder given)", "-", "-" }, rows[3])
+        assert.are.same({ { "c", "40" } }, shards.skew_cells(info))
+        assert.is_nil(shards.of({ run_settings = {} }, runs))
+    end)
 end)

@@ -127,7 +127,8 @@ local HELP = {
                       ConfigMap and an Indexed Job) and the commands to
                       apply, collect and merge (docs/distributed.md)
       --shards N --image IMG --target HOST:PORT [--start-in 60s]
-      [--out DIR] [--name JOB] [--set k=v]... [--filter k=v]... [--quick]
+      [--out DIR] [--name JOB] [--cpu C] [--set k=v]... [--filter k=v]...
+      [--quick]
 ]],
     env = [[
   env                 print this host's environment (as env.json)
@@ -154,14 +155,19 @@ _M.HELP, _M.HELP_ORDER = HELP, HELP_ORDER
 local EXIT_CODES = [[
 exit codes: 0 every run ok, 1 some run failed or degraded or a write failed,
 2 bad scenario or command line, 3 a threshold crossed (every run ok),
-130 interrupted (finished runs are kept); with strict = false (--no-strict)
-degraded runs and a missed rate count as ok: the thresholds decide
+130 interrupted (finished runs are kept)
 ]]
+-- run's (and the one-liner's) caveat: a paragraph of its own after the list
+local STRICT_NOTE = [[
+With strict = false (--no-strict), degraded runs and a missed rate count
+as ok for the exit code: the thresholds decide.
+]]
+local EXIT_TEXT = EXIT_CODES .. "\n" .. STRICT_NOTE
 
 local function usage()
     local parts = { "usage: arkbench <command> [options]\n\ncommands:\n" }
     for _, c in ipairs(HELP_ORDER) do parts[#parts + 1] = HELP[c] end
-    parts[#parts + 1] = "\n" .. EXIT_CODES
+    parts[#parts + 1] = "\n" .. EXIT_TEXT
     return table.concat(parts)
 end
 local USAGE = usage()
@@ -177,10 +183,27 @@ exit codes: 0 the manifests were written, 1 a file could not be written,
 exit codes: 0 stopped by SIGINT/SIGTERM after serving, 1 the server failed
 (its JSON line's error says why), 2 bad command line
 ]],
+    report = [[
+exit codes: 0 the files were rebuilt (whatever the runs' statuses: a failed
+or degraded run is in the report, not in the exit code), 1 a file could not
+be written, 2 bad command line or not a result folder (or one in use),
+3 a threshold saved in summary.json is crossed (whatever the runs'
+statuses)
+]],
+    merge = [[
+exit codes: 0 every merged run ok, 1 some merged run degraded or failed (a
+shard missing, failed or interrupted, or its own run degraded) or a write
+failed, 2 bad command line, shards that cannot be joined or an OUT holding
+files, 3 a threshold crossed (every merged run ok)
+
+A merge is never 130: an interrupted shard is a shard short (exit 1).
+strict = false in the scenario counts degraded runs as ok, as for run.
+]],
 }
 
 local function command_help(cmd)
-    return "usage: arkbench " .. cmd .. " [options]\n\n" .. HELP[cmd] .. "\n" .. (EXIT_CODES_OF[cmd] or EXIT_CODES)
+    return "usage: arkbench " .. cmd .. " [options]\n\n" .. HELP[cmd] .. "\n"
+        .. (EXIT_CODES_OF[cmd] or (cmd == "run" and EXIT_TEXT or EXIT_CODES))
 end
 
 -- Options whose next argument is their value (so a value "-h" is no help).
@@ -223,7 +246,7 @@ function _M.help_data()
     return {
         order = HELP_ORDER,           -- command names, in the help's order
         help = HELP,                  -- name -> its block of `arkbench help`
-        exit_codes = EXIT_CODES,      -- the exit codes paragraph
+        exit_codes = EXIT_TEXT,       -- the exit codes, then run's strict note
         exit_codes_of = EXIT_CODES_OF, -- name -> its own, when not run's
         value_opts = VALUE_OPTS,      -- option -> true when it takes a value
         url_usage = require("arkbench.cmd.url").USAGE, -- `arkbench URL --help`
@@ -426,16 +449,20 @@ function _M.run(args, ropts)
         return 130
     end
     -- an idle-loop warning ("sharded:4 with clients=1: ...") is about the
-    -- whole matrix: after --filter, only when a kept case has that pair
+    -- whole matrix: after --filter, only when a kept case has that pair.
+    -- Printed once the run is past every refusal (exit 2 says the one
+    -- thing that is wrong), or with --list.
     local kept = {}
     for _, c in ipairs(cases) do kept[tostring(c.topology) .. " " .. tostring(c.clients)] = true end
-    for _, w in ipairs(spec.warnings or {}) do
-        local topo, clients = w:match("(%l+:%d+) with clients=(%d+): %d+ of %d+ loops run without")
-        if ropts and ropts.hide_path then
-            -- the one-liner's scenario is a temporary file: name the key only
-            w = w:gsub("^" .. ropts.hide_path:gsub("%p", "%%%0") .. ":%d*:? ?", "")
+    local function print_warnings()
+        for _, w in ipairs(spec.warnings or {}) do
+            local topo, clients = w:match("(%l+:%d+) with clients=(%d+): %d+ of %d+ loops run without")
+            if ropts and ropts.hide_path then
+                -- the one-liner's scenario is a temporary file: name the key only
+                w = w:gsub("^" .. ropts.hide_path:gsub("%p", "%%%0") .. ":%d*:? ?", "")
+            end
+            if not topo or kept[topo .. " " .. clients] then io_stderr:write("warning: ", w, "\n") end
         end
-        if not topo or kept[topo .. " " .. clients] then io_stderr:write("warning: ", w, "\n") end
     end
     local runs_total = 0
     for _, c in ipairs(cases) do runs_total = runs_total + (c.repetitions or 1) end
@@ -447,6 +474,7 @@ function _M.run(args, ropts)
         if not dist then return die(o.path .. ": " .. derr) end
     end
     if o.list then
+        print_warnings()
         for _, c in ipairs(cases) do
             io_stdout:write(str_format("%3d  %s  (x%d)\n", c.index, c.case_id, c.repetitions or 1))
         end
@@ -545,6 +573,7 @@ function _M.run(args, ropts)
             end
         end
     end
+    print_warnings()
     -- a busy machine makes every number wrong: say so before measuring
     local busy = env.busy_warning()
     if busy then io_stderr:write(busy, "\n") end

@@ -1,6 +1,6 @@
 -- arkbench.cmd.k8s: `arkbench k8s FILE --shards N --image IMG --target
--- HOST:PORT [--start-in 60s] [--out DIR] [--set k=v]... [--filter k=v]...
--- [--quick]` writes the Kubernetes manifests that run N shards of a
+-- HOST:PORT [--start-in 60s] [--out DIR] [--name JOB] [--cpu C] [--set k=v]...
+-- [--filter k=v]... [--quick]` writes the Kubernetes manifests that run N shards of a
 -- scenario (docs/distributed.md, "Kubernetes") and prints the commands
 -- that apply them, collect the results and merge them.
 --
@@ -10,7 +10,18 @@
 --                       shard i: `arkbench run --shard auto` finds
 --                       JOB_COMPLETION_INDEX and ARKBENCH_SHARDS, then its
 --                       result folder goes to stdout as a base64 tar
---                       between two marker lines, for `kubectl logs`
+--                       between two marker lines, for `kubectl logs`;
+--                       the pods spread over the nodes (a preferred
+--                       topologySpreadConstraint by hostname), with
+--                       --cpu a CPU request each
+--
+-- A pod whose shard ran exits 0 whatever its run came to (its own code
+-- 1, 3 or 130: degraded, failed, a threshold crossed, interrupted by a
+-- SIGTERM -- `merge` decides on the whole); only a shard that could not
+-- run (refused: 2; killed) fails its pod, and with backoffLimit 0 the Job. The collect command
+-- waits for the Job's Complete or Failed condition, whichever comes. The
+-- apply command deletes a Job of the same name first (a Job's pod
+-- template cannot be changed in place). DIR must be new or empty.
 --
 -- The scenario is loaded and checked here first (a target every shard
 -- reaches, enough clients for N shards): what the pods would refuse is
@@ -56,6 +67,7 @@ local function parse(args)
         elseif a == "--start-in" then o.start_in = need()
         elseif a == "--out" then o.out = need()
         elseif a == "--name" then o.name = need()
+        elseif a == "--cpu" then o.cpu = need()
         elseif a == "--set" then o.sets[#o.sets + 1] = need()
         elseif a == "--filter" then o.filters[#o.filters + 1] = need()
         elseif a == "--quick" then o.quick = true; i = i + 1
@@ -71,6 +83,9 @@ local function parse(args)
     if o.name and (#o.name > 52 or not o.name:match("^[a-z0-9][-a-z0-9]*$") or o.name:match("%-$")) then
         error("--name " .. o.name .. ": expected a Kubernetes name: lower-case letters, digits and '-',"
               .. " at most 52 characters (the Job adds its pods' suffixes)", 0)
+    end
+    if o.cpu and not (o.cpu:match("^%d+m$") or o.cpu:match("^%d+%.?%d*$")) or o.cpu == "0" then
+        error("--cpu " .. o.cpu .. ": expected a Kubernetes CPU quantity: 2, 1.5 or 500m", 0)
     end
     if not o.image or o.image == "" then error("--image IMG: the container image with arkbench installed", 0) end
     if not o.target or not (o.target:match("^[^:]+:%d+$") or o.target:match("^%[.+%]:%d+$")) then
@@ -122,7 +137,10 @@ function _M.script(o)
         "echo " .. shq(_M.BEGIN),
         'tar -C "$ARKBENCH_RESULTS" -cf - . | base64',
         "echo " .. shq(_M.END),
-        "exit $rc",
+        "# the shard ran (0 ok, 1 degraded or failed, 3 a threshold, 130 interrupted):",
+        "# its folder is above and merge decides; anything else fails the pod",
+        'echo "arkbench: the shard exited $rc" >&2',
+        'case $rc in 0|1|3|130) exit 0;; *) exit $rc;; esac',
     }
     return table.concat(lines, "\n") .. "\n"
 end
@@ -152,6 +170,9 @@ function _M.manifests(o, scenario_text)
         env_lines[#env_lines + 1] = "              value: " .. q(e[2])
     end
     local dir = _M.SCENARIO:match("^(.*)/[^/]+$")
+    -- a request, no limit: a CPU limit throttles the load generator
+    local resources = o.cpu and ("          resources:\n            requests:\n              cpu: " .. q(o.cpu))
+        or "          # resources: {requests: {cpu: \"2\"}} (arkbench k8s --cpu 2)"
     local job = table.concat({
         "apiVersion: batch/v1",
         "kind: Job",
@@ -168,11 +189,21 @@ function _M.manifests(o, scenario_text)
         "    metadata:",
         "      labels:",
         "        app.kubernetes.io/name: arkbench",
+        "        app.kubernetes.io/instance: " .. q(name),
         "    spec:",
         "      restartPolicy: Never",
+        "      # one shard per node where the nodes allow it",
+        "      topologySpreadConstraints:",
+        "        - maxSkew: 1",
+        "          topologyKey: kubernetes.io/hostname",
+        "          whenUnsatisfiable: ScheduleAnyway",
+        "          labelSelector:",
+        "            matchLabels:",
+        "              app.kubernetes.io/instance: " .. q(name),
         "      containers:",
         "        - name: arkbench",
         "          image: " .. q(o.image),
+        resources,
         "          command: [\"/bin/sh\", \"-c\"]",
         "          args:",
         "            - |",
@@ -192,15 +223,20 @@ function _M.manifests(o, scenario_text)
 end
 
 function _M.commands(o, dir)
-    local apply
+    -- a Job's template cannot change in place: an earlier Job of this
+    -- name (and its pods) goes first
+    local apply = format("kubectl delete job/%s --ignore-not-found --wait=true && ", o.name)
     if o.start_s then
-        apply = format("sed \"s/@START_AT@/$(( $(date +%%s) + %d ))/\" %s/job.yaml"
-                       .. " | kubectl apply -f %s/configmap.yaml -f -",
-                       o.start_s, dir, dir)
+        apply = apply .. format("sed \"s/@START_AT@/$(( $(date +%%s) + %d ))/\" %s/job.yaml"
+                                .. " | kubectl apply -f %s/configmap.yaml -f -",
+                                o.start_s, dir, dir)
     else
-        apply = format("kubectl apply -f %s/configmap.yaml -f %s/job.yaml", dir, dir)
+        apply = apply .. format("kubectl apply -f %s/configmap.yaml -f %s/job.yaml", dir, dir)
     end
-    local collect = format("kubectl wait --for=condition=complete --timeout=24h job/%s; mkdir -p %s/results;"
+    -- until the Job is Complete or Failed (a `kubectl wait` for one
+    -- condition would wait out its timeout on the other)
+    local collect = format("until kubectl get job/%s -o jsonpath='{.status.conditions[?(@.status==\"True\")].type}'"
+        .. " | grep -qE 'Complete|Failed'; do sleep 5; done; mkdir -p %s/results;"
         .. " for i in $(seq 0 %d); do kubectl logs --tail=-1"
         .. " -l job-name=%s,batch.kubernetes.io/job-completion-index=$i"
         .. " | sed -n '/^%s$/,/^%s$/p' | sed '1d;$d' | base64 -d | tar -C %s/results -xf -; done",
@@ -233,6 +269,16 @@ function _M.main(args, cli)
         o.name = base ~= "" and ("arkbench-" .. base) or "arkbench"
     end
     local dir = o.out or ("k8s-" .. folder.sanitize(spec.name))
+    -- a folder of earlier manifests (and results) is not overwritten
+    local core = require("arkbench.core")
+    local kind = core.file_kind(dir)
+    if kind and kind ~= "directory" then return die(dir .. ": exists and is not a folder") end
+    local names = kind and core.dir_entries(dir) or {}
+    if #names > 0 then
+        table.sort(names)
+        return die(format("%s: holds files (%s%s): choose an empty or new folder (--out DIR)", dir,
+                          table.concat(names, ", ", 1, math.min(#names, 5)), #names > 5 and ", ..." or ""))
+    end
     local made, merr = folder.mkdir_p(dir)
     if not made then return die("cannot create " .. tostring(merr)) end
     local cm, job = _M.manifests(o, text)

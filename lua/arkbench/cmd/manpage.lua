@@ -114,16 +114,25 @@ local function exit_items(text)
     end
 end
 
+-- the list of codes, then each paragraph after a blank line as its own
 local function exit_roff(out, text)
-    local items = exit_items(text)
+    local list, rest = text:match("^(.-)\n%s*\n(.*)$")
+    list = list or text
+    local items = exit_items(list)
     if not items then
-        out[#out + 1] = esc((text:gsub("%s+", " ")))
-        return
+        out[#out + 1] = esc((list:gsub("%s+", " ")))
+    else
+        for _, it in ipairs(items) do
+            out[#out + 1] = ".TP"
+            out[#out + 1] = "\\fB" .. it[1] .. "\\fR"
+            out[#out + 1] = esc(it[2])
+        end
     end
-    for _, it in ipairs(items) do
-        out[#out + 1] = ".TP"
-        out[#out + 1] = "\\fB" .. it[1] .. "\\fR"
-        out[#out + 1] = esc(it[2])
+    for para in (rest or ""):gsub("\n%s*\n", "\0"):gmatch("[^%z]+") do
+        if para:match("%S") then
+            out[#out + 1] = ".PP"
+            out[#out + 1] = esc((para:gsub("%s+", " "):gsub("^ ", ""):gsub(" $", "")))
+        end
     end
 end
 

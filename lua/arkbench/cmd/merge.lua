@@ -163,7 +163,7 @@ function _M.main(args, cli)
     local n = shards[1].shard.count
 
     local folder = require("arkbench.run.folder")
-    local dir, cerr, wfail = folder.claim_out(o.out, {})
+    local dir, cerr, wfail = folder.claim_out(o.out, { label = "OUT", no_append = true })
     if not dir then
         io_stderr:write("arkbench: merge: ", cerr, "\n")
         return wfail and 1 or 2

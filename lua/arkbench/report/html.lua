@@ -221,11 +221,17 @@ function _M.render(model, charts)
         h(type(env.scenario_path) == "string" and env.scenario_path or model.scenario),
         h(type(env.started_utc) == "string" and env.started_utc or "?"),
         h(type(env.ended_utc) == "string" and env.ended_utc or "?"),
-        #host > 0 and (", on " .. h(concat(host, ", "))) or "", h(model.settings)))
+        #host > 0 and not (model.shards and model.shards.multi_host)
+            and (", on " .. h(concat(host, ", "))) or "", h(model.settings)))
     add('<p class="note">Round trips/s is <i>median [min, max]</i> over the ok repetitions (each in a '
         .. "fresh process); the other columns are medians of the per-run values. CPU % is user + sys "
         .. "time over the measured interval (100 = one core); machine % divides it by the logical CPUs. "
         .. "Failed runs are listed apart and never averaged in. Click a column header to sort.</p>")
+    local sh = model.shards and require("arkbench.report.shards")
+    if sh then
+        add("<p>" .. h((sh.sentence(model.shards):gsub("`", ""))) .. ' See <a href="#shards">Shards</a>.</p>')
+        if model.shards.multi_host then add('<p class="note">' .. h(sh.CPU_NOTE) .. "</p>") end
+    end
     if model.interrupted then
         add("<p><b>This run was interrupted</b>: cases or repetitions after the interruption are missing.</p>")
     end
@@ -245,6 +251,7 @@ function _M.render(model, charts)
     end
     add('<li><a href="#failed">Failed runs</a></li>'
         .. (#model.degraded > 0 and '<li><a href="#degraded">Degraded runs</a></li>' or "")
+        .. (model.shards and '<li><a href="#shards">Shards</a></li>' or "")
         .. '<li><a href="#environment">Environment</a></li>'
         .. '<li><a href="#scenario">Scenario source</a></li>')
     add("</ul></nav>")
@@ -361,6 +368,12 @@ function _M.render(model, charts)
         add(html_table(md.FAILED_HEADER, rows))
     end
 
+    if sh then
+        add('<h2 id="shards">Shards</h2>')
+        add('<p class="note">' .. h(sh.NOTE) .. "</p>")
+        add(html_table(sh.HEADER, sh.cells(model.shards), { class = "env" }))
+        add(html_table(sh.SKEW_HEADER, sh.skew_cells(model.shards), { class = "env" }))
+    end
     add('<h2 id="environment">Environment</h2>')
     if model.env_missing then add("<p>env.json is missing: no environment recorded.</p>") end
     add(html_table({ { "item", false }, { "value", false } }, model.env_rows, { class = "env" }))

@@ -384,8 +384,15 @@ function _M.render(model, charts)
         type(env.scenario_path) == "string" and env.scenario_path or model.scenario,
         type(env.started_utc) == "string" and env.started_utc or "?",
         type(env.ended_utc) == "string" and env.ended_utc or "?",
-        #host > 0 and (", on " .. cell(concat(host, ", "))) or ""))
+        -- a merge over several hosts: its sentence below names them
+        #host > 0 and not (model.shards and model.shards.multi_host)
+            and (", on " .. cell(concat(host, ", "))) or ""))
     add(cell(model.settings) .. ".\n\n")
+    local sh = model.shards and require("arkbench.report.shards")
+    if sh then
+        add(sh.sentence(model.shards) .. " See [Shards](#shards).\n\n")
+        if model.shards.multi_host then add(sh.CPU_NOTE .. "\n\n") end
+    end
     add("Round trips/s is `median [min, max]` over the ok repetitions (each in a fresh process); "
         .. "the other columns are medians of the per-run values. CPU % is user + sys time over the "
         .. "measured interval (100 = one core); machine % divides it by the logical CPUs. "
@@ -486,6 +493,12 @@ function _M.render(model, charts)
         local rows = {}
         for i, f in ipairs(model.degraded) do rows[i] = _M.failed_cells(f) end
         add(table_md(_M.FAILED_HEADER, rows) .. "\n")
+    end
+
+    if sh then
+        add("## Shards\n\n" .. sh.NOTE .. "\n\n")
+        add(table_md(sh.HEADER, sh.cells(model.shards)) .. "\n")
+        add(table_md(sh.SKEW_HEADER, sh.skew_cells(model.shards)) .. "\n")
     end
 
     add("## Environment\n\n")

@@ -384,6 +384,7 @@ function _M.build(summary, runs, env)
         scenario = text_or(runs and runs[1] and type(runs[1].scenario) == "table"
             and runs[1].scenario.name or nil, text_or(summary and summary.scenario, "scenario")),
         env = env, env_rows = env_rows(env), env_missing = next(env) == nil,
+        shards = require("arkbench.report.shards").of(env, runs),
         cases = cases, varying = varying, row_axes = row_axes,
         group_axes = group_axes, x_axis = x_axis, part_axes = part_axes,
         rows = {}, row_index = {}, label_of = {},

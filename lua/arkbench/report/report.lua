@@ -507,10 +507,40 @@ function _M.terminal_table(summary, axes)
             .. " ! = rate not met in some run"
     end
     if marked then
-        lines[#lines + 1] = _M.DEGRADED_MARK .. " degraded: some run had errors, timeouts or reconnects;"
-            .. " its numbers are kept"
+        for _, l in ipairs(_M.degraded_footer(cases)) do lines[#lines + 1] = l end
     end
     return concat(lines, "\n") .. "\n"
+end
+
+-- The footer of a table with degraded runs: the shards a merged run was
+-- short of ("shard 1 of 3: interrupted", docs/distributed.md) when that is
+-- why, the generic reason for the other degraded runs.
+function _M.degraded_footer(cases)
+    local shards, seen, other = {}, {}, false
+    for _, c in ipairs(cases) do
+        for _, d in ipairs(type(c.degraded) == "table" and c.degraded or {}) do
+            local any = false
+            for what, why in tostring(type(d) == "table" and d.error or ""):gmatch(
+                    "(shard %d+ of %d+): (%a+) %(") do
+                if why == "missing" or why == "failed" or why == "interrupted" then
+                    any = true
+                    what = what .. " " .. why
+                    if not seen[what] then seen[what] = true; shards[#shards + 1] = what end
+                end
+            end
+            if not any then other = true end
+        end
+    end
+    local out = {}
+    if #shards > 0 then
+        out[#out + 1] = _M.DEGRADED_MARK .. " degraded: " .. concat(shards, ", ")
+            .. " (the load applied was less than the case's); the other shards' numbers are kept"
+    end
+    if other or #shards == 0 then
+        out[#out + 1] = _M.DEGRADED_MARK .. " degraded: some run had errors, timeouts or reconnects;"
+            .. " its numbers are kept"
+    end
+    return out
 end
 
 -- Helpers the file reports share ---------------------------------------------

@@ -17,6 +17,9 @@
 --       Anything else in it -- the user's files -- refuses it; nothing is
 --       written or removed. write_failed: a mkdir failed (EROFS, ENOSPC,
 --       EACCES...), which the command line reports as exit 1, not 2.
+--       opts.label names the folder in the messages ("--out" unless given:
+--       merge says "OUT"); opts.no_append: a command without --append
+--       (merge) says to choose an empty or new folder, not to pass it.
 --   folder.lock_existing(dir) -> dir | nil, err, write_failed   (report)
 --   folder.live_lock(dir) -> why | nil   (compare: a live lock refuses)
 --   folder.release(dir)
@@ -175,10 +178,12 @@ end
 
 function _M.claim_out(dir, opts)
     opts = opts or {}
-    if dir == "" then return nil, "--out needs a folder name" end
+    -- how the folder was named: "--out" (run), "OUT" (merge)
+    local label = opts.label or "--out"
+    if dir == "" then return nil, label .. " needs a folder name" end
     if dir:sub(1, 1) == "-" then
-        return nil, format("--out '%s': looks like an option; write ./%s for a folder of"
-                           .. " that name", dir, dir)
+        return nil, format("%s '%s': looks like an option; write ./%s for a folder of"
+                           .. " that name", label, dir, dir)
     end
     local kind = core.file_kind(dir)
     if kind == nil then
@@ -191,9 +196,9 @@ function _M.claim_out(dir, opts)
         if not ok and code ~= "EEXIST" then return nil, format("cannot create %s: %s", dir, err), true end
         kind = core.file_kind(dir)
     end
-    if kind ~= "directory" then return nil, format("--out %s: exists and is not a folder", dir) end
+    if kind ~= "directory" then return nil, format("%s %s: exists and is not a folder", label, dir) end
     local names, lerr = core.dir_entries(dir)
-    if not names then return nil, format("--out %s: %s", dir, lerr) end
+    if not names then return nil, format("%s %s: %s", label, dir, lerr) end
     -- a run holding the folder may have temporary names in it: "in use"
     -- is the answer then, not "files arkbench did not write"
     for _, n in ipairs(names) do
@@ -202,7 +207,7 @@ function _M.claim_out(dir, opts)
             if not got then return nil, err, wfail end
             unlock(dir) -- stale, cleared: judge the folder as it is
             names, lerr = core.dir_entries(dir)
-            if not names then return nil, format("--out %s: %s", dir, lerr) end
+            if not names then return nil, format("%s %s: %s", label, dir, lerr) end
             break
         end
     end
@@ -213,12 +218,16 @@ function _M.claim_out(dir, opts)
     end
     if #theirs > 0 then
         local shown = table.concat(theirs, ", ", 1, math.min(#theirs, 5))
-        return nil, format("--out %s: holds files arkbench did not write (%s%s); results go"
-                           .. " into an empty or new folder", dir, shown, #theirs > 5 and ", ..." or "")
+        return nil, format("%s %s: holds files arkbench did not write (%s%s); results go"
+                           .. " into an empty or new folder", label, dir, shown, #theirs > 5 and ", ..." or "")
     end
     if ours then
         if not opts.append then
             local which = core.file_kind(dir .. "/runs.jsonl") and "runs.jsonl" or "env.json"
+            if opts.no_append then
+                return nil, format("%s %s: holds an earlier arkbench result (its %s): choose an empty"
+                                   .. " or new folder", label, dir, which)
+            end
             return nil, format("--out %s: holds an earlier arkbench result (its %s); pass --append"
                                .. " to add runs to it, or choose another folder", dir, which)
         end

@@ -14,9 +14,11 @@
 -- aligned by each shard's wall-clock measure start, a `shards` list
 -- (shard, host, status, CPU %, RSS, start offset, ...), `start_skew_us`
 -- (max - min of the shards' measure starts) and `load_applied`. A shard
--- that is missing or did not measure makes the run degraded, with
--- "shard 2 of 4: missing (...)" in its error and the load the others
--- applied.
+-- that is missing, did not measure or was interrupted makes the run
+-- degraded (never interrupted: the merge was not), with "shard 2 of 4:
+-- missing (...)" in its error and the load the others applied; an
+-- open-loop run then keeps the unsplit case's rate as rate_asked, with
+-- rate_met false (the load applied was less).
 
 local merge = require("arkbench.run.merge")
 local status = require("arkbench.run.status")
@@ -32,9 +34,6 @@ local _M = {}
 _M.SKEW_WARN_US = 1000
 
 local function num(v) return type(v) == "number" and v or 0 end
-
-local RANK = { ok = 1, degraded = 2, failed = 3, script_error = 3, timeout = 3, crashed = 3,
-               interrupted = 4 }
 
 -- the intervals of parts, each shifted by its start (shift[i] intervals)
 local function aligned_intervals(parts, shift, interval_s)
@@ -79,8 +78,8 @@ local function shard_row(i, r, dir)
     row.host = sh.host or json.null
     row.clients_from, row.clients_to = sh.clients_from or json.null, sh.clients_to or json.null
     row.status = status.of(r)
-    for _, k in ipairs({ "sent", "completed", "cpu_percent", "rss_peak_bytes", "measure_start_unix_us",
-                         "rate_asked", "error" }) do
+    for _, k in ipairs({ "sent", "completed", "cpu_percent", "cpu_machine_percent", "rss_peak_bytes",
+                         "measure_start_unix_us", "rate_asked", "error" }) do
         if r[k] ~= nil then row[k] = r[k] end
     end
     if type(r.plan) == "table" then
@@ -105,12 +104,14 @@ function _M.one(got, n, dirs)
                                              dirs and dirs[i] and "" or "; no folder given for it")
         elseif status.measured(r) and type(r.sent) == "number" then
             measured[#measured + 1] = r
-            local st = status.of(r)
-            if (RANK[st] or 3) > RANK[worst] then worst = st end
+            if status.of(r) ~= "ok" then worst = "degraded" end
+        elseif status.of(r) == "interrupted" then
+            -- a shard stopped by SIGINT: its part is missing, the others'
+            -- numbers stand (the merge itself was not interrupted)
+            problems[#problems + 1] = format("shard %d of %d: interrupted (%s)", i, n, tostring(r.error))
         else
             problems[#problems + 1] = format("shard %d of %d: failed (%s: %s)", i, n, status.of(r),
                                              tostring(r.error))
-            if status.of(r) == "interrupted" then worst = "interrupted" end
         end
     end
     local out = {}
@@ -162,6 +163,15 @@ function _M.one(got, n, dirs)
             out.notes[#out.notes + 1] = format("shard %d of %d: %s", i, n, r.plan.note)
         end
     end
+    -- machine % is one host's CPU time over its logical CPUs: the sum over
+    -- shards on several hosts divides by no machine (each shard's stays in
+    -- shards[])
+    local hosts, nhosts = {}, 0
+    for _, r in ipairs(measured) do
+        local h = type(r.shard) == "table" and r.shard.host or "?"
+        if not hosts[h] then hosts[h] = true; nhosts = nhosts + 1 end
+    end
+    if nhosts > 1 then out.cpu_machine_percent = json.null end
     out.connection_ids = require("arkbench.run.shard").merge_ids(measured)
     out.start_planned = type(first.plan) == "table"
     out.shards = rows
@@ -176,9 +186,11 @@ function _M.one(got, n, dirs)
     out.load_applied = { shards = #measured, shards_total = n, clients = clients,
                          clients_total = case.clients or json.null,
                          rate = case.rate and rate or json.null, rate_total = case.rate or json.null }
-    if worst == "interrupted" then
-        out.ok, out.status = false, "interrupted"
-    elseif #measured == 0 then
+    -- a shard short: the case asked the unsplit rate, the others applied less
+    if #measured < n and type(case.rate) == "number" and #measured > 0 then
+        out.rate_asked, out.rate_met = case.rate, false
+    end
+    if #measured == 0 then
         out.ok, out.status = false, "failed"
     elseif #problems > 0 or worst ~= "ok" then
         out.ok, out.status = false, "degraded"
@@ -265,8 +277,8 @@ function _M.skew_text(runs)
             end
             local off = type(sh.start_offset_us) == "number" and format("offset %.0f us", sh.start_offset_us)
                 or type(sh.measure_start_unix_us) == "number"
-                    and format("start +%.0f us", sh.measure_start_unix_us - r.measure_start_unix_us) or ""
-            lines[#lines + 1] = format("    shard %d  %-12s %-8s CPU %5.1f %%  RSS %6.1f MiB  %s", sh.shard,
+                    and format("start %+.0f us", sh.measure_start_unix_us - r.measure_start_unix_us) or ""
+            lines[#lines + 1] = format("    shard %d  %-12s %-11s CPU %5.1f %%  RSS %6.1f MiB  %s", sh.shard,
                 tostring(sh.host ~= json.null and sh.host or "?"), tostring(sh.status), num(sh.cpu_percent),
                 num(sh.rss_peak_bytes) / 1048576, off)
             ::next_shard::
