@@ -50,13 +50,13 @@ end
 local function quick_tcp(exe, scenario, env)
     local out = files.tmpdir("_out") .. "/r"
     local rc, so, se = from_root({ exe, "run", scenario, "--quick", "--filter", "payload=64",
-        "--filter", "topology=pool:1", "--filter", "clients=1", "--out", out }, 120, env)
+        "--filter", "topology=sharded:1", "--filter", "clients=1", "--out", out }, 120, env)
     assert.are.equal(0, rc, "stdout:\n" .. so .. "\nstderr:\n" .. se)
     local runs = ark.read_runs(out .. "/runs.jsonl")
     assert.are.equal(1, #runs)
     local r = runs[1]
     assert.are.equal("ok", r.status, tostring(r.error))
-    assert.are.equal("payload=64 clients=1 window=1 topology=pool:1", r.case_id)
+    assert.are.equal("payload=64 clients=1 window=1 topology=sharded:1", r.case_id)
     assert.are.equal("tcp", r.case.protocol)
     assert.is_true(r.completed > 0)
     ark.assert_identity(r)
