@@ -70,6 +70,7 @@ static void connect_timer_cb(uv_timer_t *t) {
   uint32_t n = l->connects_started;
   for (uint32_t i = 0; i < n && l->connects_pending > 0; i++) {
     ab__client_t *c = ab__loop_client(l, i);
+    if (c->reopen) continue; /* a retry waiting for its backoff: no connect going */
     ab__client_take(l, c);
     l->eng->drv->connect_expired(c);
     ab__client_give(l, c);
@@ -108,4 +109,61 @@ void ab__loop_connect_start(ab__loop_t *l, uint64_t t0) {
   if (l->nclients == 0) ab__loop_reached(l, AB__ST_CONNECTED);
   else arm_connect_timer(l);
   ab__loop_connect_more(l);
+}
+
+/* ---- retrying a first connect (issue 27) ----------------------------------
+ * A first connect (or its handshake) that fails in the connect phase -- no
+ * answer within connect_timeout, refused, reset, a TLS handshake that timed
+ * out -- is tried again the way a lost connection is reopened (sweep.c: its
+ * handle closes, the sweep starts it again at reopen_at): after
+ * CONNECT_BACKOFF_NS << (failures - 1), up to CONNECT_TRIES tries.  Each
+ * retried failure counts in connect_retries and is no error of the run; the
+ * last one, when every try failed, is (the run starts with fewer
+ * connections and says so).  A backlog that overflowed under a connect
+ * burst, a SYN dropped once, a server still coming up: the connection comes
+ * up on a later try. */
+#define CONNECT_TRIES 6
+#define CONNECT_BACKOFF_NS 50000000u /* 50 ms, doubled per failure */
+
+static int first_retry_left(const ab__client_t *c) {
+  const ab__loop_t *l = c->loop;
+  /* shared:N reports first connects to their home loop directly
+   * (ab__loop_connect_done_on): not retried there yet */
+  return l->eng->drv->can_reopen && !l->eng->shared && l->phase == AB__PH_IDLE &&
+         (!c->reopening || c->first_pending) && c->setup_fails + 1 < CONNECT_TRIES;
+}
+
+void ab__client_setup_error(ab__client_t *c, int code, const char *what) {
+  ab__loop_t *l = c->loop;
+  if (first_retry_left(c)) {
+    c->setup_retry = 1;
+    l->connect_retries++;
+    return;
+  }
+  c->setup_retry = 0;
+  ab__loop_error(l, code, what);
+}
+
+void ab__client_first_retry_started(ab__client_t *c) {
+  /* its connect is under the connect limit like the first (the timer
+   * judges only connects made no progress for connect_timeout) */
+  arm_connect_timer(c->loop);
+}
+
+void ab__client_first_retry_done(ab__client_t *c) {
+  ab__loop_t *l = c->loop;
+  if (c->alive || !c->setup_retry || l->phase != AB__PH_IDLE) {
+    /* up, or out of tries (its error counted), or the phase moved on:
+     * its first connect is over */
+    c->first_pending = 0;
+    c->setup_retry = 0;
+    ab__loop_connect_done(l);
+    return;
+  }
+  /* again after the backoff, once its handle has closed (sweep.c) */
+  c->setup_retry = 0;
+  c->first_pending = 1;
+  c->setup_fails++;
+  c->reopen = 1;
+  c->reopen_at = ab_now_ns() + ((uint64_t)CONNECT_BACKOFF_NS << (c->setup_fails - 1));
 }

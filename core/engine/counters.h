@@ -59,6 +59,10 @@ enum { AB_GROUP_RUN = 1, AB_GROUP_DATAGRAM = 2 };
     "stream connections lost once up (a reply overdue, a reset, closed by the peer) and "    \
     "reopened in their place, counted when the new one is up (docs/execution.md says in "   \
     "which modes)")                                                                         \
+  X(connect_retries, AB_MERGE_SUM, AB_GROUP_RUN,                                            \
+    "first connects (or their handshakes) that failed in the connect phase (a timeout, "    \
+    "refused, reset) and were tried again after a backoff, up to 6 tries per connection: "   \
+    "not errors; one that fails every try is the run's error")                              \
   X(reconnects_given_up, AB_MERGE_SUM, AB_GROUP_RUN,                                        \
     "connections left closed after 5 failures in a row with no reply between (reopens "     \
     "refused, or lost again before a reply)")                                               \
