@@ -113,8 +113,8 @@ void ab__loop_connect_start(ab__loop_t *l, uint64_t t0) {
 
 /* ---- retrying a first connect (issue 27) ----------------------------------
  * A first connect (or its handshake) that fails in the connect phase -- no
- * answer within connect_timeout, refused, reset, a TLS handshake that timed
- * out -- is tried again the way a lost connection is reopened (sweep.c: its
+ * answer within connect_timeout, refused, reset, a handshake that timed out
+ * -- is tried again the way a lost connection is reopened (sweep.c: its
  * handle closes, the sweep starts it again at reopen_at): after
  * CONNECT_BACKOFF_NS << (failures - 1), up to CONNECT_TRIES tries.  Each
  * retried failure counts in connect_retries and is no error of the run; the
@@ -160,7 +160,9 @@ void ab__client_first_retry_done(ab__client_t *c) {
     ab__loop_connect_done(l);
     return;
   }
-  /* again after the backoff, once its handle has closed (sweep.c) */
+  /* again after the backoff, once its handle has closed (sweep.c); the
+   * coordinator's backstop counts a retry as progress */
+  atomic_fetch_add_explicit(&l->eng->connects_done, 1, memory_order_relaxed);
   c->setup_retry = 0;
   c->first_pending = 1;
   c->setup_fails++;
