@@ -6,6 +6,7 @@
  */
 #include <netinet/in.h>
 
+#include "base/ab_error.h"
 #include "base/clock.h"
 #include "engine/engine_int.h"
 
@@ -125,6 +126,15 @@ void ab__loop_connect_start(ab__loop_t *l, uint64_t t0) {
 #define CONNECT_TRIES 6
 #define CONNECT_BACKOFF_NS 50000000u /* 50 ms, doubled per failure */
 
+/* The failures a later try can get past: no answer, refused, reset, closed
+ * or a handshake that timed out (a listener not ready or overrun).  A
+ * protocol error (a TLS alert, an ALPN the server refuses, a certificate
+ * not trusted) fails the same way every time: not retried. */
+static int transient(int code) {
+  return code == AB_ECONNTIMEDOUT || code == AB_ETIMEDOUT || code == AB_ECLOSED || code == UV_ECONNREFUSED ||
+         code == UV_ECONNRESET || code == UV_ECONNABORTED || code == UV_EPIPE || code == UV_ETIMEDOUT;
+}
+
 static int first_retry_left(const ab__client_t *c) {
   const ab__loop_t *l = c->loop;
   /* shared:N reports first connects to their home loop directly
@@ -135,7 +145,7 @@ static int first_retry_left(const ab__client_t *c) {
 
 void ab__client_setup_error(ab__client_t *c, int code, const char *what) {
   ab__loop_t *l = c->loop;
-  if (first_retry_left(c)) {
+  if (transient(code) && first_retry_left(c)) {
     c->setup_retry = 1;
     l->connect_retries++;
     return;
