@@ -49,7 +49,8 @@ enum { AB_GROUP_RUN = 1, AB_GROUP_DATAGRAM = 2 };
     "closed loop)")                                                                         \
   X(sent_late, AB_MERGE_SUM, AB_GROUP_RUN,                                                 \
     "open loop: of `sent`, messages intended within the wake-up lag before the deadline "    \
-    "(the last 5 ms, or as late as the loop woke at it) that went out after it, when the "   \
+    "(the last 5 ms, or the loop's send-lag p99 or its wake's lateness at the deadline, if " \
+    "longer) that went out after it, when the "                                              \
     "measure phase ended (the wake came late: counted sent, not "                           \
     "`unsent`; their replies are `drained`; 0 in closed loop)")                             \
   X(unsent_window_full, AB_MERGE_SUM, AB_GROUP_RUN,                                        \
