@@ -5,6 +5,7 @@
  * (ab__loop_connect_done); the coordinator waits for the CONNECTED stage.
  */
 #include <netinet/in.h>
+#include <stdio.h>
 
 #include "base/ab_error.h"
 #include "base/clock.h"
@@ -13,8 +14,38 @@
 /* At most this many connects in flight per loop: a burst larger than the
  * listen backlog (net.core.somaxconn, 4096; SYN backlog 2048) overflows it,
  * and the dropped handshakes come back only after retransmission timeouts,
- * which would then sit inside the first measured RTTs. */
+ * which would then sit inside the first measured RTTs.  Fewer when the
+ * host's somaxconn divided over every loop of every process of the group
+ * is smaller (issue 27: in_flight_cap), never fewer than CONNECTS_MIN. */
 #define CONNECTS_IN_FLIGHT 256
+#define CONNECTS_MIN 16
+
+/* net.core.somaxconn (the listen backlog a listener on this host gets at
+ * most; a loopback target's), 4096 when it cannot be read */
+static uint32_t somaxconn(void) {
+  uint32_t v = 4096;
+  FILE *f = fopen("/proc/sys/net/core/somaxconn", "r");
+  if (f != NULL) {
+    unsigned long x;
+    if (fscanf(f, "%lu", &x) == 1 && x > 0 && x < 1u << 30) v = (uint32_t)x;
+    fclose(f);
+  }
+  return v;
+}
+
+/* The connects a loop keeps in flight: somaxconn over the loops of every
+ * process of the group (processes = clients_total / clients), so the
+ * outstanding connects of all of them together stay within one listener's
+ * backlog; at most CONNECTS_IN_FLIGHT, at least CONNECTS_MIN. */
+static uint32_t in_flight_cap(const ab__engine_t *eng) {
+  const ab_case_cfg_t *cfg = eng->cfg;
+  uint32_t parts = cfg->clients_total > cfg->clients && cfg->clients > 0
+                       ? (cfg->clients_total + cfg->clients - 1) / cfg->clients : 1;
+  uint64_t share = somaxconn() / ((uint64_t)(eng->nloops ? eng->nloops : 1) * parts);
+  if (share > CONNECTS_IN_FLIGHT) share = CONNECTS_IN_FLIGHT;
+  if (share < CONNECTS_MIN) share = CONNECTS_MIN;
+  return (uint32_t)share;
+}
 
 /* connect_rate: client k of l may start at connect_t0 + id / rate, so the
  * case's connects are spaced evenly across its loops (client i is on loop
@@ -37,7 +68,7 @@ void ab__loop_connect_more(ab__loop_t *l) {
   l->in_connect_more = 1;
   uint64_t now = l->connect_gap_ns > 0 ? ab_now_ns() : 0;
   while (l->connects_started < l->nclients &&
-         l->connects_started - (l->nclients - l->connects_pending) < CONNECTS_IN_FLIGHT) {
+         l->connects_started - (l->nclients - l->connects_pending) < l->connects_cap) {
     uint64_t due = connect_due_at(l, l->connects_started);
     if (due > now) {
       /* paced: the next one when its time comes (a millisecond timer:
@@ -104,6 +135,7 @@ void ab__loop_connect_start(ab__loop_t *l, uint64_t t0) {
   if (eng->cfg->role == AB_ROLE_CLIENT) addr = eng->cfg->addr;
   else uv_ip4_addr("127.0.0.1", srv->port, (struct sockaddr_in *)&addr);
   l->connects_pending = l->nclients;
+  l->connects_cap = in_flight_cap(eng);
   l->connect_addr = addr;
   l->connect_t0 = t0;
   l->connect_gap_ns = eng->cfg->connect_rate > 0 ? 1e9 / eng->cfg->connect_rate : 0;

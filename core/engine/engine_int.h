@@ -162,6 +162,7 @@ struct ab__loop_s {
   uint32_t connects_pending;    /* connects not finished yet */
   uint32_t ready_clients;       /* connected (and handshaken) clients */
   uint32_t connects_started;    /* clients[0..started) have been started */
+  uint32_t connects_cap;        /* connects in flight at most (connect.c) */
   /* connect_rate: this loop's share, spaced from connect_t0 (connect.c) */
   double connect_gap_ns;        /* ns between two starts; 0: no pacing */
   uint64_t connect_t0;
