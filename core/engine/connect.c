@@ -160,8 +160,8 @@ void ab__loop_connect_start(ab__loop_t *l, uint64_t t0) {
 
 /* The failures a later try can get past: no answer, refused, reset, closed
  * or a handshake that timed out (a listener not ready or overrun).  A
- * protocol error (a TLS alert, an ALPN the server refuses, a certificate
- * not trusted) fails the same way every time: not retried. */
+ * protocol error (an alert, an application protocol the server refuses,
+ * a certificate not trusted) fails the same way every time: not retried. */
 static int transient(int code) {
   return code == AB_ECONNTIMEDOUT || code == AB_ETIMEDOUT || code == AB_ECLOSED || code == UV_ECONNREFUSED ||
          code == UV_ECONNRESET || code == UV_ECONNABORTED || code == UV_EPIPE || code == UV_ETIMEDOUT;
