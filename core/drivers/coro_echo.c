@@ -198,7 +198,7 @@ static void client_setup_failed(ab__dclient_t *c, int code, const char *what, co
   snprintf(msg, sizeof(msg), "connection %u: %s: %s (%s)", c->h.id, what,
            detail && detail[0] ? detail : ab_strerror(code), ab_err_name(code));
   /* a task cancelled at stop is no error of the run */
-  if (c->h.loop->phase != AB__PH_STOPPING) ab__loop_error(c->h.loop, code, msg);
+  if (c->h.loop->phase != AB__PH_STOPPING) ab__client_setup_error(&c->h, code, msg);
   c->h.alive = 0;
   /* closed now, so that a reopen that failed can be tried again */
   if (c->tcp.data) ab__client_close(c);

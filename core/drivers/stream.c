@@ -158,11 +158,10 @@ void ab__client_reported(ab__dclient_t *c) {
 }
 
 static void handshake_failed(ab__dclient_t *c, int code, const char *what, const char *detail) {
-  ab__loop_t *l = c->h.loop;
   char why[200], msg[320];
   snprintf(msg, sizeof(msg), "connection %u: %s: %s", c->h.id, what,
            detail && detail[0] ? detail : ab_conn_reason(&c->conn, code, why, sizeof(why)));
-  ab__loop_error(l, code, msg);
+  ab__client_setup_error(&c->h, code, msg); /* retried, or the run's error */
   c->h.alive = 0;
   ab__client_close(c);
   ab__client_reported(c);
@@ -172,7 +171,7 @@ void ab__client_ready(ab__dclient_t *c) {
   ab__loop_t *l = c->h.loop;
   c->ly.state = AB__LY_READY;
   c->h.alive = 1;
-  if (!c->h.reopening) l->ready_clients++; /* the coordinator's count of first connects */
+  if (!c->h.reopening || c->h.first_pending) l->ready_clients++; /* the coordinator's count of first connects */
   if (l->eng->dc->use_tls || l->eng->dc->use_ws)
     ab_hist_record(&l->handshake, ab_now_ns() - c->conn.t_setup);
   ab__client_reported(c);
@@ -516,7 +515,7 @@ void ab__sclient_connect(ab__dclient_t *c, const struct sockaddr *addr) {
       char msg[160];
       snprintf(msg, sizeof(msg), "connection %u: connect: %s (%s)", c->h.id, ab_strerror(r),
                ab_err_name(r));
-      ab__loop_error(l, r, msg);
+      ab__client_setup_error(&c->h, r, msg);
       c->ly.reported = 1;
       ab__client_connect_done(&c->h);
       if (c->h.reopen) ab__client_closed(&c->h); /* no close callback comes */

@@ -258,7 +258,7 @@ void ab__client_connect_timed_out(ab__dclient_t *c) {
   ab__addr_text(&l->connect_addr, addr, sizeof(addr));
   snprintf(msg, sizeof(msg), "connection %u: connect to %s: no answer within the connect timeout"
            " of %g s (ECONNTIMEDOUT)", c->h.id, addr, ab__connect_timeout_s(l->eng->cfg));
-  ab__loop_error(l, AB_ECONNTIMEDOUT, msg);
+  ab__client_setup_error(&c->h, AB_ECONNTIMEDOUT, msg); /* retried, or the run's error */
   c->connect_timed_out = 1;
   ab__client_close(c);
 }
@@ -284,13 +284,13 @@ static void on_connect(uv_connect_t *req, int status) {
     char msg[160];
     snprintf(msg, sizeof(msg), "connection %u: connect: %s (%s)", c->h.id,
              ab_strerror(status), ab_err_name(status));
-    ab__loop_error(l, status, msg);
+    ab__client_setup_error(&c->h, status, msg);
     ab__client_close(c);
   } else {
     /* shared:N: other threads may run it as soon as it is watched */
     ab__client_take(l, &c->h);
     c->h.alive = 1;
-    if (!c->h.reopening) l->ready_clients++; /* the coordinator's count of first connects */
+    if (!c->h.reopening || c->h.first_pending) l->ready_clients++; /* the coordinator's count of first connects */
     ab_reactor_watch_set_lock(&c->conn.io.watch, l->eng->shared ? &c->h.mu : NULL);
     int r = ab_sockio_start(&c->conn.io, &l->d->reactor, &c->tcp, on_readable, on_io_error);
     if (r == 0) r = ab__client_allow(c, l->fsz);
@@ -322,7 +322,7 @@ void ab__client_connect(ab__dclient_t *c, const struct sockaddr *addr) {
     char msg[160];
     snprintf(msg, sizeof(msg), "connection %u: connect: %s (%s)", c->h.id,
              ab_strerror(r), ab_err_name(r));
-    ab__loop_error(l, r, msg);
+    ab__client_setup_error(&c->h, r, msg);
     int opened = c->tcp.data != NULL;
     if (opened) ab__client_close(c);
     ab__client_connect_done(&c->h);

@@ -61,8 +61,10 @@ enum { AB_GROUP_RUN = 1, AB_GROUP_DATAGRAM = 2 };
     "open loop: measure-phase messages intended before the deadline and never sent (0 in "  \
     "closed loop)")                                                                         \
   X(sent_late, AB_MERGE_SUM, AB_GROUP_RUN,                                                 \
-    "open loop: of `sent`, messages intended in the last 5 ms before the deadline that went "\
-    "out after it, when the measure phase ended (the wake came late: counted sent, not "    \
+    "open loop: of `sent`, messages intended within the wake-up lag before the deadline "    \
+    "(the last 5 ms, or the loop's send-lag p99 or its wake's lateness at the deadline, if " \
+    "longer) that went out after it, when the "                                              \
+    "measure phase ended (the wake came late: counted sent, not "                           \
     "`unsent`; their replies are `drained`; 0 in closed loop)")                             \
   X(unsent_window_full, AB_MERGE_SUM, AB_GROUP_RUN,                                        \
     "open loop: of `unsent`, those of connections whose window was full at the end (they "  \
@@ -72,6 +74,10 @@ enum { AB_GROUP_RUN = 1, AB_GROUP_DATAGRAM = 2 };
     "stream connections lost once up (a reply overdue, a reset, closed by the peer) and "    \
     "reopened in their place, counted when the new one is up (docs/execution.md says in "   \
     "which modes)")                                                                         \
+  X(connect_retries, AB_MERGE_SUM, AB_GROUP_RUN,                                            \
+    "first connects (or their handshakes) that failed in the connect phase (a timeout, "    \
+    "refused, reset) and were tried again after a backoff, up to 6 tries per connection: "   \
+    "not errors; one that fails every try is the run's error")                              \
   X(reconnects_given_up, AB_MERGE_SUM, AB_GROUP_RUN,                                        \
     "connections left closed after 5 failures in a row with no reply between (reopens "     \
     "refused, or lost again before a reply)")                                               \

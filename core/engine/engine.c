@@ -219,6 +219,11 @@ static void connect_clients(ab__engine_t *eng, ab_result_t *out) {
   if (ready == 0)
     snprintf(out->error, sizeof(out->error), "no connection could be set up: %s", why);
   pthread_mutex_unlock(&eng->mu);
+  /* fewer than asked (every try of the others failed: their errors make
+   * the run degraded): said in the notes, the measure phase runs short */
+  if (ready > 0 && ready < cfg->clients)
+    note(out, "%u of %u connections came up: the measure phase ran with fewer than asked (errors: why)",
+         ready, cfg->clients);
 }
 
 /* processes = N: waits for the group at `stage` (engine.h, cfg->sync) and

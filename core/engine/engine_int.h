@@ -110,6 +110,11 @@ typedef struct ab__client_s {
                                    connection closed on purpose (not a
                                    reconnect) */
   uint32_t fails;               /* losses in a row with no reply between */
+  /* a first connect that failed is retried within the connect phase
+   * (connect.c, ab__client_setup_error) */
+  uint8_t setup_retry;          /* the failure just reported is retried */
+  uint8_t first_pending;        /* its first connect is still being tried */
+  uint8_t setup_fails;          /* its first connect's failures so far */
   uint64_t reopen_at;           /* ns */
   uint64_t mark_seq;            /* win.oldest_seq when it last came up */
   /* shared:N: the loop it is allocated on, and the lock held by whichever
@@ -157,6 +162,7 @@ struct ab__loop_s {
   uint32_t connects_pending;    /* connects not finished yet */
   uint32_t ready_clients;       /* connected (and handshaken) clients */
   uint32_t connects_started;    /* clients[0..started) have been started */
+  uint32_t connects_cap;        /* connects in flight at most (connect.c) */
   /* connect_rate: this loop's share, spaced from connect_t0 (connect.c) */
   double connect_gap_ns;        /* ns between two starts; 0: no pacing */
   uint64_t connect_t0;
@@ -408,6 +414,17 @@ void ab__client_closed(ab__client_t *c);
  * reopen that came up is counted in `reconnects` and woken; one that
  * failed is retried with backoff (sweep.c). */
 void ab__client_connect_done(ab__client_t *c);
+/* A connect or handshake of c failed (code, the message naming it):
+ * drivers call this instead of ab__loop_error for setup failures.  A first
+ * connect in the connect phase with tries left is retried with backoff,
+ * counted in connect_retries and not an error; anything else is the
+ * loop's error (connect.c). */
+void ab__client_setup_error(ab__client_t *c, int code, const char *what);
+/* The retry of a first connect whose connect (or handshake) finished, well
+ * or not (ab__client_connect_done, sweep.c); connect.c. */
+void ab__client_first_retry_done(ab__client_t *c);
+/* A retry of a first connect starts (sweep.c's reopen_start): connect.c. */
+void ab__client_first_retry_started(ab__client_t *c);
 /* Churn: c's connection sent its requests_per_connection round trips and
  * every reply is in (ab__win_spent, window.h).  Returns 1 when the driver
  * is to close it cleanly now: it is marked to be replaced (a new
@@ -446,8 +463,14 @@ static inline void ab__client_give(ab__loop_t *l, ab__client_t *c) {
 }
 
 /* The case's connect timeout: connect_timeout_s, else timeout_s. */
+/* connect_timeout, or by default the timeout but at least
+ * AB_CONNECT_TIMEOUT_MIN_S: above Linux's SYN retransmits at 1 s and 3 s
+ * after the first, so a SYN dropped once (a listen backlog that
+ * overflowed) is not a failed connect (issue 27; docs/scenarios.md) */
+#define AB_CONNECT_TIMEOUT_MIN_S 3.0
 static inline double ab__connect_timeout_s(const ab_case_cfg_t *cfg) {
-  return cfg->connect_timeout_s > 0 ? cfg->connect_timeout_s : cfg->timeout_s;
+  if (cfg->connect_timeout_s > 0) return cfg->connect_timeout_s;
+  return cfg->timeout_s > AB_CONNECT_TIMEOUT_MIN_S ? cfg->timeout_s : AB_CONNECT_TIMEOUT_MIN_S;
 }
 
 #endif

@@ -124,19 +124,25 @@ void ab__rate_begin(ab__loop_t *l, uint64_t t0) {
 }
 
 /* The deadline's edge (issue 25/27, docs/load-models.md "Rate accounting,
- * never silent"): a message intended in the last AB_RATE_EDGE_NS before
- * the measure deadline whose wake came after it (a timer wake is tens of
- * microseconds late at best, milliseconds on a busy host) is sent now, as
- * the measure phase ends, and counted sent and sent_late rather than
- * unsent.  Only a connection none of whose unsent messages is older than
+ * never silent"): a message intended within the wake-up lag before the
+ * measure deadline -- the last AB_RATE_EDGE_NS, or, if longer, as late as
+ * the loop's wakes came: its own at the deadline, or its sends' lag at p99
+ * over the measure phase (a timer wake is tens of microseconds late at
+ * best, milliseconds on a busy host, tens of them when the thread waits
+ * for a core) -- whose wake came after the deadline is sent
+ * now, as the measure phase ends, and counted sent and sent_late rather
+ * than unsent.  Only a connection none of whose unsent messages is older than
  * the edge: one behind by more (a generator or window that fell behind)
  * keeps all of them unsent, so rate_met tolerates the edge and no other
  * shortfall.  Per connection at the end of the phase, not per message. */
 #define AB_RATE_EDGE_NS 5000000u
 
 static void rate_send_edge(ab__loop_t *l) {
-  uint64_t dl = l->deadline_ns, sent0 = l->sent;
-  uint64_t edge = dl > l->start_ns + AB_RATE_EDGE_NS ? dl - AB_RATE_EDGE_NS : l->start_ns;
+  uint64_t dl = l->deadline_ns, sent0 = l->sent, now = ab_now_ns();
+  uint64_t lag = now > dl ? now - dl : 0, span = lag > AB_RATE_EDGE_NS ? lag : AB_RATE_EDGE_NS;
+  uint64_t p99 = l->send_lag.count > 0 ? ab_hist_percentile(&l->send_lag, 99.0) : 0;
+  if (p99 > span) span = p99;
+  uint64_t edge = dl > l->start_ns + span ? dl - span : l->start_ns;
   l->rate_edge = 1;
   for (uint32_t i = 0; i < l->nclients; i++) {
     ab__client_t *c = ab__loop_client(l, i);

@@ -89,6 +89,7 @@ static void reopen_start(ab__client_t *c) {
   c->reopen_at = 0;
   c->alive = 0;
   c->closing = 0;
+  if (c->first_pending) ab__client_first_retry_started(c);
   c->loop->eng->drv->client_start(c);
 }
 
@@ -256,10 +257,20 @@ void ab__client_connect_done(ab__client_t *c) {
   ab__loop_t *l = c->loop;
   if (c->alive && l->phase != AB__PH_STOPPING) came_up(c);
   if (!c->reopening) {
+    /* a first connect that failed with tries left: retried (connect.c) */
+    if (!c->alive && c->setup_retry && l->phase != AB__PH_STOPPING) {
+      ab__client_first_retry_done(c);
+      return;
+    }
+    c->setup_retry = 0;
     ab__loop_connect_done(l);
     return;
   }
   c->reopening = 0;
+  if (c->first_pending) {
+    ab__client_first_retry_done(c);
+    return;
+  }
   if (l->phase == AB__PH_STOPPING) return;
   if (c->alive) {
     if (c->planned) c->planned = 0; /* a replacement or a server's close, not a reconnect */

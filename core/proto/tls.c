@@ -89,8 +89,13 @@ static int conn_fail(ab_tls_conn_t *c, int ssl_err) {
     ERR_error_string_n(e, buf, sizeof(buf));
     why = buf;
   }
-  long vr = c->ctx->is_client ? SSL_get_verify_result(c->ssl) : X509_V_OK;
-  if (vr != X509_V_OK)
+  /* the verification result names the failure only when it is one: the
+   * client verifies (tls.verify = false computes a result and ignores it:
+   * every error read "...: self-signed certificate"), and OpenSSL's reason
+   * is a failed verification or there is none (issue 27) */
+  int verifying = c->ctx->is_client && (SSL_get_verify_mode(c->ssl) & SSL_VERIFY_PEER);
+  long vr = verifying ? SSL_get_verify_result(c->ssl) : X509_V_OK;
+  if (vr != X509_V_OK && (e == 0 || ERR_GET_REASON(e) == SSL_R_CERTIFICATE_VERIFY_FAILED))
     snprintf(c->err, sizeof(c->err), "%s: %s",
              why ? why : "certificate verify failed",
              X509_verify_cert_error_string(vr));

@@ -99,4 +99,16 @@ function M.brief(r)
         tostring(r.elapsed_s))
 end
 
+-- A run that failed only because a busy machine let no reply in inside a
+-- short measure phase (--quick: 0.2 s): "no round trip completed in the
+-- measured interval", yet every measured message's reply came, after the
+-- deadline (drained > 0), with no error, timeout or loss. The path works;
+-- the machine was slow (issue 27: specs assert behaviour, not speed).
+function M.slow_but_working(r)
+    return type(r) == "table" and r.status == "failed" and r.completed == 0
+        and (r.drained or 0) > 0 and (r.timed_out or 0) == 0 and (r.message_errors or 0) == 0
+        and next(r.errors or {}) == nil
+        and tostring(r.error):find("no round trip completed in the measured interval", 1, true) ~= nil
+end
+
 return M

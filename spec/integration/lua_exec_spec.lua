@@ -180,7 +180,8 @@ return {
         assert.are.equal("script_error", bad.status)
         -- the error comes after 100 round trips (a few ms); the worker's whole
         -- life, start-up included, stays far below the 5 s duration
-        assert.is_true(bad.elapsed_s < 1.5, "elapsed " .. tostring(bad.elapsed_s))
+        -- well before the 5 s deadline (the margin is for a busy machine)
+        assert.is_true(bad.elapsed_s < 4, "elapsed " .. tostring(bad.elapsed_s))
         assert_identity(bad)
     end)
 

@@ -109,8 +109,10 @@ describe("arkbench URL", function()
     it("runs open loop with -R, latency from the intended send times", function()
         local out = files.tmpdir("_ol") .. "/out"
         local rc, so, se = run(with({ "tcp://127.0.0.1:" .. ports.tcp, "-R", "400" }, with(SHORT, { "--out", out })))
-        assert.equals(0, rc, se)
         local r = only_run(out)
+        -- a busy machine may not keep 400/s (issue 27: no speed asserted):
+        -- then rate_met says so and the exit code is 1, as documented
+        if r.rate_met == false then assert.equals(1, rc, se) else assert.equals(0, rc, se) end
         assert.equals("open", r.load_model)
         assert.equals(400, r.rate_asked)
         assert.truthy(so:find("open loop at 400/s", 1, true), so)
@@ -121,11 +123,17 @@ describe("arkbench URL", function()
     end)
 
     it("reports a rate below 1/s as met by its schedule, not as more than asked", function()
-        -- 0.5/s over 1 s intends one send (at the start): achieved 0.5/s,
-        -- not 1 send / 1 s
-        for _, c in ipairs({ { "0.5", "1s", 1 }, { "0.5", "3s", 2 } }) do
+        -- 0.5/s over 2 s intends one send (at the start): achieved 0.5/s,
+        -- not 1 send / 2 s; over 3 s two (at 0 and 2 s), not 2 / 3 s. One
+        -- connection: rate x duration must be at least the connections
+        -- (issue 27), so -c 4 at 0.5/s for 1 s is refused before running
+        local rc0, _, se0 = run({ "tcp://127.0.0.1:" .. ports.tcp, "-R", "0.5", "-c", "4", "-d", "1s" })
+        assert.equals(2, rc0, se0)
+        assert.truthy(se0:find("-R 0.5 with -c 4 and -d 1: the schedule would send less than one request per"
+            .. " connection", 1, true), se0)
+        for _, c in ipairs({ { "0.5", "2s", 1 }, { "0.5", "3s", 2 } }) do
             local out = files.tmpdir("_ol") .. "/out"
-            local rc, so, se = run({ "tcp://127.0.0.1:" .. ports.tcp, "-R", c[1], "-c", "4", "-d", c[2],
+            local rc, so, se = run({ "tcp://127.0.0.1:" .. ports.tcp, "-R", c[1], "-c", "1", "-d", c[2],
                 "--warmup", "50ms", "--out", out })
             assert.equals(0, rc, so .. se)
             local r = only_run(out)

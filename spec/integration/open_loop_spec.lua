@@ -60,8 +60,12 @@ local function assert_open(r, asked)
     local where = brief(r)
     assert.are.equal("open", r.load_model, where)
     assert.are.equal(asked, r.rate_asked, where)
-    assert.is_true(math.abs(r.rate_achieved - asked) <= 0.03 * asked,
+    -- the rule (arkbench.run.rate_rule); a busy machine may miss the rate,
+    -- which rate_met then says (issue 27: no assertion on speed)
+    local slots = r.sent + r.unsent
+    assert.is_true(math.abs(r.rate_achieved - asked * r.sent / slots) <= 1e-9 * asked,
         "rate_achieved " .. tostring(r.rate_achieved) .. ": " .. where)
+    assert.are.equal(r.unsent == 0 and r.rate_achieved >= 0.99 * asked, r.rate_met, where)
     for _, k in ipairs({ "rtt_us", "rtt_raw_us", "send_lag_us" }) do
         assert.are.equal("table", type(r[k]), k .. ": " .. where)
         assert.are.equal(r.sent, r[k].count, k .. " count: " .. where)

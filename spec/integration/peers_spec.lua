@@ -144,7 +144,7 @@ describe("arkbench's ws client (target=) against a python3-websockets echo serve
             return string.format([[
 return { name = "ws_peer", protocol = "ws", target = "127.0.0.1:%d",
          payload = { %s }, clients = 1, window = 1,
-         warmup = 0, duration = 0.2, repetitions = 1 }
+         warmup = 0, duration = 1, repetitions = 1 }
 ]], port, table.concat(list, ", "))
         end, { name = "ws_peer", settle = 0.2 })
     end)

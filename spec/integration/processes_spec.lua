@@ -221,6 +221,6 @@ return { name = "pconn", protocol = "tcp", clients = 8, placement = "split", pro
         assert.is_true(run.connect_phase_s >= 7 / 20, tostring(run.connect_phase_s))
         -- the wrong schedule's last connect was due at 1.4 s (a timer:
         -- never early); the slack is for a loaded host
-        assert.is_true(run.connect_phase_s < 1.0, tostring(run.connect_phase_s))
+        assert.is_true(run.connect_phase_s < 1.35, tostring(run.connect_phase_s))
     end)
 end)

@@ -330,7 +330,9 @@ describe("report on a long value", function()
         write_file(d .. "/r/runs.jsonl", cjson.encode(r) .. "\n" .. cjson.encode(r2) .. "\n")
         local rc, _, err, wall = proc.capture("", { ark.BIN, "report", d .. "/r" })
         assert.are.equal(0, rc, err)
-        assert.is_true(wall < 2, "report took " .. wall .. " s")
+        -- a report quadratic in a value's length takes minutes here; the
+        -- margin is for a busy machine (issue 27)
+        assert.is_true(wall < 20, "report took " .. wall .. " s")
         local names = lines_of(proc.sh_out("ls -1 " .. shq(d .. "/r/charts")))
         local seen = {}
         for _, n in ipairs(names) do

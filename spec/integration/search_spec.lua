@@ -65,7 +65,10 @@ local function attempt(n)
     files.write_file(path, SCENARIO:format(port))
 
     local c0 = capacity(path, d .. "/cap0")
-    assert.is_true(c0 > 200, "capacity " .. c0)
+    -- --from (c0 / 10) x duration (1 s) must be at least the 4 clients
+    -- (rate's lower bound); a busy machine may serve far less than a quiet
+    -- one (issue 27: no speed asserted beyond that)
+    assert.is_true(c0 >= 40, "capacity " .. c0)
     local from, to = math.floor(c0 / 10), math.floor(c0 * 10)
     local rc, so, se = proc.run_cmd({ ark.BIN, "search", path, "--slo", "p99_us<500000",
                                       "--from", tostring(from), "--to", tostring(to),

@@ -36,7 +36,7 @@ describe("frames around the shared receive buffer's size", function()
         res = ark.run_scenario(string.format([[
 return { name = "big_frames", protocol = "tcp", payload = { %s },
          execution = { "callback", "coroutine" }, topology = { "sharded:1", "shared:2" },
-         clients = 48, window = 2 }
+         clients = 48, window = 2, timeout = 20 }
 ]], table.concat(SIZES, ", ")), { name = "big_frames", args = { "--quick" }, limit = 240 })
     end)
 
@@ -45,8 +45,12 @@ return { name = "big_frames", protocol = "tcp", payload = { %s },
         for _, r in ipairs(res.runs) do
             local where = string.format("%s %s payload %d", r.case.execution, r.case.topology,
                 r.case.payload)
-            assert.are.equal("ok", r.status, where .. ": " .. brief(r))
-            assert.is_true(r.completed > 0, where)
+            -- a busy machine may let every reply come after --quick's 0.2 s
+            -- (issue 27): then each came, drained, and nothing was lost
+            if not ark.slow_but_working(r) then
+                assert.are.equal("ok", r.status, where .. ": " .. brief(r))
+                assert.is_true(r.completed > 0, where)
+            end
             assert.are.same({}, r.errors, where .. ": " .. brief(r))
             assert.are.equal(0, r.message_errors, where)
             assert_identity(r)

@@ -84,7 +84,7 @@ describe("core.capabilities()", function()
             payload_min = 1, payload_max = 16777216, clients_min = 1, clients_max = 100000,
             window_min = 1, window_max = 4096, threads_min = 1, threads_max = 256,
             work_max = 10000000, inflight_max = 1073741824, open_loop = true,
-            requests_per_connection_max = 1000000000, connect_rate_max = 1e7, churn_shared = false,
+            requests_per_connection_max = 1000000000, connect_rate_max = 1e7, churn_shared = false, rate_max = 1e9,
             coroutine_stack_min = 16384, coroutine_stack_max = 8388608,
             coroutine_stack_default = 32768,
         }, caps.limits)

@@ -107,7 +107,9 @@ static void edge_wake(ab__client_t *c) {
  * its messages unsent (rate_met tolerates the edge, no other shortfall).
  * 1000 msg/s per connection (1 ms apart), the schedule begun 20 ms before a
  * deadline that has just passed. */
-static void test_deadline_edge(void) {
+/* lagp99_ms: the send lag the loop's in-time sends had (its wakes'
+ * lateness: the edge is at least that long) */
+static void deadline_edge(uint64_t lagp99_ms) {
   const uint64_t MS = 1000000u;
   static ab_driver_t drv;
   drv.wake = edge_wake;
@@ -132,18 +134,30 @@ static void test_deadline_edge(void) {
   CHECK(ab__win_grant(c1, l->deadline_ns - 1, &g) >= 10);
   CHECK_EQ_U64(ab__win_stamp(c1, &g, 10, l->deadline_ns - 1), 10);
   CHECK_EQ_U64(l->sent, 27);
+  /* the lag the in-time sends had, as a loop whose wakes came that late */
+  ab_hist_init(&l->send_lag);
+  for (int i = 0; i < 27; i++) ab_hist_record(&l->send_lag, lagp99_ms * MS);
   /* past the deadline, no grant outside the edge */
   CHECK_EQ_U64(ab__win_grant(c0, ab_now_ns(), &g), 0);
   l->phase = AB__PH_MEASURE;
   ab__rate_end(l);
-  CHECK_EQ_U64(l->sent, 30);
-  CHECK_EQ_U64(l->sent_late, 3);
-  CHECK_EQ_U64(l->unsent, 10);
   CHECK_EQ_U64(c0->win.sched_k, 20);
   /* the late ones' RTT origin is their intended time, before the deadline;
    * nothing intended at or after the deadline went out */
   CHECK(c0->win.origin[ab__win_slot(l, 19)] < l->deadline_ns);
-  CHECK_EQ_U64(c1->win.sched_k, 10);
+  if (lagp99_ms < 5) {
+    /* the 5 ms edge: c0's 3; c1, behind by 9.5 ms, keeps its 10 unsent */
+    CHECK_EQ_U64(l->sent, 30);
+    CHECK_EQ_U64(l->sent_late, 3);
+    CHECK_EQ_U64(l->unsent, 10);
+    CHECK_EQ_U64(c1->win.sched_k, 10);
+  } else {
+    /* wakes 15 ms late at p99: c1's 9.5 ms is within that lag too */
+    CHECK_EQ_U64(l->sent, 40);
+    CHECK_EQ_U64(l->sent_late, 13);
+    CHECK_EQ_U64(l->unsent, 0);
+    CHECK_EQ_U64(c1->win.sched_k, 20);
+  }
   CHECK_EQ_U64(l->rate_edge, 0);
   /* the edge is over: grants are shut again */
   CHECK_EQ_U64(ab__win_grant(c0, ab_now_ns(), &g), 0);
@@ -152,6 +166,11 @@ static void test_deadline_edge(void) {
   check_identity(l);
   loop_free(l);
   test_eng.drv = NULL;
+}
+
+static void test_deadline_edge(void) {
+  deadline_edge(0);
+  deadline_edge(15);
 }
 
 int main(void) {

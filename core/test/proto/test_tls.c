@@ -679,6 +679,45 @@ static void test_close_and_corruption(void) {
   free_pair(&p);
 }
 
+/* tls.verify = false: OpenSSL still computes a verification result (here:
+ * a self-signed certificate nobody trusts) and ignores it; an error later
+ * in the connection is named by its own reason, not by that result (issue
+ * 27: every TLS error read "...: self-signed certificate"). */
+static void test_insecure_error_text(void) {
+  pair_t p;
+  peer_t c, s;
+  ab_tls_opts_t co;
+  memset(&co, 0, sizeof(co));
+  co.insecure = 1;
+  CHECK(make_pair(&p, NULL, &co) == 0);
+  CHECK(connect_pair(&p, "127.0.0.1", &c, &s, 1 << 20) == 1);
+  uint8_t msg[100], b[64], out[256];
+  size_t got = 0, n;
+  fill(msg, sizeof(msg), 5);
+  /* one flipped ciphertext bit from the server: the client's read fails */
+  CHECK(ab_tls_write(s.c, msg, sizeof(msg)) == 0);
+  n = ab_tls_take_out(s.c, b, sizeof(b));
+  CHECK(n == sizeof(b));
+  b[20] ^= 1;
+  CHECK(ab_tls_feed(c.c, b, n) == 0);
+  while ((n = ab_tls_take_out(s.c, b, sizeof(b))) > 0) CHECK(ab_tls_feed(c.c, b, n) == 0);
+  CHECK(ab_tls_read(c.c, out, sizeof(out), &got) == AB_EPROTO && got == 0);
+  const char *e = ab_tls_error(c.c);
+  printf("insecure client, corrupted record: \"%s\"\n", e);
+  CHECK(e[0] != '\0');
+  CHECK(strstr(e, "self-signed") == NULL);
+  CHECK(strstr(e, "certificate") == NULL);
+  CHECK(strstr(e, "bad record mac") != NULL || strstr(e, "decrypt") != NULL);
+  /* the client's fatal alert reaches the server as an alert */
+  while ((n = ab_tls_take_out(c.c, b, sizeof(b))) > 0) CHECK(ab_tls_feed(s.c, b, n) == 0);
+  CHECK(ab_tls_read(s.c, out, sizeof(out), &got) == AB_EPROTO);
+  printf("server, the insecure client's alert: \"%s\"\n", ab_tls_error(s.c));
+  CHECK(strstr(ab_tls_error(s.c), "alert") != NULL);
+  peer_free(&c);
+  peer_free(&s);
+  free_pair(&p);
+}
+
 static void test_throughput(void) {
   pair_t p;
   peer_t c, s;
@@ -725,6 +764,7 @@ int main(void) {
   test_alpn();
   test_tls12();
   test_verify_failures();
+  test_insecure_error_text();
   test_resume();
   test_options();
   test_close_and_corruption();

@@ -155,10 +155,23 @@ local function last_line(s)
 end
 _M.last_line = last_line
 
--- seconds for opening the connections past the first 1000
+-- seconds for retrying first connects that failed (core/engine/connect.c:
+-- up to 6 tries and 1.55 s of backoff per round of 256 connects in flight
+-- on a loop): the rounds past the first (the grace covers one), at most
+-- CONNECT_RETRY_MAX_S (the limit is for a worker that hangs)
+_M.CONNECT_RETRY_MAX_S = 120
+local function retry_allowance(case)
+    local c = tonumber(case.clients) or 0
+    local t = tonumber(case.timeout) or 2
+    local ct = tonumber(case.connect_timeout) or (t > 3 and t or 3)
+    return math.min((math.ceil(c / 256) - 1) * (6 * ct + 1.55), _M.CONNECT_RETRY_MAX_S)
+end
+
+-- seconds for opening the connections past the first 1000, and for
+-- retrying failed first connects (retry_allowance)
 local function connect_allowance(case)
     local c = tonumber(case.clients) or 0
-    return c > 1000 and (c - 1000) / _M.CONNECT_PER_S or 0
+    return (c > 1000 and (c - 1000) / _M.CONNECT_PER_S or 0) + math.max(retry_allowance(case), 0)
 end
 
 local function tail(s, n)
@@ -212,7 +225,8 @@ local function ending(res, limit_s, case)
         return "timeout", format("the worker did not finish within its hard limit of %g s"
                                  .. " (warmup + duration + 3 x timeout + %g s%s) and was killed with %s",
                                  limit_s, _M.GRACE_S, connect_allowance(case or {}) > 0
-                                     and format(" + (clients - 1000) / %g", _M.CONNECT_PER_S) or "",
+                                     and format(" + (clients - 1000) / %g + connect retries",
+                                                _M.CONNECT_PER_S) or "",
                                  res.term_signal or "SIGTERM")
     elseif res.term_signal then
         return "crashed", "the worker was killed by " .. res.term_signal
