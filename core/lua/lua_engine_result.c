@@ -322,9 +322,8 @@ void ab_lua_push_result(lua_State *L, const ab_case_cfg_t *cfg, const ab_result_
   /* the stack each coroutine had (the key's value or the default) */
   if (cfg->execution == AB_EXEC_COROUTINE)
     SETNUM("coroutine_stack", cfg->task_stack ? cfg->task_stack : ab_caps_limits()->coroutine_stack_default);
-  if (cfg->protocol == AB_PROTO_TLS || cfg->protocol == AB_PROTO_WSS ||
-      cfg->protocol == AB_PROTO_HTTPS)
-    push_tls(L, r);
+  const ab_proto_cap_t *pcap = ab_caps_protocol(cfg->protocol);
+  if (pcap && pcap->tls) push_tls(L, r); /* every TLS row (h2 too) */
   push_host(L, cfg, r);
   push_load(L, cfg, r);
   push_intervals(L, r);

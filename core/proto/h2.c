@@ -19,6 +19,7 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,6 +36,7 @@ typedef struct strm_s {
   uint32_t err_code;     /* RST_STREAM's code (client: the peer's) */
   int status;            /* client: :status of the final response */
   uint64_t seq;
+  uint32_t req;          /* request mode: the plan's entry */
   uint8_t *tx;           /* the request body (client) / reply (server) */
   size_t txlen, txoff;
   uint8_t *rx;           /* the reply (client) / request (server) body */
@@ -70,6 +72,8 @@ typedef struct {
   uint32_t nbatch, batchcap;
   uint32_t open;         /* client: streams open */
   uint32_t peer_max;     /* the smallest MAX_CONCURRENT_STREAMS seen; 0 */
+  const ab_h2_plan_t *plan; /* client, request mode; else NULL */
+  uint32_t first, nreq;  /* this connection's entries of the plan */
   void *fl[MEM_CLASSES];
   nghttp2_mem mem;
   char nghttp2_why[100]; /* nghttp2's last error text */
@@ -495,10 +499,59 @@ static uint8_t *h2_mux_body(ab_codec_t *c, uint32_t i, size_t len) {
   return s->tx;
 }
 
+/* Request mode: messages seq .. seq+n-1 are the plan's entries in turn. */
+static int submit_planned(ab_codec_t *c, uint64_t seq, uint32_t n) {
+  h2_t *h = S(c);
+  if (h->err) return h->err;
+  for (uint32_t i = 0; i < n; i++) {
+    strm_t *s = strm_take(h);
+    if (s == NULL) return fail(c, AB_ENOMEM);
+    s->req = h->first + (uint32_t)((seq + i) % h->nreq);
+    const ab_h2_req_t *rq = &h->plan->reqs[s->req];
+    s->seq = seq + i;
+    s->state = ST_OPEN;
+    s->tx = (uint8_t *)(uintptr_t)rq->body; /* read only */
+    s->txlen = rq->body_len;
+    nghttp2_data_provider prd = {.source.ptr = s, .read_callback = read_body};
+    int32_t id = nghttp2_submit_request(h->s, NULL, rq->nv, rq->nnv, rq->body ? &prd : NULL, s);
+    if (id < 0) {
+      ab_codec_set_why(c, "HTTP/2: cannot open a stream: %s", nghttp2_strerror(id));
+      strm_release(h, s);
+      return fail(c, AB_EPROTO);
+    }
+    s->id = id;
+    h->open++;
+  }
+  return pump_out(c);
+}
+
+static int h2_set_requests(ab_codec_t *c, const void *plan, uint32_t conn_id) {
+  h2_t *h = S(c);
+  if (!h->is_client || plan == NULL) return AB_EINVAL;
+  const ab_h2_plan_t *p = plan;
+  h->plan = p;
+  h->first = 0;
+  h->nreq = p->http->n;
+  if (p->http->nconns > 0) {
+    h->first = p->http->conns[conn_id % p->http->nconns].first;
+    h->nreq = p->http->conns[conn_id % p->http->nconns].n;
+  }
+  return 0;
+}
+
+static int h2_reply_verdict(const ab_codec_t *c, int *status) {
+  const h2_t *h = CS(c);
+  const strm_t *s = h->last;
+  *status = s ? s->status : 0;
+  if (s == NULL || h->plan == NULL) return AB_EINVAL;
+  return ab_http_req_ok(&h->plan->http->reqs[s->req], s->status) ? 0 : AB_ERR_HTTP(s->status);
+}
+
 static int h2_mux_submit(ab_codec_t *c, uint64_t seq, uint32_t n) {
   h2_t *h = S(c);
   int r = 0;
   if (h->err) r = h->err;
+  if (h->plan) return submit_planned(c, seq, n);
   for (uint32_t i = 0; i < n && r == 0; i++) {
     strm_t *s = h->batchv[i];
     if (s->txlen != h->clen_for || h->clen[0] == '\0') {
@@ -676,4 +729,6 @@ const ab_codec_vt_t ab_codec_h2 = {
     .mux_submit = h2_mux_submit,
     .mux_room = h2_mux_room,
     .mux_reply = h2_mux_reply,
+    .set_requests = h2_set_requests,
+    .reply_verdict = h2_reply_verdict,
 };

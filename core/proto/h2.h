@@ -58,12 +58,50 @@
 #include <stdint.h>
 
 #include "proto/codec.h"
+#include "proto/http.h"
+#include "proto/transport.h"
 
 #define AB_H2_SERVER_STREAMS 4096u
 #define AB_H2_WINDOW (1u << 20)        /* bytes, per stream */
 #define AB_H2_CONN_WINDOW (16u << 20)  /* bytes, the connection */
 
 extern const ab_codec_vt_t ab_codec_h2;
+
+/* Request mode (h2_request.c): a case's request rotation as HTTP/2 header
+ * lists.  The HTTP/1.1 plan of the same requests (http.h) is built too and
+ * kept for what both share: the validation, each entry's success set and
+ * the per-connection lists (ab_h2_plan_split).  Each entry is
+ *   :method, :scheme, :authority (the Host header's value if the entry has
+ *   one, else host), :path, the entry's other headers with lower-case
+ *   names (connection-specific ones -- Connection, Keep-Alive,
+ *   Proxy-Connection, Transfer-Encoding, Upgrade -- dropped, as RFC 9113
+ *   8.2.2 requires), content-length (with a body, or for POST/PUT/PATCH)
+ * and the body as DATA.  Built once per case, shared read-only by every
+ * connection; set on a client codec with ab_codec_set_requests().
+ * A reply is any final response; reply_verdict says whether its status is
+ * in the entry's success set (else AB_ERR_HTTP(status)); its body is
+ * counted, never kept. */
+typedef struct {
+  void *nv;            /* nghttp2_nv[nnv], pointing into store */
+  size_t nnv;
+  const uint8_t *body;
+  size_t body_len;
+  char *store;
+} ab_h2_req_t;
+
+typedef struct {
+  ab_http_plan_t *http;
+  ab_h2_req_t *reqs;   /* http->n entries */
+} ab_h2_plan_t;
+
+/* 0 and *out, AB_ENOMEM, or AB_EINVAL with a sentence in err (as
+ * ab_http_plan_new). */
+int ab_h2_plan_new(const ab_http_request_opts_t *reqs, uint32_t n, const char *host, int tls,
+                   ab_h2_plan_t **out, char *err, size_t errlen);
+/* As ab_http_plan_split. */
+int ab_h2_plan_split(ab_h2_plan_t *p, const uint32_t *counts, uint32_t nconns, char *err,
+                     size_t errlen);
+void ab_h2_plan_free(ab_h2_plan_t *p);
 
 /* The :scheme a client sends ("https" for h2, "http" for h2c; the default
  * "http").  0 or AB_EINVAL. */

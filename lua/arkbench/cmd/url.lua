@@ -54,7 +54,10 @@ usage: arkbench URL [options]
   -w, --window N      requests in flight per connection (default 1;
                       pipelined over http)
   -H, --header 'N: V' a request header (repeatable; http/https)
-  -m, --method M      request method (default GET; http/https)
+  -m, --method M      request method (default GET; http/https); with --h2 or
+                      --h2c, -m N (a number) is the window, as h2load's -m
+      --h2            HTTP/2 over TLS (ALPN h2) to an https:// URL
+      --h2c           HTTP/2 with prior knowledge to an http:// URL
   -b, --body TEXT     request body (http/https)
       --payload B     echo message size, e.g. 64, 16KiB (echo schemes)
       --timeout T     a reply later than T is timed out (default 2s)
@@ -133,6 +136,7 @@ local FLAGS = {
     json = { "json", "flag" },
     threshold = { "thresholds", "list" },
     h = { "help", "flag" }, help = { "help", "flag" },
+    h2 = { "h2", "flag" }, h2c = { "h2c", "flag" },
 }
 
 local function convert(name, kind, v)
@@ -205,6 +209,24 @@ function _M.parse_args(args)
         i = i + 1
     end
     local http = u.protocol == "http" or u.protocol == "https"
+    -- HTTP/2: --h2 over https:// (ALPN h2), --h2c over http:// (prior
+    -- knowledge); as h2load's -m, "-m N" (a number) is the streams per
+    -- connection, the window
+    if o.h2 or o.h2c then
+        if o.h2 and o.h2c then return nil, "--h2 and --h2c exclude each other" end
+        if o.h2 and u.protocol ~= "https" then
+            return nil, "--h2 is for https:// URLs (HTTP/2 over TLS, ALPN h2); use --h2c with http://"
+        end
+        if o.h2c and u.protocol ~= "http" then
+            return nil, "--h2c is for http:// URLs (HTTP/2 with prior knowledge); use --h2 with https://"
+        end
+        o.h2_protocol = o.h2 and "h2" or "h2c"
+        if o.method and o.method:match("^%d+$") then
+            local n = tonumber(o.method)
+            if n < 1 then return nil, "-m: expected a whole number >= 1 (streams per connection)" end
+            o.window, o.method = n, nil
+        end
+    end
     for _, k in ipairs({ "method", "body" }) do
         if o[k] and not http then return nil, format("--%s is for http:// and https:// URLs", k) end
     end
@@ -249,7 +271,7 @@ function _M.scenario(o)
         "-- written by arkbench for: arkbench " .. u.scheme .. "://" .. host .. ":" .. u.port .. u.path,
         "return {",
         "    name = " .. q(name_of(u)) .. ",",
-        "    protocol = " .. q(u.protocol) .. ",",
+        "    protocol = " .. q(o.h2_protocol or u.protocol) .. ",",
         "    target = " .. q(host .. ":" .. u.port) .. ",",
         "    clients = " .. (o.connections or 16) .. ",",
         "    window = " .. (o.window or 1) .. ",",
