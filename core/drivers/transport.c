@@ -219,6 +219,12 @@ int ab__transport_open(ab__engine_t *eng, char *err, size_t errlen) {
 void ab__transport_close(ab__engine_t *eng, ab_result_t *out) {
   if (eng->dc == NULL) return;
   out->session = eng->dc->session;
+  uint32_t cap = out->session.h2_cap;
+  if (cap && cap < eng->cfg->window && out->nnotes < AB_MAX_NOTES)
+    snprintf(out->notes[out->nnotes++], sizeof(out->notes[0]),
+             "window %u is above the peer's SETTINGS_MAX_CONCURRENT_STREAMS %u: at most %u "
+             "streams were in flight per connection",
+             eng->cfg->window, cap, cap);
   out->session.tls_handshakes = atomic_load(&eng->dc->tls_handshakes);
   out->session.tls_resumed_count = atomic_load(&eng->dc->tls_resumed);
   ab_tls_ctx_free(eng->dc->tls_server);

@@ -26,6 +26,7 @@
 #include <nghttp2/nghttp2.h>
 
 #include "base/ab_error.h"
+#include "base/clock.h"
 
 enum { ST_FREE = 0, ST_PREP, ST_OPEN, ST_READY, ST_OUT, ST_DONE };
 
@@ -73,6 +74,11 @@ typedef struct {
   uint32_t open;         /* client: streams open */
   uint32_t peer_max;     /* the smallest MAX_CONCURRENT_STREAMS seen; 0 */
   const ab_h2_plan_t *plan; /* client, request mode; else NULL */
+  int started;           /* our SETTINGS submitted */
+  ab_h2_settings_t want; /* what they say */
+  ab_codec_stats_t st;   /* st.mux: the counters; peer_max_streams */
+  uint32_t tx_pending;   /* streams whose body is not all handed to nghttp2 */
+  uint64_t stall_t0;     /* ns: since when tx_pending waits for a window; 0 */
   uint32_t first, nreq;  /* this connection's entries of the plan */
   void *fl[MEM_CLASSES];
   nghttp2_mem mem;
@@ -239,13 +245,17 @@ static strm_t *ready_pop(h2_t *h) {
 
 static ssize_t read_body(nghttp2_session *session, int32_t id, uint8_t *buf, size_t length,
                          uint32_t *flags, nghttp2_data_source *src, void *ud) {
-  (void)session, (void)id, (void)ud;
+  (void)session, (void)id;
   strm_t *s = src->ptr;
   size_t n = s->txlen - s->txoff;
   if (n > length) n = length;
   if (n) memcpy(buf, s->tx + s->txoff, n);
   s->txoff += n;
-  if (s->txoff == s->txlen) *flags |= NGHTTP2_DATA_FLAG_EOF;
+  if (s->txoff == s->txlen) {
+    *flags |= NGHTTP2_DATA_FLAG_EOF;
+    h2_t *h = ud;
+    if (h->tx_pending) h->tx_pending--;
+  }
   return (ssize_t)n;
 }
 
@@ -318,18 +328,47 @@ static int submit_404(h2_t *h, strm_t *s) {
   return nghttp2_submit_response(h->s, s->id, nv, 2, NULL);
 }
 
+static const nghttp2_settings_id SETTING_IDS[4] = {
+    NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE,
+    NGHTTP2_SETTINGS_MAX_FRAME_SIZE, NGHTTP2_SETTINGS_HEADER_TABLE_SIZE};
+
+static int rst_kind(uint32_t code) {
+  switch (code) {
+  case NGHTTP2_NO_ERROR: return AB_RST_NO_ERROR;
+  case NGHTTP2_PROTOCOL_ERROR: return AB_RST_PROTOCOL;
+  case NGHTTP2_INTERNAL_ERROR: return AB_RST_INTERNAL;
+  case NGHTTP2_FLOW_CONTROL_ERROR: return AB_RST_FLOW_CONTROL;
+  case NGHTTP2_REFUSED_STREAM: return AB_RST_REFUSED;
+  case NGHTTP2_CANCEL: return AB_RST_CANCEL;
+  default: return AB_RST_OTHER;
+  }
+}
+
 static int on_frame_recv(nghttp2_session *session, const nghttp2_frame *f, void *ud) {
   h2_t *h = ud;
+  switch (f->hd.type) {
+  case NGHTTP2_DATA: h->st.mux.data_bytes_in += f->hd.length; break;
+  case NGHTTP2_HEADERS:
+  case NGHTTP2_CONTINUATION: h->st.mux.header_bytes_in += f->hd.length; break;
+  case NGHTTP2_RST_STREAM: h->st.mux.resets[rst_kind(f->rst_stream.error_code)]++; break;
+  default: break;
+  }
   if (f->hd.type == NGHTTP2_SETTINGS && !(f->hd.flags & NGHTTP2_FLAG_ACK)) {
     uint32_t m = nghttp2_session_get_remote_settings(session,
                                                      NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS);
     if (h->peer_max == 0 || m < h->peer_max) h->peer_max = m;
+    for (int i = 0; i < 4; i++)
+      h->st.mux.peer[i] = nghttp2_session_get_remote_settings(session, SETTING_IDS[i]);
+    h->st.mux.peer_seen = 1;
     return 0;
   }
   if (f->hd.type == NGHTTP2_GOAWAY) {
     h->goaway = 1;
     h->goaway_code = f->goaway.error_code;
     h->goaway_last = f->goaway.last_stream_id;
+    h->st.mux.goaways++;
+    h->st.mux.goaway_last_stream = (uint64_t)f->goaway.last_stream_id;
+    h->st.mux.goaway_code = f->goaway.error_code;
     return 0;
   }
   if ((f->hd.type != NGHTTP2_DATA && f->hd.type != NGHTTP2_HEADERS) ||
@@ -338,6 +377,7 @@ static int on_frame_recv(nghttp2_session *session, const nghttp2_frame *f, void 
   strm_t *s = nghttp2_session_get_stream_user_data(session, f->hd.stream_id);
   if (s == NULL || s->state != ST_OPEN) return 0;
   if (h->is_client) {
+    if (s->status >= 100 && s->status < 600) h->st.mux.responses[s->status / 100]++;
     ready_push(h, s);
     return 0;
   }
@@ -358,6 +398,7 @@ static int on_stream_close(nghttp2_session *session, int32_t id, uint32_t code, 
   if (s == NULL) return 0;
   nghttp2_session_set_stream_user_data(session, id, NULL);
   s->closed = 1;
+  if (s->txoff < s->txlen && h->tx_pending) h->tx_pending--; /* never all sent */
   if (h->is_client && h->open > 0) h->open--;
   if (s->state == ST_OPEN && h->is_client) {
     /* no whole reply: reset by the peer (or its stream ended early) */
@@ -378,6 +419,15 @@ static int on_error(nghttp2_session *session, int lib_code, const char *msg, siz
   return 0;
 }
 
+static int on_frame_send(nghttp2_session *session, const nghttp2_frame *f, void *ud) {
+  (void)session;
+  h2_t *h = ud;
+  if (f->hd.type == NGHTTP2_DATA) h->st.mux.data_bytes_out += f->hd.length;
+  else if (f->hd.type == NGHTTP2_HEADERS || f->hd.type == NGHTTP2_CONTINUATION)
+    h->st.mux.header_bytes_out += f->hd.length;
+  return 0;
+}
+
 static nghttp2_session_callbacks *cbs;
 static pthread_once_t cbs_once = PTHREAD_ONCE_INIT;
 
@@ -389,6 +439,7 @@ static void make_cbs(void) {
   nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, on_frame_recv);
   nghttp2_session_callbacks_set_on_stream_close_callback(cbs, on_stream_close);
   nghttp2_session_callbacks_set_error_callback2(cbs, on_error);
+  nghttp2_session_callbacks_set_on_frame_send_callback(cbs, on_frame_send);
 }
 
 /* ---- the codec ---------------------------------------------------------- */
@@ -410,7 +461,15 @@ static int pump_out(ab_codec_t *c) {
       ab_codec_set_why(c, "HTTP/2: %s", nghttp2_strerror((int)n));
       return fail(c, AB_EPROTO);
     }
-    if (n == 0) return 0;
+    if (n == 0) {
+      /* body bytes left that nghttp2 did not take: no window for them */
+      if (h->tx_pending && h->stall_t0 == 0) h->stall_t0 = ab_now_ns();
+      else if (!h->tx_pending && h->stall_t0) {
+        h->st.mux.stall_ns += ab_now_ns() - h->stall_t0;
+        h->stall_t0 = 0;
+      }
+      return 0;
+    }
     if (ab_outbuf_append(c->out, d, (size_t)n) < 0) return fail(c, AB_ENOMEM);
   }
 }
@@ -435,18 +494,44 @@ static int h2_init(ab_codec_t *c, int is_client) {
     mem_drop_all(h);
     return AB_ENOMEM;
   }
-  nghttp2_settings_entry iv[2] = {
-      {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, AB_H2_SERVER_STREAMS},
-      {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, AB_H2_WINDOW},
+  return 0;
+}
+
+static int start(ab_codec_t *c);
+
+int ab_h2_set_settings(ab_codec_t *c, const ab_h2_settings_t *s) {
+  h2_t *h = S(c);
+  if (h->started) return AB_EINVAL;
+  h->want = *s;
+  /* the connection's first bytes: a client's preface and SETTINGS (its
+   * first streams wait for the peer's, mux_room), a server's SETTINGS */
+  int r = start(c);
+  return r < 0 ? r : c->out ? pump_out(c) : 0;
+}
+
+/* Our SETTINGS (and the connection window), once, before anything else. */
+static int start(ab_codec_t *c) {
+  h2_t *h = S(c);
+  h->started = 1;
+  const ab_h2_settings_t *w = &h->want;
+  uint32_t v[4] = {
+      w->max_concurrent_streams ? w->max_concurrent_streams : AB_H2_SERVER_STREAMS,
+      w->initial_window_size || w->initial_window_size_set ? w->initial_window_size : AB_H2_WINDOW,
+      w->max_frame_size ? w->max_frame_size : 16384,
+      w->header_table_size || w->header_table_size_set ? w->header_table_size : 4096,
   };
-  r = nghttp2_submit_settings(h->s, NGHTTP2_FLAG_NONE, iv, 2);
+  nghttp2_settings_entry iv[4];
+  for (int i = 0; i < 4; i++) {
+    iv[i].settings_id = (int32_t)SETTING_IDS[i];
+    iv[i].value = v[i];
+    h->st.mux.ours[i] = v[i];
+  }
+  int r = nghttp2_submit_settings(h->s, NGHTTP2_FLAG_NONE, iv, 4);
   if (r == 0)
     r = nghttp2_session_set_local_window_size(h->s, NGHTTP2_FLAG_NONE, 0, AB_H2_CONN_WINDOW);
-  if (r == 0 && c->out) r = pump_out(c);
   if (r != 0) {
-    nghttp2_session_del(h->s);
-    mem_drop_all(h);
-    return r < 0 && r > -5000 ? r : AB_ENOMEM;
+    ab_codec_set_why(c, "HTTP/2: cannot send SETTINGS: %s", nghttp2_strerror(r));
+    return fail(c, AB_EPROTO);
   }
   return 0;
 }
@@ -503,6 +588,7 @@ static uint8_t *h2_mux_body(ab_codec_t *c, uint32_t i, size_t len) {
 static int submit_planned(ab_codec_t *c, uint64_t seq, uint32_t n) {
   h2_t *h = S(c);
   if (h->err) return h->err;
+  if (!h->started && start(c) < 0) return h->err;
   for (uint32_t i = 0; i < n; i++) {
     strm_t *s = strm_take(h);
     if (s == NULL) return fail(c, AB_ENOMEM);
@@ -521,6 +607,7 @@ static int submit_planned(ab_codec_t *c, uint64_t seq, uint32_t n) {
     }
     s->id = id;
     h->open++;
+    if (s->txlen) h->tx_pending++;
   }
   return pump_out(c);
 }
@@ -551,6 +638,7 @@ static int h2_mux_submit(ab_codec_t *c, uint64_t seq, uint32_t n) {
   h2_t *h = S(c);
   int r = 0;
   if (h->err) r = h->err;
+  if (r == 0 && !h->started && start(c) < 0) r = h->err;
   if (h->plan) return submit_planned(c, seq, n);
   for (uint32_t i = 0; i < n && r == 0; i++) {
     strm_t *s = h->batchv[i];
@@ -582,6 +670,7 @@ static int h2_mux_submit(ab_codec_t *c, uint64_t seq, uint32_t n) {
     }
     s->id = id;
     h->open++;
+    if (s->txlen) h->tx_pending++;
   }
   /* what was built and not sent */
   for (uint32_t i = n; i < h->nbatch; i++) strm_release(h, h->batchv[i]);
@@ -592,7 +681,9 @@ static int h2_mux_submit(ab_codec_t *c, uint64_t seq, uint32_t n) {
 
 static uint32_t h2_mux_room(const ab_codec_t *c) {
   const h2_t *h = CS(c);
-  if (h->err || h->goaway) return 0;
+  /* none before the peer's SETTINGS: its stream cap is not known yet (a
+   * stream past it would be refused) */
+  if (h->err || h->goaway || !h->st.mux.peer_seen) return 0;
   uint32_t m = nghttp2_session_get_remote_settings(h->s, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS);
   return m > h->open ? m - h->open : 0;
 }
@@ -638,6 +729,7 @@ static int h2_parse(ab_codec_t *c, const uint8_t *in, size_t avail, size_t *used
   }
   if (hand_out(c, msg)) return 1;
   if (h->err) return h->err;
+  if (!h->started && start(c) < 0) return h->err;
   if (avail > 0) {
     ssize_t n = nghttp2_session_mem_recv(h->s, in, avail);
     *used = avail;
@@ -695,6 +787,7 @@ static int h2_server_reply(ab_codec_t *c, const uint8_t *payload, size_t len) {
   };
   nghttp2_data_provider prd = {.source.ptr = s, .read_callback = read_body};
   int r = nghttp2_submit_response(h->s, s->id, nv, 2, &prd);
+  if (r == 0 && len) h->tx_pending++;
   if (r != 0) {
     ab_codec_set_why(c, "HTTP/2: cannot answer a stream: %s", nghttp2_strerror(r));
     return fail(c, AB_EPROTO);
@@ -704,6 +797,8 @@ static int h2_server_reply(ab_codec_t *c, const uint8_t *payload, size_t len) {
 
 static void h2_stats(const ab_codec_t *c, ab_codec_stats_t *st) {
   const h2_t *h = CS(c);
+  st->mux = h->st.mux;
+  if (h->stall_t0) st->mux.stall_ns += ab_now_ns() - h->stall_t0;
   if (h->peer_max && (st->peer_max_streams == 0 || h->peer_max < st->peer_max_streams))
     st->peer_max_streams = h->peer_max;
 }

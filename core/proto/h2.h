@@ -30,10 +30,20 @@
  * itself and is no message.  A request body above max_msg resets its
  * stream (INTERNAL_ERROR) and counts a protocol error.
  *
- * Settings: each side sends SETTINGS_MAX_CONCURRENT_STREAMS (server:
- * AB_H2_SERVER_STREAMS), SETTINGS_INITIAL_WINDOW_SIZE AB_H2_WINDOW and
- * raises its connection window to AB_H2_CONN_WINDOW, unless
- * ab_h2_set_settings() gave others first.
+ * Settings: each side sends, with its first bytes (the first parse or
+ * submit), SETTINGS_MAX_CONCURRENT_STREAMS (AB_H2_SERVER_STREAMS),
+ * SETTINGS_INITIAL_WINDOW_SIZE AB_H2_WINDOW, SETTINGS_MAX_FRAME_SIZE and
+ * SETTINGS_HEADER_TABLE_SIZE at the RFC defaults, and raises its
+ * connection window to AB_H2_CONN_WINDOW, unless ab_h2_set_settings()
+ * gave others first.
+ *
+ * Counters (ab_codec_stats_t.mux): RST_STREAM frames received by code;
+ * GOAWAY frames received with the last one's last stream id and code;
+ * stall_ns, the time this side had request or response body bytes to
+ * send and no flow-control window to send them in (measured between
+ * pump calls, so to within one read); HEADERS (with CONTINUATION) and
+ * DATA frame payload bytes each way; final responses by status class
+ * (client); the SETTINGS values sent and the peer's.
  *
  * Errors: a session error (a frame nghttp2 refuses: garbage, a bad
  * preface, a flow-control violation) is AB_EPROTO with nghttp2's reason
@@ -102,6 +112,19 @@ int ab_h2_plan_new(const ab_http_request_opts_t *reqs, uint32_t n, const char *h
 int ab_h2_plan_split(ab_h2_plan_t *p, const uint32_t *counts, uint32_t nconns, char *err,
                      size_t errlen);
 void ab_h2_plan_free(ab_h2_plan_t *p);
+
+/* The SETTINGS a connection sends (scenario key h2); 0 in a field = the
+ * default above (max_frame_size: 16384; header_table_size: 4096), unless
+ * its _set flag says 0 was asked for. */
+typedef struct {
+  uint32_t max_concurrent_streams, initial_window_size, max_frame_size, header_table_size;
+  int initial_window_size_set, header_table_size_set;
+} ab_h2_settings_t;
+
+/* Before the connection's first bytes: the SETTINGS to send, written to
+ * `out` now with the client's preface.  0, AB_EINVAL when they have been
+ * sent already, or AB_EPROTO. */
+int ab_h2_set_settings(ab_codec_t *c, const ab_h2_settings_t *s);
 
 /* The :scheme a client sends ("https" for h2, "http" for h2c; the default
  * "http").  0 or AB_EINVAL. */

@@ -99,7 +99,7 @@ describe("scenario.load", function()
                 .. "label, vars, description, protocol, framing, payload, clients, window, load, topology, "
                 .. "execution, coroutine_stack, work, warmup, duration, repetitions, rate, requests_per_connection, "
                 .. "connect_rate, interval, timeout, connect_timeout, placement, processes, target, bind, tls, udp, "
-                .. "request, client, server, message, expect, tag"
+                .. "h2, request, client, server, message, expect, tag"
                 .. ", thresholds, max_error_rate, rate_strict",
                 load_err("unknown_far.lua"))
         end)
