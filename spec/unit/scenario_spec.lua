@@ -405,7 +405,7 @@ describe("scenario.load", function()
                 .. "\"big\"; expected an integer from 1 to 1073741824 (bytes) or a size such as \"64B\", \"16KiB\", \"1MiB\"",
                 load_err("minimal.lua", { "protocol=udp", "udp.recv_buffer=big" }))
             assert.equals("--set payload.x=1: key 'payload' takes a value, not sub-keys; "
-                .. "--set KEY.SUB=value is for request, tls, udp", load_err("minimal.lua", { "payload.x=1" }))
+                .. "--set KEY.SUB=value is for h2, request, tls, udp", load_err("minimal.lua", { "payload.x=1" }))
             assert.equals("--set tsl.ca=f: unknown key 'tsl'; did you mean 'tls'?",
                 load_err("minimal.lua", { "tsl.ca=f" }))
             -- a whole table cannot be typed: the message says how to give it
