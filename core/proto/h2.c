@@ -422,6 +422,14 @@ static int on_error(nghttp2_session *session, int lib_code, const char *msg, siz
 static int on_frame_send(nghttp2_session *session, const nghttp2_frame *f, void *ud) {
   (void)session;
   h2_t *h = ud;
+  if (f->hd.type == NGHTTP2_GOAWAY && f->goaway.error_code != NGHTTP2_NO_ERROR) {
+    /* nghttp2 ends the session for a frame it refused: its code and the
+     * debug text it put in the GOAWAY name what was wrong */
+    int dl = f->goaway.opaque_data_len > 60 ? 60 : (int)f->goaway.opaque_data_len;
+    snprintf(h->nghttp2_why, sizeof(h->nghttp2_why), "our GOAWAY %s%s%.*s%s",
+             nghttp2_http2_strerror(f->goaway.error_code), dl ? " (" : "", dl,
+             dl ? (const char *)f->goaway.opaque_data : "", dl ? ")" : "");
+  }
   if (f->hd.type == NGHTTP2_DATA) h->st.mux.data_bytes_out += f->hd.length;
   else if (f->hd.type == NGHTTP2_HEADERS || f->hd.type == NGHTTP2_CONTINUATION)
     h->st.mux.header_bytes_out += f->hd.length;
