@@ -780,7 +780,7 @@ static int h2_server_reply(ab_codec_t *c, const uint8_t *payload, size_t len) {
   }
   s->state = ST_DONE;
   if (h->err) return h->err;
-  if (payload != s->rx) {
+  if (len && payload != s->rx) {
     if (len > s->rxcap && strm_room(s, 0, len) < 0) return fail(c, AB_ENOMEM);
     memcpy(s->rx, payload, len);
   }
