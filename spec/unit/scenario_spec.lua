@@ -531,6 +531,12 @@ describe("scenario.load", function()
                 .. "\"coroutine\" runs over protocols tcp, ws, tls, wss, http, https, not udp; "
                 .. "expected execution callback or lua for protocol udp",
                 load_err("minimal.lua", { "protocol=tcp,udp", "execution=callback,coroutine" }))
+            -- h2/h2c: callback only, and the refusal says why
+            assert.equals("--set execution=coroutine: key 'execution': execution = \"coroutine\" "
+                .. "runs over protocols tcp, ws, tls, wss, http, https, not h2; expected "
+                .. "execution callback for protocol h2 (h2 runs a stream per message, completed "
+                .. "out of order; only the callback echo drives that: docs/protocols.md)",
+                load_err("minimal.lua", { "protocol=h2", "execution=coroutine" }))
         end)
 
         it("refuses execution = \"lua\" over a protocol it does not drive, with the table's list", function()
