@@ -26,7 +26,7 @@ for f in api http llhttp; do
 done
 # The codecs and what they use; -iquote so that core/ headers never shadow
 # system ones (a core header named like a system one).
-CORE="base/ab_error.c base/clock.c proto/framing.c base/outbuf.c proto/codec_length.c proto/ws.c proto/http.c proto/http_request.c proto/h2.c proto/h2_request.c"
+CORE="base/ab_error.c base/clock.c proto/framing.c base/outbuf.c proto/codec_length.c proto/ws.c proto/http.c proto/http_request.c proto/h2.c proto/h2_mem.c proto/h2_request.c"
 SRCS=""
 for f in $CORE; do SRCS="$SRCS $ROOT/core/$f"; done
 for t in length ws http; do

@@ -27,6 +27,7 @@
 
 #include "base/ab_error.h"
 #include "base/clock.h"
+#include "proto/h2_mem.h"
 
 enum { ST_FREE = 0, ST_PREP, ST_OPEN, ST_READY, ST_OUT, ST_DONE };
 
@@ -46,9 +47,6 @@ typedef struct strm_s {
   size_t owncap;
 } strm_t;
 
-/* nghttp2's allocations: size classes 2^5 .. 2^16 bytes on free lists */
-#define MEM_CLASSES 12
-#define MEM_HDR 16
 
 typedef struct {
   nghttp2_session *s;
@@ -80,97 +78,12 @@ typedef struct {
   uint32_t tx_pending;   /* streams whose body is not all handed to nghttp2 */
   uint64_t stall_t0;     /* ns: since when tx_pending waits for a window; 0 */
   uint32_t first, nreq;  /* this connection's entries of the plan */
-  void *fl[MEM_CLASSES];
-  nghttp2_mem mem;
+  ab__h2_mem_t mem;      /* nghttp2's allocator (h2_mem.h) */
   char nghttp2_why[100]; /* nghttp2's last error text */
 } h2_t;
 
 static inline h2_t *S(ab_codec_t *c) { return (h2_t *)(c + 1); }
 static inline const h2_t *CS(const ab_codec_t *c) { return (const h2_t *)(c + 1); }
-
-/* ---- the allocator ------------------------------------------------------ */
-
-static int mem_class(size_t n) {
-  int k = 0;
-  size_t sz = 32;
-  while (sz < n && k < MEM_CLASSES) {
-    sz <<= 1;
-    k++;
-  }
-  return k < MEM_CLASSES ? k : -1;
-}
-
-static void *mem_malloc(size_t n, void *ud) {
-  h2_t *h = ud;
-  int k = mem_class(n);
-  uint8_t *b;
-  if (k >= 0 && h->fl[k]) {
-    b = h->fl[k];
-    memcpy(&h->fl[k], b + MEM_HDR, sizeof(void *));
-    return b + MEM_HDR;
-  }
-  b = malloc(MEM_HDR + (k >= 0 ? (size_t)32 << k : n));
-  if (b == NULL) return NULL;
-  int32_t tag = k;
-  memcpy(b, &tag, sizeof(tag));
-  uint64_t len = n;
-  memcpy(b + 8, &len, sizeof(len));
-  return b + MEM_HDR;
-}
-
-static void mem_free(void *p, void *ud) {
-  h2_t *h = ud;
-  if (p == NULL) return;
-  uint8_t *b = (uint8_t *)p - MEM_HDR;
-  int32_t k;
-  memcpy(&k, b, sizeof(k));
-  if (k < 0) {
-    free(b);
-    return;
-  }
-  memcpy(b + MEM_HDR, &h->fl[k], sizeof(void *));
-  h->fl[k] = b;
-}
-
-static void *mem_calloc(size_t nm, size_t sz, void *ud) {
-  if (sz && nm > SIZE_MAX / sz) return NULL;
-  void *p = mem_malloc(nm * sz, ud);
-  if (p) memset(p, 0, nm * sz);
-  return p;
-}
-
-static void *mem_realloc(void *p, size_t n, void *ud) {
-  if (p == NULL) return mem_malloc(n, ud);
-  uint8_t *b = (uint8_t *)p - MEM_HDR;
-  int32_t k;
-  memcpy(&k, b, sizeof(k));
-  size_t have;
-  if (k >= 0) have = (size_t)32 << k;
-  else {
-    uint64_t len;
-    memcpy(&len, b + 8, sizeof(len));
-    have = (size_t)len;
-  }
-  if (n <= have && k >= 0) return p;
-  void *q = mem_malloc(n, ud);
-  if (q == NULL) return NULL;
-  memcpy(q, p, have < n ? have : n);
-  mem_free(p, ud);
-  return q;
-}
-
-static void mem_drop_all(h2_t *h) {
-  for (int k = 0; k < MEM_CLASSES; k++) {
-    uint8_t *b = h->fl[k];
-    while (b) {
-      uint8_t *nx;
-      memcpy(&nx, b + MEM_HDR, sizeof(void *));
-      free(b);
-      b = nx;
-    }
-    h->fl[k] = NULL;
-  }
-}
 
 /* ---- stream objects ----------------------------------------------------- */
 
@@ -492,14 +405,14 @@ static int h2_init(ab_codec_t *c, int is_client) {
   snprintf(h->host, sizeof(h->host), "127.0.0.1");
   h->batchv = h->batch;
   h->batchcap = 64;
-  h->mem = (nghttp2_mem){h, mem_malloc, mem_free, mem_calloc, mem_realloc};
+  ab__h2_mem_init(&h->mem);
   nghttp2_option *opt = NULL;
   if (nghttp2_option_new(&opt) != 0) return AB_ENOMEM;
-  int r = is_client ? nghttp2_session_client_new3(&h->s, cbs, h, opt, &h->mem)
-                    : nghttp2_session_server_new3(&h->s, cbs, h, opt, &h->mem);
+  int r = is_client ? nghttp2_session_client_new3(&h->s, cbs, h, opt, &h->mem.mem)
+                    : nghttp2_session_server_new3(&h->s, cbs, h, opt, &h->mem.mem);
   nghttp2_option_del(opt);
   if (r != 0) {
-    mem_drop_all(h);
+    ab__h2_mem_drop(&h->mem);
     return AB_ENOMEM;
   }
   return 0;
@@ -548,7 +461,7 @@ static void h2_free(ab_codec_t *c) {
   h2_t *h = S(c);
   nghttp2_session_del(h->s);
   h->s = NULL;
-  mem_drop_all(h);
+  ab__h2_mem_drop(&h->mem);
   for (uint32_t i = 0; i < h->nall; i++) {
     free(h->all[i]->own);
     free(h->all[i]);
