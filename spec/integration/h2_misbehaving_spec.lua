@@ -79,6 +79,9 @@ describe("HTTP/2 against a misbehaving peer", function()
             found = found or n:find("window 4 is above the peer's SETTINGS_MAX_CONCURRENT_STREAMS 1", 1, true) ~= nil
         end
         assert.is_true(found, table.concat(r.notes, "\n"))
+        -- and the run says it as a warning
+        assert.matches("warning: [^\n]*window 4 is above the peer's SETTINGS_MAX_CONCURRENT_STREAMS 1",
+            res.stderr .. res.stdout)
     end)
 
     it("stops reading: flow-control stall time shown, memory bounded at 16 x 16 x 16 KiB", function()
