@@ -2,8 +2,8 @@
 # spec/asan_check.sh -- builds arkbench with AddressSanitizer + UBSan in
 # <build>/asan, runs the C unit tests there and end-to-end runs through
 # the sanitized binary (orchestrator and workers): tcp on sharded:2,
-# pool:2 and shared:2, coroutine tls on shared:2 (its coroutines migrate
-# between the threads), and the Lua driver.  Any sanitizer report fails
+# pool:2 and shared:2, h2 and h2c on the same three, coroutine tls on
+# shared:2 (its coroutines migrate between the threads), and the Lua driver.  Any sanitizer report fails
 # the run: halt_on_error and a non-zero exitcode.
 set -eu
 ROOT=$1
@@ -21,6 +21,14 @@ ARKBENCH_ROOT="$ROOT" "$OUT/arkbench" run "$ROOT/scenarios/tcp.lua" --quick \
 lines=$(wc -l <"$RES/r/runs.jsonl")
 [ "$lines" -eq 6 ] || { echo "expected 6 runs, got $lines"; exit 1; }
 if grep -q '"ok":false' "$RES/r/runs.jsonl"; then echo "a sanitized run failed:"; cat "$RES/r/runs.jsonl"; exit 1; fi
+# HTTP/2 (nghttp2 sessions, streams completed out of order) over TLS and
+# cleartext, on every topology model
+ARKBENCH_ROOT="$ROOT" "$OUT/arkbench" run "$ROOT/scenarios/h2.lua" --quick \
+  --filter payload=1024 --set protocol=h2,h2c --set topology=sharded:2,pool:2,shared:2 \
+  --out "$RES/h2" >"$RES/out5" 2>"$RES/err5" || {
+  echo "sanitized h2/h2c run failed:"; cat "$RES/out5" "$RES/err5"; exit 1; }
+[ "$(wc -l <"$RES/h2/runs.jsonl")" -eq 12 ] || { echo "expected 12 h2/h2c runs"; cat "$RES/err5"; exit 1; }
+if grep -q '"ok":false' "$RES/h2/runs.jsonl"; then echo "a sanitized h2 run failed:"; cat "$RES/h2/runs.jsonl"; exit 1; fi
 # coroutines on N threads serving one reactor (stacks that migrate)
 ARKBENCH_ROOT="$ROOT" "$OUT/arkbench" run "$ROOT/scenarios/tcp.lua" --quick \
   --filter payload=1024 --set topology=shared:2 --set protocol=tls --set execution=coroutine \
@@ -39,5 +47,5 @@ ARKBENCH_ROOT="$ROOT" "$OUT/arkbench" run "$ROOT/spec/fixtures/lua_exec/udp_echo
   --out "$RES/lua_udp" >"$RES/out3" 2>"$RES/err3" || {
   echo "sanitized Lua udp run failed:"; cat "$RES/out3" "$RES/err3"; exit 1; }
 if grep -q '"ok":false' "$RES/lua_udp/runs.jsonl"; then echo "a sanitized Lua udp run failed:"; cat "$RES/lua_udp/runs.jsonl"; exit 1; fi
-echo "asan: C tests and $lines sanitized runs ok, coroutine shared:2 runs ok, Lua runs ok"
+echo "asan: C tests and $lines sanitized runs ok, 12 h2/h2c runs ok, coroutine shared:2 runs ok, Lua runs ok"
 rm -rf "$RES"

@@ -107,9 +107,53 @@ int ab__conn_setup(ab__loop_t *l, ab_conn_t *conn, int is_client, int codec, uin
   r = ab_codec_create(vt, ab_conn_out(conn), max_msg, is_client, &conn->codec);
   if (r == 0 && is_client) r = ab_codec_set_peer_host(conn->codec, eng->dc->host);
   if (r == 0 && is_client && vt == &ab_codec_h2) r = ab_h2_set_scheme(conn->codec, eng->dc->use_tls);
+  if (r == 0 && vt == &ab_codec_h2) {
+    const ab_transport_opts_t *t = &eng->cfg->transport;
+    ab_h2_settings_t hs = {t->h2_max_concurrent_streams, t->h2_initial_window_size,
+                           t->h2_max_frame_size, t->h2_header_table_size,
+                           t->h2_initial_window_size_set, t->h2_header_table_size_set};
+    r = ab_h2_set_settings(conn->codec, &hs);
+  }
   if (r == 0 && is_client && eng->dc->requests)
     r = ab_codec_set_requests(conn->codec, eng->dc->requests, id);
   return r;
+}
+
+/* A multiplexing codec's counts (HTTP/2) into the loop; the first
+ * connection's SETTINGS, and the smallest stream cap, into the session. */
+static void fold_mux(ab__loop_t *l, const ab_codec_stats_t *st) {
+  const uint64_t *rs = st->mux.resets;
+  l->h2_responses_1xx += st->mux.responses[1];
+  l->h2_responses_2xx += st->mux.responses[2];
+  l->h2_responses_3xx += st->mux.responses[3];
+  l->h2_responses_4xx += st->mux.responses[4];
+  l->h2_responses_5xx += st->mux.responses[5];
+  l->h2_rst_no_error += rs[AB_RST_NO_ERROR];
+  l->h2_rst_protocol_error += rs[AB_RST_PROTOCOL];
+  l->h2_rst_internal_error += rs[AB_RST_INTERNAL];
+  l->h2_rst_flow_control_error += rs[AB_RST_FLOW_CONTROL];
+  l->h2_rst_refused_stream += rs[AB_RST_REFUSED];
+  l->h2_rst_cancel += rs[AB_RST_CANCEL];
+  l->h2_rst_other += rs[AB_RST_OTHER];
+  l->h2_goaways += st->mux.goaways;
+  if (st->mux.goaway_last_stream > l->h2_goaway_last_stream)
+    l->h2_goaway_last_stream = st->mux.goaway_last_stream;
+  if (st->mux.goaway_code > l->h2_goaway_code) l->h2_goaway_code = st->mux.goaway_code;
+  l->h2_stall_ns += st->mux.stall_ns;
+  l->h2_header_bytes_out += st->mux.header_bytes_out;
+  l->h2_header_bytes_in += st->mux.header_bytes_in;
+  l->h2_data_bytes_out += st->mux.data_bytes_out;
+  l->h2_data_bytes_in += st->mux.data_bytes_in;
+  ab_session_info_t *se = &l->eng->dc->session;
+  pthread_mutex_lock(&l->eng->mu);
+  if (se->h2_ours[0] == 0 && st->mux.ours[0]) memcpy(se->h2_ours, st->mux.ours, sizeof(se->h2_ours));
+  if (!se->h2_peer_seen && st->mux.peer_seen) {
+    memcpy(se->h2_peer, st->mux.peer, sizeof(se->h2_peer));
+    se->h2_peer_seen = 1;
+  }
+  if (st->peer_max_streams && (se->h2_cap == 0 || st->peer_max_streams < se->h2_cap))
+    se->h2_cap = st->peer_max_streams;
+  pthread_mutex_unlock(&l->eng->mu);
 }
 
 void ab__conn_fold_stats(ab__loop_t *l, const ab_conn_t *conn) {
@@ -128,6 +172,7 @@ void ab__conn_fold_stats(ab__loop_t *l, const ab_conn_t *conn) {
   }
   if (rest) ab__errors_add(l->errors, &l->nerrors, AB_EHTTPSTATUS, rest, NULL);
   l->status_failures += st.status_errors;
+  if (conn->codec->vt->mux_submit) fold_mux(l, &st);
 }
 
 void ab__consume(uint8_t *buf, size_t *len, size_t used) {

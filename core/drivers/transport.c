@@ -78,12 +78,35 @@ static const ab_codec_vt_t *codec_for(const ab_proto_cap_t *cap, int framing) {
 }
 
 static void free_plan(void *p) { ab_http_plan_free(p); }
+static void free_h2_plan(void *p) { ab_h2_plan_free(p); }
 
 /* Request mode (the http codec's only): the case's requests, built once. */
 static int open_requests(ab__engine_t *eng, char *err, size_t errlen) {
   const ab_case_cfg_t *cfg = eng->cfg;
+  if (eng->dc->codec_vt == &ab_codec_h2) {
+    /* HTTP/2: the same rotation as header lists (proto/h2.h) */
+    const char *h2host = cfg->transport.http_host ? cfg->transport.http_host : eng->dc->host;
+    ab_h2_plan_t *hp = NULL;
+    char why2[200];
+    int r2 = ab_h2_plan_new(cfg->transport.http_requests, cfg->transport.http_nrequests, h2host,
+                            eng->dc->use_tls, &hp, why2, sizeof(why2));
+    if (r2 == 0 && cfg->transport.http_nconns > 0)
+      r2 = ab_h2_plan_split(hp, cfg->transport.http_conn_counts, cfg->transport.http_nconns, why2,
+                            sizeof(why2));
+    if (r2 < 0) {
+      ab_h2_plan_free(hp);
+      snprintf(err, errlen, "request: %s", r2 == AB_ENOMEM ? "out of memory" : why2);
+      free(eng->dc);
+      eng->dc = NULL;
+      return r2 == AB_ENOMEM ? r2 : AB_ECONFIG;
+    }
+    eng->dc->requests = hp;
+    eng->dc->request_max = hp->http->max_len;
+    eng->dc->requests_free = free_h2_plan;
+    return 0;
+  }
   if (eng->dc->codec_vt != &ab_codec_http) {
-    snprintf(err, errlen, "requests are for protocol http or https only");
+    snprintf(err, errlen, "requests are for protocol http, https, h2 or h2c only");
     free(eng->dc);
     eng->dc = NULL;
     return AB_ECONFIG;
@@ -147,6 +170,10 @@ int ab__transport_open(ab__engine_t *eng, char *err, size_t errlen) {
   o.insecure = cfg->transport.tls_insecure;
   int r = 0;
   if (cfg->role != AB_ROLE_CLIENT) r = ab_tls_server_ctx_new(&o, &eng->dc->tls_server);
+  /* h2: the client offers "h2,http/1.1" as h2load does, so that a server
+   * without HTTP/2 selects http/1.1 and the refusal can name it */
+  if (r == 0 && o.alpn == cap->alpn && cap->alpn && strcmp(cap->alpn, "h2") == 0)
+    o.alpn = "h2,http/1.1";
   if (r == 0 && cfg->role != AB_ROLE_SERVER) {
     /* against our own server: trust its certificate; against a target:
      * trust the PEM given (tls_cert_out doubles as the CA file path) */
@@ -192,6 +219,12 @@ int ab__transport_open(ab__engine_t *eng, char *err, size_t errlen) {
 void ab__transport_close(ab__engine_t *eng, ab_result_t *out) {
   if (eng->dc == NULL) return;
   out->session = eng->dc->session;
+  uint32_t cap = out->session.h2_cap;
+  if (cap && cap < eng->cfg->window && out->nnotes < AB_MAX_NOTES)
+    snprintf(out->notes[out->nnotes++], sizeof(out->notes[0]),
+             "window %u is above the peer's SETTINGS_MAX_CONCURRENT_STREAMS %u: at most %u "
+             "streams were in flight per connection",
+             eng->cfg->window, cap, cap);
   out->session.tls_handshakes = atomic_load(&eng->dc->tls_handshakes);
   out->session.tls_resumed_count = atomic_load(&eng->dc->tls_resumed);
   ab_tls_ctx_free(eng->dc->tls_server);

@@ -7,7 +7,9 @@
  *          AB_MERGE_MAX;
  *   group  where the run object carries it: AB_GROUP_RUN (top level) or
  *          AB_GROUP_DATAGRAM (inside the run object's datagram table,
- *          present for datagram protocols only; docs/run-object.md);
+ *          present for datagram protocols only; docs/run-object.md) or
+ *          AB_GROUP_H2 (inside its `h2` table, h2 and h2c only: the
+ *          client side's connections, names without the h2_ prefix);
  *   doc    the one-line meaning docs/run-object.md shows (a spec compares
  *          the doc's counter rows with this table through core.counters()).
  * The loop and result structs expand the table inline (uint64_t fields of
@@ -25,7 +27,7 @@
 #include <stdint.h>
 
 enum { AB_MERGE_SUM = 1, AB_MERGE_MAX = 2 };
-enum { AB_GROUP_RUN = 1, AB_GROUP_DATAGRAM = 2 };
+enum { AB_GROUP_RUN = 1, AB_GROUP_DATAGRAM = 2, AB_GROUP_H2 = 3 };
 
 #define AB_COUNTERS(X)                                                                      \
   X(sent, AB_MERGE_SUM, AB_GROUP_RUN, "measure-phase messages handed to the socket")        \
@@ -109,7 +111,36 @@ enum { AB_GROUP_RUN = 1, AB_GROUP_DATAGRAM = 2 };
   X(duplicated, AB_MERGE_SUM, AB_GROUP_DATAGRAM,                                            \
     "second replies to a completed measure-phase message")                                  \
   X(server_drops, AB_MERGE_SUM, AB_GROUP_DATAGRAM,                                          \
-    "datagrams the server dropped (truncated, out of memory, send failed)")
+    "datagrams the server dropped (truncated, out of memory, send failed)")                \
+  X(h2_responses_1xx, AB_MERGE_SUM, AB_GROUP_H2, "final responses with a 1xx status")      \
+  X(h2_responses_2xx, AB_MERGE_SUM, AB_GROUP_H2, "final responses with a 2xx status")      \
+  X(h2_responses_3xx, AB_MERGE_SUM, AB_GROUP_H2, "final responses with a 3xx status")      \
+  X(h2_responses_4xx, AB_MERGE_SUM, AB_GROUP_H2, "final responses with a 4xx status")      \
+  X(h2_responses_5xx, AB_MERGE_SUM, AB_GROUP_H2, "final responses with a 5xx status")      \
+  X(h2_rst_no_error, AB_MERGE_SUM, AB_GROUP_H2, "RST_STREAM received with NO_ERROR")       \
+  X(h2_rst_protocol_error, AB_MERGE_SUM, AB_GROUP_H2,                                       \
+    "RST_STREAM received with PROTOCOL_ERROR")                                              \
+  X(h2_rst_internal_error, AB_MERGE_SUM, AB_GROUP_H2,                                       \
+    "RST_STREAM received with INTERNAL_ERROR")                                              \
+  X(h2_rst_flow_control_error, AB_MERGE_SUM, AB_GROUP_H2,                                   \
+    "RST_STREAM received with FLOW_CONTROL_ERROR")                                          \
+  X(h2_rst_refused_stream, AB_MERGE_SUM, AB_GROUP_H2,                                       \
+    "RST_STREAM received with REFUSED_STREAM")                                              \
+  X(h2_rst_cancel, AB_MERGE_SUM, AB_GROUP_H2, "RST_STREAM received with CANCEL")           \
+  X(h2_rst_other, AB_MERGE_SUM, AB_GROUP_H2, "RST_STREAM received with any other code")    \
+  X(h2_goaways, AB_MERGE_SUM, AB_GROUP_H2,                                                  \
+    "GOAWAY frames received (each ends its connection, which reopens)")                     \
+  X(h2_goaway_last_stream, AB_MERGE_MAX, AB_GROUP_H2,                                       \
+    "the largest last-stream-id a GOAWAY carried")                                          \
+  X(h2_goaway_code, AB_MERGE_MAX, AB_GROUP_H2,                                              \
+    "the largest error code a GOAWAY carried (0 NO_ERROR)")                                 \
+  X(h2_stall_ns, AB_MERGE_SUM, AB_GROUP_H2,                                                 \
+    "nanoseconds connections had body bytes to send and no flow-control window, summed "   \
+    "over connections")                                                                     \
+  X(h2_header_bytes_out, AB_MERGE_SUM, AB_GROUP_H2, "HEADERS payload bytes sent (HPACK)") \
+  X(h2_header_bytes_in, AB_MERGE_SUM, AB_GROUP_H2, "HEADERS payload bytes received")      \
+  X(h2_data_bytes_out, AB_MERGE_SUM, AB_GROUP_H2, "DATA payload bytes sent")              \
+  X(h2_data_bytes_in, AB_MERGE_SUM, AB_GROUP_H2, "DATA payload bytes received")
 
 /* Replies counted by the status code their protocol gives them (a
  * codec's own numbers, below AB_REPLY_CODES), measure-phase messages only: the loop's and the

@@ -137,7 +137,7 @@ static int l_counters(lua_State *L) {
   lua_setfield(L, -2, "name");                                                       \
   lua_pushstring(L, (merge) == AB_MERGE_MAX ? "max" : "sum");                        \
   lua_setfield(L, -2, "merge");                                                      \
-  lua_pushstring(L, (grp) == AB_GROUP_DATAGRAM ? "datagram" : "run");                \
+  lua_pushstring(L, (grp) == AB_GROUP_DATAGRAM ? "datagram" : (grp) == AB_GROUP_H2 ? "h2" : "run");                \
   lua_setfield(L, -2, "group");                                                      \
   lua_pushliteral(L, doc);                                                           \
   lua_setfield(L, -2, "doc");                                                        \

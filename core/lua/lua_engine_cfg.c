@@ -325,6 +325,26 @@ static void read_tls(lua_State *L, ab_case_cfg_t *cfg, case_strings_t *keep) {
   lua_pop(L, 1);
 }
 
+/* h2 = { max_concurrent_streams=, initial_window_size=, max_frame_size=,
+ * header_table_size= } (checked by the scenario layer). */
+static void read_h2(lua_State *L, ab_case_cfg_t *cfg) {
+  lua_getfield(L, 1, "h2");
+  if (lua_istable(L, -1)) {
+    lua_getfield(L, -1, "max_concurrent_streams");
+    cfg->transport.h2_max_concurrent_streams = (uint32_t)lua_tonumber(L, -1);
+    lua_getfield(L, -2, "initial_window_size");
+    cfg->transport.h2_initial_window_size_set = lua_isnumber(L, -1);
+    cfg->transport.h2_initial_window_size = (uint32_t)lua_tonumber(L, -1);
+    lua_getfield(L, -3, "max_frame_size");
+    cfg->transport.h2_max_frame_size = (uint32_t)lua_tonumber(L, -1);
+    lua_getfield(L, -4, "header_table_size");
+    cfg->transport.h2_header_table_size_set = lua_isnumber(L, -1);
+    cfg->transport.h2_header_table_size = (uint32_t)lua_tonumber(L, -1);
+    lua_pop(L, 4);
+  }
+  lua_pop(L, 1);
+}
+
 static void read_udp(lua_State *L, ab_case_cfg_t *cfg) {
   lua_getfield(L, 1, "udp");
   if (lua_istable(L, -1)) {
@@ -408,6 +428,7 @@ const char *ab_lua_case_read(lua_State *L, ab_case_cfg_t *cfg, case_strings_t *k
   if (bad) return bad;
   read_tls(L, cfg, keep);
   read_udp(L, cfg);
+  read_h2(L, cfg);
   if ((bad = read_role(L, cfg, keep, err, errlen)) != NULL) return bad;
   read_progress(L, cfg, keep);
   if ((bad = read_group(L, cfg, gsync, bind)) != NULL) return bad;

@@ -104,6 +104,33 @@ static void push_tls(lua_State *L, const ab_result_t *r) {
   lua_setfield(L, -2, "tls");
 }
 
+/* h2, h2c: the h2 table (docs/run-object.md): the AB_GROUP_H2 counters
+ * without their h2_ prefix, the SETTINGS sent and the peer's, and the
+ * stream cap that applied. */
+static void push_settings(lua_State *L, const uint32_t v[4], const char *name) {
+  lua_newtable(L);
+  SETNUM("max_concurrent_streams", v[0]);
+  SETNUM("initial_window_size", v[1]);
+  SETNUM("max_frame_size", v[2]);
+  SETNUM("header_table_size", v[3]);
+  lua_setfield(L, -2, name);
+}
+
+static void push_h2(lua_State *L, const ab_case_cfg_t *cfg, const ab_result_t *r) {
+  lua_newtable(L);
+#define PUSH_H2(name, merge, grp, doc) \
+  if ((grp) == AB_GROUP_H2) SETNUM(#name + 3, r->name);
+  AB_COUNTERS(PUSH_H2)
+#undef PUSH_H2
+  if (r->session.h2_ours[0]) push_settings(L, r->session.h2_ours, "settings");
+  if (r->session.h2_peer_seen) push_settings(L, r->session.h2_peer, "peer_settings");
+  /* streams in flight per connection: the window, capped by the peer */
+  uint32_t cap = r->session.h2_cap;
+  SETNUM("streams_per_connection", cap && cap < cfg->window ? cap : cfg->window);
+  if (cap) SETNUM("peer_max_concurrent_streams", cap);
+  lua_setfield(L, -2, "h2");
+}
+
 static void push_udp(lua_State *L, const ab_result_t *r) {
   lua_newtable(L);
   SETNUM("lost", r->timed_out);
@@ -354,9 +381,9 @@ void ab_lua_push_result(lua_State *L, const ab_case_cfg_t *cfg, const ab_result_
   /* the stack each coroutine had (the key's value or the default) */
   if (cfg->execution == AB_EXEC_COROUTINE)
     SETNUM("coroutine_stack", cfg->task_stack ? cfg->task_stack : ab_caps_limits()->coroutine_stack_default);
-  if (cfg->protocol == AB_PROTO_TLS || cfg->protocol == AB_PROTO_WSS ||
-      cfg->protocol == AB_PROTO_HTTPS)
-    push_tls(L, r);
+  const ab_proto_cap_t *pcap = ab_caps_protocol(cfg->protocol);
+  if (pcap && pcap->tls) push_tls(L, r); /* every TLS row (h2 too) */
+  if (pcap && pcap->streams) push_h2(L, cfg, r);
   push_host(L, cfg, r);
   push_load(L, cfg, r);
   push_intervals(L, r);

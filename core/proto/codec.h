@@ -59,6 +59,11 @@ typedef struct {
   size_t len;
 } ab_msgview_t;
 
+/* RST_STREAM kinds a multiplexing codec counts: NO_ERROR, PROTOCOL_ERROR,
+ * INTERNAL_ERROR, FLOW_CONTROL_ERROR, REFUSED_STREAM, CANCEL, any other. */
+enum { AB_RST_NO_ERROR = 0, AB_RST_PROTOCOL, AB_RST_INTERNAL, AB_RST_FLOW_CONTROL, AB_RST_REFUSED,
+       AB_RST_CANCEL, AB_RST_OTHER, AB_CODEC_RST_KINDS };
+
 /* A codec's own counters, summed into the run by the engine. */
 #define AB_CODEC_STATUSES 8
 typedef struct {
@@ -75,6 +80,16 @@ typedef struct {
   /* multiplexing codecs (HTTP/2): the smallest
    * SETTINGS_MAX_CONCURRENT_STREAMS a peer announced (0: none did) */
   uint32_t peer_max_streams;
+  /* ... and the connection's own counts (h2.h says what each is) */
+  struct {
+    uint64_t resets[AB_CODEC_RST_KINDS]; /* RST_STREAM received by code */
+    uint64_t goaways, goaway_last_stream, goaway_code;
+    uint64_t stall_ns;
+    uint64_t header_bytes_out, header_bytes_in, data_bytes_out, data_bytes_in;
+    uint64_t responses[6];               /* by status class: [st / 100] */
+    uint32_t ours[4], peer[4];           /* SETTINGS sent and received */
+    int peer_seen;
+  } mux;
 } ab_codec_stats_t;
 
 typedef struct {

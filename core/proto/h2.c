@@ -19,12 +19,15 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <nghttp2/nghttp2.h>
 
 #include "base/ab_error.h"
+#include "base/clock.h"
+#include "proto/h2_mem.h"
 
 enum { ST_FREE = 0, ST_PREP, ST_OPEN, ST_READY, ST_OUT, ST_DONE };
 
@@ -35,6 +38,7 @@ typedef struct strm_s {
   uint32_t err_code;     /* RST_STREAM's code (client: the peer's) */
   int status;            /* client: :status of the final response */
   uint64_t seq;
+  uint32_t req;          /* request mode: the plan's entry */
   uint8_t *tx;           /* the request body (client) / reply (server) */
   size_t txlen, txoff;
   uint8_t *rx;           /* the reply (client) / request (server) body */
@@ -43,9 +47,6 @@ typedef struct strm_s {
   size_t owncap;
 } strm_t;
 
-/* nghttp2's allocations: size classes 2^5 .. 2^16 bytes on free lists */
-#define MEM_CLASSES 12
-#define MEM_HDR 16
 
 typedef struct {
   nghttp2_session *s;
@@ -70,97 +71,19 @@ typedef struct {
   uint32_t nbatch, batchcap;
   uint32_t open;         /* client: streams open */
   uint32_t peer_max;     /* the smallest MAX_CONCURRENT_STREAMS seen; 0 */
-  void *fl[MEM_CLASSES];
-  nghttp2_mem mem;
+  const ab_h2_plan_t *plan; /* client, request mode; else NULL */
+  int started;           /* our SETTINGS submitted */
+  ab_h2_settings_t want; /* what they say */
+  ab_codec_stats_t st;   /* st.mux: the counters; peer_max_streams */
+  uint32_t tx_pending;   /* streams whose body is not all handed to nghttp2 */
+  uint64_t stall_t0;     /* ns: since when tx_pending waits for a window; 0 */
+  uint32_t first, nreq;  /* this connection's entries of the plan */
+  ab__h2_mem_t mem;      /* nghttp2's allocator (h2_mem.h) */
   char nghttp2_why[100]; /* nghttp2's last error text */
 } h2_t;
 
 static inline h2_t *S(ab_codec_t *c) { return (h2_t *)(c + 1); }
 static inline const h2_t *CS(const ab_codec_t *c) { return (const h2_t *)(c + 1); }
-
-/* ---- the allocator ------------------------------------------------------ */
-
-static int mem_class(size_t n) {
-  int k = 0;
-  size_t sz = 32;
-  while (sz < n && k < MEM_CLASSES) {
-    sz <<= 1;
-    k++;
-  }
-  return k < MEM_CLASSES ? k : -1;
-}
-
-static void *mem_malloc(size_t n, void *ud) {
-  h2_t *h = ud;
-  int k = mem_class(n);
-  uint8_t *b;
-  if (k >= 0 && h->fl[k]) {
-    b = h->fl[k];
-    memcpy(&h->fl[k], b + MEM_HDR, sizeof(void *));
-    return b + MEM_HDR;
-  }
-  b = malloc(MEM_HDR + (k >= 0 ? (size_t)32 << k : n));
-  if (b == NULL) return NULL;
-  int32_t tag = k;
-  memcpy(b, &tag, sizeof(tag));
-  uint64_t len = n;
-  memcpy(b + 8, &len, sizeof(len));
-  return b + MEM_HDR;
-}
-
-static void mem_free(void *p, void *ud) {
-  h2_t *h = ud;
-  if (p == NULL) return;
-  uint8_t *b = (uint8_t *)p - MEM_HDR;
-  int32_t k;
-  memcpy(&k, b, sizeof(k));
-  if (k < 0) {
-    free(b);
-    return;
-  }
-  memcpy(b + MEM_HDR, &h->fl[k], sizeof(void *));
-  h->fl[k] = b;
-}
-
-static void *mem_calloc(size_t nm, size_t sz, void *ud) {
-  if (sz && nm > SIZE_MAX / sz) return NULL;
-  void *p = mem_malloc(nm * sz, ud);
-  if (p) memset(p, 0, nm * sz);
-  return p;
-}
-
-static void *mem_realloc(void *p, size_t n, void *ud) {
-  if (p == NULL) return mem_malloc(n, ud);
-  uint8_t *b = (uint8_t *)p - MEM_HDR;
-  int32_t k;
-  memcpy(&k, b, sizeof(k));
-  size_t have;
-  if (k >= 0) have = (size_t)32 << k;
-  else {
-    uint64_t len;
-    memcpy(&len, b + 8, sizeof(len));
-    have = (size_t)len;
-  }
-  if (n <= have && k >= 0) return p;
-  void *q = mem_malloc(n, ud);
-  if (q == NULL) return NULL;
-  memcpy(q, p, have < n ? have : n);
-  mem_free(p, ud);
-  return q;
-}
-
-static void mem_drop_all(h2_t *h) {
-  for (int k = 0; k < MEM_CLASSES; k++) {
-    uint8_t *b = h->fl[k];
-    while (b) {
-      uint8_t *nx;
-      memcpy(&nx, b + MEM_HDR, sizeof(void *));
-      free(b);
-      b = nx;
-    }
-    h->fl[k] = NULL;
-  }
-}
 
 /* ---- stream objects ----------------------------------------------------- */
 
@@ -235,13 +158,17 @@ static strm_t *ready_pop(h2_t *h) {
 
 static ssize_t read_body(nghttp2_session *session, int32_t id, uint8_t *buf, size_t length,
                          uint32_t *flags, nghttp2_data_source *src, void *ud) {
-  (void)session, (void)id, (void)ud;
+  (void)session, (void)id;
   strm_t *s = src->ptr;
   size_t n = s->txlen - s->txoff;
   if (n > length) n = length;
   if (n) memcpy(buf, s->tx + s->txoff, n);
   s->txoff += n;
-  if (s->txoff == s->txlen) *flags |= NGHTTP2_DATA_FLAG_EOF;
+  if (s->txoff == s->txlen) {
+    *flags |= NGHTTP2_DATA_FLAG_EOF;
+    h2_t *h = ud;
+    if (h->tx_pending) h->tx_pending--;
+  }
   return (ssize_t)n;
 }
 
@@ -314,18 +241,47 @@ static int submit_404(h2_t *h, strm_t *s) {
   return nghttp2_submit_response(h->s, s->id, nv, 2, NULL);
 }
 
+static const nghttp2_settings_id SETTING_IDS[4] = {
+    NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE,
+    NGHTTP2_SETTINGS_MAX_FRAME_SIZE, NGHTTP2_SETTINGS_HEADER_TABLE_SIZE};
+
+static int rst_kind(uint32_t code) {
+  switch (code) {
+  case NGHTTP2_NO_ERROR: return AB_RST_NO_ERROR;
+  case NGHTTP2_PROTOCOL_ERROR: return AB_RST_PROTOCOL;
+  case NGHTTP2_INTERNAL_ERROR: return AB_RST_INTERNAL;
+  case NGHTTP2_FLOW_CONTROL_ERROR: return AB_RST_FLOW_CONTROL;
+  case NGHTTP2_REFUSED_STREAM: return AB_RST_REFUSED;
+  case NGHTTP2_CANCEL: return AB_RST_CANCEL;
+  default: return AB_RST_OTHER;
+  }
+}
+
 static int on_frame_recv(nghttp2_session *session, const nghttp2_frame *f, void *ud) {
   h2_t *h = ud;
+  switch (f->hd.type) {
+  case NGHTTP2_DATA: h->st.mux.data_bytes_in += f->hd.length; break;
+  case NGHTTP2_HEADERS:
+  case NGHTTP2_CONTINUATION: h->st.mux.header_bytes_in += f->hd.length; break;
+  case NGHTTP2_RST_STREAM: h->st.mux.resets[rst_kind(f->rst_stream.error_code)]++; break;
+  default: break;
+  }
   if (f->hd.type == NGHTTP2_SETTINGS && !(f->hd.flags & NGHTTP2_FLAG_ACK)) {
     uint32_t m = nghttp2_session_get_remote_settings(session,
                                                      NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS);
     if (h->peer_max == 0 || m < h->peer_max) h->peer_max = m;
+    for (int i = 0; i < 4; i++)
+      h->st.mux.peer[i] = nghttp2_session_get_remote_settings(session, SETTING_IDS[i]);
+    h->st.mux.peer_seen = 1;
     return 0;
   }
   if (f->hd.type == NGHTTP2_GOAWAY) {
     h->goaway = 1;
     h->goaway_code = f->goaway.error_code;
     h->goaway_last = f->goaway.last_stream_id;
+    h->st.mux.goaways++;
+    h->st.mux.goaway_last_stream = (uint64_t)f->goaway.last_stream_id;
+    h->st.mux.goaway_code = f->goaway.error_code;
     return 0;
   }
   if ((f->hd.type != NGHTTP2_DATA && f->hd.type != NGHTTP2_HEADERS) ||
@@ -334,6 +290,7 @@ static int on_frame_recv(nghttp2_session *session, const nghttp2_frame *f, void 
   strm_t *s = nghttp2_session_get_stream_user_data(session, f->hd.stream_id);
   if (s == NULL || s->state != ST_OPEN) return 0;
   if (h->is_client) {
+    if (s->status >= 100 && s->status < 600) h->st.mux.responses[s->status / 100]++;
     ready_push(h, s);
     return 0;
   }
@@ -354,6 +311,7 @@ static int on_stream_close(nghttp2_session *session, int32_t id, uint32_t code, 
   if (s == NULL) return 0;
   nghttp2_session_set_stream_user_data(session, id, NULL);
   s->closed = 1;
+  if (s->txoff < s->txlen && h->tx_pending) h->tx_pending--; /* never all sent */
   if (h->is_client && h->open > 0) h->open--;
   if (s->state == ST_OPEN && h->is_client) {
     /* no whole reply: reset by the peer (or its stream ended early) */
@@ -374,6 +332,23 @@ static int on_error(nghttp2_session *session, int lib_code, const char *msg, siz
   return 0;
 }
 
+static int on_frame_send(nghttp2_session *session, const nghttp2_frame *f, void *ud) {
+  (void)session;
+  h2_t *h = ud;
+  if (f->hd.type == NGHTTP2_GOAWAY && f->goaway.error_code != NGHTTP2_NO_ERROR) {
+    /* nghttp2 ends the session for a frame it refused: its code and the
+     * debug text it put in the GOAWAY name what was wrong */
+    int dl = f->goaway.opaque_data_len > 60 ? 60 : (int)f->goaway.opaque_data_len;
+    snprintf(h->nghttp2_why, sizeof(h->nghttp2_why), "our GOAWAY %s%s%.*s%s",
+             nghttp2_http2_strerror(f->goaway.error_code), dl ? " (" : "", dl,
+             dl ? (const char *)f->goaway.opaque_data : "", dl ? ")" : "");
+  }
+  if (f->hd.type == NGHTTP2_DATA) h->st.mux.data_bytes_out += f->hd.length;
+  else if (f->hd.type == NGHTTP2_HEADERS || f->hd.type == NGHTTP2_CONTINUATION)
+    h->st.mux.header_bytes_out += f->hd.length;
+  return 0;
+}
+
 static nghttp2_session_callbacks *cbs;
 static pthread_once_t cbs_once = PTHREAD_ONCE_INIT;
 
@@ -385,6 +360,7 @@ static void make_cbs(void) {
   nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, on_frame_recv);
   nghttp2_session_callbacks_set_on_stream_close_callback(cbs, on_stream_close);
   nghttp2_session_callbacks_set_error_callback2(cbs, on_error);
+  nghttp2_session_callbacks_set_on_frame_send_callback(cbs, on_frame_send);
 }
 
 /* ---- the codec ---------------------------------------------------------- */
@@ -406,7 +382,15 @@ static int pump_out(ab_codec_t *c) {
       ab_codec_set_why(c, "HTTP/2: %s", nghttp2_strerror((int)n));
       return fail(c, AB_EPROTO);
     }
-    if (n == 0) return 0;
+    if (n == 0) {
+      /* body bytes left that nghttp2 did not take: no window for them */
+      if (h->tx_pending && h->stall_t0 == 0) h->stall_t0 = ab_now_ns();
+      else if (!h->tx_pending && h->stall_t0) {
+        h->st.mux.stall_ns += ab_now_ns() - h->stall_t0;
+        h->stall_t0 = 0;
+      }
+      return 0;
+    }
     if (ab_outbuf_append(c->out, d, (size_t)n) < 0) return fail(c, AB_ENOMEM);
   }
 }
@@ -421,28 +405,54 @@ static int h2_init(ab_codec_t *c, int is_client) {
   snprintf(h->host, sizeof(h->host), "127.0.0.1");
   h->batchv = h->batch;
   h->batchcap = 64;
-  h->mem = (nghttp2_mem){h, mem_malloc, mem_free, mem_calloc, mem_realloc};
+  ab__h2_mem_init(&h->mem);
   nghttp2_option *opt = NULL;
   if (nghttp2_option_new(&opt) != 0) return AB_ENOMEM;
-  int r = is_client ? nghttp2_session_client_new3(&h->s, cbs, h, opt, &h->mem)
-                    : nghttp2_session_server_new3(&h->s, cbs, h, opt, &h->mem);
+  int r = is_client ? nghttp2_session_client_new3(&h->s, cbs, h, opt, &h->mem.mem)
+                    : nghttp2_session_server_new3(&h->s, cbs, h, opt, &h->mem.mem);
   nghttp2_option_del(opt);
   if (r != 0) {
-    mem_drop_all(h);
+    ab__h2_mem_drop(&h->mem);
     return AB_ENOMEM;
   }
-  nghttp2_settings_entry iv[2] = {
-      {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, AB_H2_SERVER_STREAMS},
-      {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, AB_H2_WINDOW},
+  return 0;
+}
+
+static int start(ab_codec_t *c);
+
+int ab_h2_set_settings(ab_codec_t *c, const ab_h2_settings_t *s) {
+  h2_t *h = S(c);
+  if (h->started) return AB_EINVAL;
+  h->want = *s;
+  /* the connection's first bytes: a client's preface and SETTINGS (its
+   * first streams wait for the peer's, mux_room), a server's SETTINGS */
+  int r = start(c);
+  return r < 0 ? r : c->out ? pump_out(c) : 0;
+}
+
+/* Our SETTINGS (and the connection window), once, before anything else. */
+static int start(ab_codec_t *c) {
+  h2_t *h = S(c);
+  h->started = 1;
+  const ab_h2_settings_t *w = &h->want;
+  uint32_t v[4] = {
+      w->max_concurrent_streams ? w->max_concurrent_streams : AB_H2_SERVER_STREAMS,
+      w->initial_window_size || w->initial_window_size_set ? w->initial_window_size : AB_H2_WINDOW,
+      w->max_frame_size ? w->max_frame_size : 16384,
+      w->header_table_size || w->header_table_size_set ? w->header_table_size : 4096,
   };
-  r = nghttp2_submit_settings(h->s, NGHTTP2_FLAG_NONE, iv, 2);
+  nghttp2_settings_entry iv[4];
+  for (int i = 0; i < 4; i++) {
+    iv[i].settings_id = (int32_t)SETTING_IDS[i];
+    iv[i].value = v[i];
+    h->st.mux.ours[i] = v[i];
+  }
+  int r = nghttp2_submit_settings(h->s, NGHTTP2_FLAG_NONE, iv, 4);
   if (r == 0)
     r = nghttp2_session_set_local_window_size(h->s, NGHTTP2_FLAG_NONE, 0, AB_H2_CONN_WINDOW);
-  if (r == 0 && c->out) r = pump_out(c);
   if (r != 0) {
-    nghttp2_session_del(h->s);
-    mem_drop_all(h);
-    return r < 0 && r > -5000 ? r : AB_ENOMEM;
+    ab_codec_set_why(c, "HTTP/2: cannot send SETTINGS: %s", nghttp2_strerror(r));
+    return fail(c, AB_EPROTO);
   }
   return 0;
 }
@@ -451,7 +461,7 @@ static void h2_free(ab_codec_t *c) {
   h2_t *h = S(c);
   nghttp2_session_del(h->s);
   h->s = NULL;
-  mem_drop_all(h);
+  ab__h2_mem_drop(&h->mem);
   for (uint32_t i = 0; i < h->nall; i++) {
     free(h->all[i]->own);
     free(h->all[i]);
@@ -495,10 +505,62 @@ static uint8_t *h2_mux_body(ab_codec_t *c, uint32_t i, size_t len) {
   return s->tx;
 }
 
+/* Request mode: messages seq .. seq+n-1 are the plan's entries in turn. */
+static int submit_planned(ab_codec_t *c, uint64_t seq, uint32_t n) {
+  h2_t *h = S(c);
+  if (h->err) return h->err;
+  if (!h->started && start(c) < 0) return h->err;
+  for (uint32_t i = 0; i < n; i++) {
+    strm_t *s = strm_take(h);
+    if (s == NULL) return fail(c, AB_ENOMEM);
+    s->req = h->first + (uint32_t)((seq + i) % h->nreq);
+    const ab_h2_req_t *rq = &h->plan->reqs[s->req];
+    s->seq = seq + i;
+    s->state = ST_OPEN;
+    s->tx = (uint8_t *)(uintptr_t)rq->body; /* read only */
+    s->txlen = rq->body_len;
+    nghttp2_data_provider prd = {.source.ptr = s, .read_callback = read_body};
+    int32_t id = nghttp2_submit_request(h->s, NULL, rq->nv, rq->nnv, rq->body ? &prd : NULL, s);
+    if (id < 0) {
+      ab_codec_set_why(c, "HTTP/2: cannot open a stream: %s", nghttp2_strerror(id));
+      strm_release(h, s);
+      return fail(c, AB_EPROTO);
+    }
+    s->id = id;
+    h->open++;
+    if (s->txlen) h->tx_pending++;
+  }
+  return pump_out(c);
+}
+
+static int h2_set_requests(ab_codec_t *c, const void *plan, uint32_t conn_id) {
+  h2_t *h = S(c);
+  if (!h->is_client || plan == NULL) return AB_EINVAL;
+  const ab_h2_plan_t *p = plan;
+  h->plan = p;
+  h->first = 0;
+  h->nreq = p->http->n;
+  if (p->http->nconns > 0) {
+    h->first = p->http->conns[conn_id % p->http->nconns].first;
+    h->nreq = p->http->conns[conn_id % p->http->nconns].n;
+  }
+  return 0;
+}
+
+static int h2_reply_verdict(const ab_codec_t *c, int *status) {
+  const h2_t *h = CS(c);
+  const strm_t *s = h->last;
+  *status = s ? s->status : 0;
+  if (s == NULL || h->plan == NULL) return AB_EINVAL;
+  return ab_http_req_ok(&h->plan->http->reqs[s->req], s->status) ? 0 : AB_ERR_HTTP(s->status);
+}
+
 static int h2_mux_submit(ab_codec_t *c, uint64_t seq, uint32_t n) {
   h2_t *h = S(c);
   int r = 0;
   if (h->err) r = h->err;
+  if (r == 0 && !h->started && start(c) < 0) r = h->err;
+  if (h->plan) return submit_planned(c, seq, n);
   for (uint32_t i = 0; i < n && r == 0; i++) {
     strm_t *s = h->batchv[i];
     if (s->txlen != h->clen_for || h->clen[0] == '\0') {
@@ -529,6 +591,7 @@ static int h2_mux_submit(ab_codec_t *c, uint64_t seq, uint32_t n) {
     }
     s->id = id;
     h->open++;
+    if (s->txlen) h->tx_pending++;
   }
   /* what was built and not sent */
   for (uint32_t i = n; i < h->nbatch; i++) strm_release(h, h->batchv[i]);
@@ -539,7 +602,9 @@ static int h2_mux_submit(ab_codec_t *c, uint64_t seq, uint32_t n) {
 
 static uint32_t h2_mux_room(const ab_codec_t *c) {
   const h2_t *h = CS(c);
-  if (h->err || h->goaway) return 0;
+  /* none before the peer's SETTINGS: its stream cap is not known yet (a
+   * stream past it would be refused) */
+  if (h->err || h->goaway || !h->st.mux.peer_seen) return 0;
   uint32_t m = nghttp2_session_get_remote_settings(h->s, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS);
   return m > h->open ? m - h->open : 0;
 }
@@ -585,6 +650,7 @@ static int h2_parse(ab_codec_t *c, const uint8_t *in, size_t avail, size_t *used
   }
   if (hand_out(c, msg)) return 1;
   if (h->err) return h->err;
+  if (!h->started && start(c) < 0) return h->err;
   if (avail > 0) {
     ssize_t n = nghttp2_session_mem_recv(h->s, in, avail);
     *used = avail;
@@ -627,7 +693,7 @@ static int h2_server_reply(ab_codec_t *c, const uint8_t *payload, size_t len) {
   }
   s->state = ST_DONE;
   if (h->err) return h->err;
-  if (payload != s->rx) {
+  if (len && payload != s->rx) {
     if (len > s->rxcap && strm_room(s, 0, len) < 0) return fail(c, AB_ENOMEM);
     memcpy(s->rx, payload, len);
   }
@@ -642,6 +708,7 @@ static int h2_server_reply(ab_codec_t *c, const uint8_t *payload, size_t len) {
   };
   nghttp2_data_provider prd = {.source.ptr = s, .read_callback = read_body};
   int r = nghttp2_submit_response(h->s, s->id, nv, 2, &prd);
+  if (r == 0 && len) h->tx_pending++;
   if (r != 0) {
     ab_codec_set_why(c, "HTTP/2: cannot answer a stream: %s", nghttp2_strerror(r));
     return fail(c, AB_EPROTO);
@@ -651,6 +718,8 @@ static int h2_server_reply(ab_codec_t *c, const uint8_t *payload, size_t len) {
 
 static void h2_stats(const ab_codec_t *c, ab_codec_stats_t *st) {
   const h2_t *h = CS(c);
+  st->mux = h->st.mux;
+  if (h->stall_t0) st->mux.stall_ns += ab_now_ns() - h->stall_t0;
   if (h->peer_max && (st->peer_max_streams == 0 || h->peer_max < st->peer_max_streams))
     st->peer_max_streams = h->peer_max;
 }
@@ -676,4 +745,6 @@ const ab_codec_vt_t ab_codec_h2 = {
     .mux_submit = h2_mux_submit,
     .mux_room = h2_mux_room,
     .mux_reply = h2_mux_reply,
+    .set_requests = h2_set_requests,
+    .reply_verdict = h2_reply_verdict,
 };

@@ -49,6 +49,11 @@ typedef struct {
   /* udp: socket buffers to request (bytes; 0 = the defaults 64 KiB send,
    * 4 MiB receive); server_recv_buffer applies to the server socket */
   uint32_t udp_send_buffer, udp_recv_buffer, udp_server_recv_buffer;
+  /* h2, h2c: the SETTINGS sent (scenario key h2; 0 = arkbench's default,
+   * proto/h2.h) */
+  uint32_t h2_max_concurrent_streams, h2_initial_window_size, h2_max_frame_size,
+      h2_header_table_size;
+  int h2_header_table_size_set, h2_initial_window_size_set;
 } ab_transport_opts_t;
 
 /* What the kernel granted for a requested socket buffer (Linux reports
@@ -67,6 +72,14 @@ typedef struct {
   uint64_t tls_handshakes, tls_resumed_count;
   /* udp: the buffers of the first client socket and the server socket */
   ab_udp_buffers_t udp_client_buffers, udp_server_buffers;
+  /* h2, h2c: the SETTINGS the first connection sent and the ones its peer
+   * sent (max_concurrent_streams, initial_window_size, max_frame_size,
+   * header_table_size; a peer's value it did not send is the RFC's
+   * default), h2_peer_seen 0 when no peer SETTINGS arrived; h2_cap the
+   * smallest MAX_CONCURRENT_STREAMS any peer announced (0: none) */
+  uint32_t h2_ours[4], h2_peer[4];
+  int h2_peer_seen;
+  uint32_t h2_cap;
 } ab_session_info_t;
 
 #endif

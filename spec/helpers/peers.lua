@@ -178,7 +178,8 @@ http {
 -- d/html (made here; opts.html = { [name] = text } written into it) with
 -- a config written to d/nginx.conf: opts.tls (a certificate made in d;
 -- opts.ssl_protocols: nginx's list, default "TLSv1.2 TLSv1.3"),
--- opts.locations (lines inside the server block), opts.http_lines (lines
+-- opts.http2 (HTTP/2 on the listener: with tls by ALPN h2, else h2c with
+-- prior knowledge), opts.locations (lines inside the server block), opts.http_lines (lines
 -- in the http block, e.g. a log_format), opts.keepalive_requests
 -- (default 100000000: one connection for the whole run, since a close
 -- costs the requests pipelined on it). Returns port, pid; its logs are
@@ -202,7 +203,7 @@ function M.start_nginx(d, opts)
             :gsub("{LOCATIONS}", function() return opts.locations or "" end)
             :gsub("{HTTP}", function() return opts.http_lines or "" end)
             :gsub("{D}", function() return d end):gsub("{PORT}", tostring(port))
-            :gsub("{SSL}", opts.tls and " ssl" or "")
+            :gsub("{SSL}", (opts.tls and " ssl" or "") .. (opts.http2 and " http2" or ""))
             :gsub("{KEEPALIVE}", tostring(opts.keepalive_requests or 100000000))
         files.write_file(conf, text)
         return "nginx -e " .. shq(d .. "/error.log") .. " -p " .. shq(d) .. " -c " .. shq(conf)

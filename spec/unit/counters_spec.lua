@@ -26,7 +26,8 @@ local function expected_block(group)
     local rows = {}
     for _, c in ipairs(core.counters()) do
         if c.group == group then
-            local key = group == "datagram" and ("udp." .. c.name) or c.name
+            local key = group == "datagram" and ("udp." .. c.name)
+                or group == "h2" and ("h2." .. c.name:sub(4)) or c.name
             rows[#rows + 1] = ("| `%s` | integer | %s |\n"):format(key, c.doc)
         end
     end
@@ -42,7 +43,7 @@ describe("core.counters", function()
             assert.is_nil(seen[c.name], c.name .. " declared twice")
             seen[c.name] = true
             assert.is_truthy(c.merge == "sum" or c.merge == "max")
-            assert.is_truthy(c.group == "run" or c.group == "datagram")
+            assert.is_truthy(c.group == "run" or c.group == "datagram" or c.group == "h2")
             assert.is_true(#c.doc > 10)
         end
         for _, name in ipairs({ "sent", "completed", "drained", "timed_out", "message_errors",
@@ -55,7 +56,7 @@ end)
 
 describe("docs/run-object.md", function()
     local text = read(ROOT .. "/docs/run-object.md")
-    for _, group in ipairs({ "run", "datagram" }) do
+    for _, group in ipairs({ "run", "datagram", "h2" }) do
         it("has the counters table's " .. group .. " rows", function()
             local want, got = expected_block(group), doc_block(text, group)
             if want ~= got then

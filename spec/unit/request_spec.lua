@@ -108,12 +108,12 @@ describe("scenario key request", function()
             .. " a table of names to values, { [\"User-Agent\"] = \"x\" }", err)
     end)
 
-    it("is only for protocol http or https, and not for execution lua", function()
+    it("is only for protocol http, https, h2 or h2c, and not for execution lua", function()
         assert.equals("--set request.path=/x: key 'request': a case has protocol tcp; expected protocol"
-            .. " http or https (request mode), for every case",
+            .. " http, https, h2 or h2c (request mode), for every case",
             load_err("minimal.lua", { "request.path=/x" }))
         assert.equals("--set request.path=/x: key 'request': a case has protocol ws; expected protocol"
-            .. " http or https (request mode), for every case",
+            .. " http, https, h2 or h2c (request mode), for every case",
             load_err("minimal.lua", { "protocol=http,ws", "request.path=/x" }))
         local path = file_with([[{ protocol = "http", execution = "lua", message = "x", expect = 1,
             request = { path = "/" } }]])

@@ -99,7 +99,7 @@ describe("scenario.load", function()
                 .. "label, vars, description, protocol, framing, payload, clients, window, load, topology, "
                 .. "execution, coroutine_stack, work, warmup, duration, repetitions, rate, rate_precision, requests_per_connection, "
                 .. "connect_rate, interval, timeout, connect_timeout, placement, processes, target, bind, tls, udp, "
-                .. "request, client, server, message, expect, tag"
+                .. "h2, request, client, server, message, expect, tag"
                 .. ", thresholds, max_error_rate, rate_strict, strict",
                 load_err("unknown_far.lua"))
         end)
@@ -405,7 +405,7 @@ describe("scenario.load", function()
                 .. "\"big\"; expected an integer from 1 to 1073741824 (bytes) or a size such as \"64B\", \"16KiB\", \"1MiB\"",
                 load_err("minimal.lua", { "protocol=udp", "udp.recv_buffer=big" }))
             assert.equals("--set payload.x=1: key 'payload' takes a value, not sub-keys; "
-                .. "--set KEY.SUB=value is for request, tls, udp", load_err("minimal.lua", { "payload.x=1" }))
+                .. "--set KEY.SUB=value is for h2, request, tls, udp", load_err("minimal.lua", { "payload.x=1" }))
             assert.equals("--set tsl.ca=f: unknown key 'tsl'; did you mean 'tls'?",
                 load_err("minimal.lua", { "tsl.ca=f" }))
             -- a whole table cannot be typed: the message says how to give it
@@ -531,6 +531,12 @@ describe("scenario.load", function()
                 .. "\"coroutine\" runs over protocols tcp, ws, tls, wss, http, https, not udp; "
                 .. "expected execution callback or lua for protocol udp",
                 load_err("minimal.lua", { "protocol=tcp,udp", "execution=callback,coroutine" }))
+            -- h2/h2c: callback only, and the refusal says why
+            assert.equals("--set execution=coroutine: key 'execution': execution = \"coroutine\" "
+                .. "runs over protocols tcp, ws, tls, wss, http, https, not h2; expected "
+                .. "execution callback for protocol h2 (h2 runs a stream per message, completed "
+                .. "out of order; only the callback echo drives that: docs/protocols.md)",
+                load_err("minimal.lua", { "protocol=h2", "execution=coroutine" }))
         end)
 
         it("refuses execution = \"lua\" over a protocol it does not drive, with the table's list", function()

@@ -9,9 +9,9 @@
 int main(void) {
   size_t n = 0;
   const ab_proto_cap_t *protos = ab_caps_protocols(&n);
-  CHECK_EQ_U64(n, 7);
-  static const char *order[] = {"tcp", "udp", "ws", "tls", "wss", "http", "https"};
-  for (size_t i = 0; i < n && i < 7; i++) {
+  CHECK_EQ_U64(n, 9);
+  static const char *order[] = {"tcp", "udp", "ws", "tls", "wss", "http", "https", "h2", "h2c"};
+  for (size_t i = 0; i < n && i < 9; i++) {
     CHECK(strcmp(protos[i].name, order[i]) == 0);
     /* id and name lead to the same row */
     CHECK(ab_caps_protocol(protos[i].id) == &protos[i]);
@@ -20,12 +20,13 @@ int main(void) {
     CHECK(protos[i].payload_max <= ab_caps_limits()->payload_max);
     /* a stream has a codec; a datagram has none */
     CHECK((protos[i].transport == AB_TRANSPORT_STREAM) == (protos[i].codec != NULL));
-    /* the coroutine echo runs every stream protocol and no datagram one */
+    /* the coroutine echo runs every stream protocol but the multiplexed
+     * ones (h2, h2c) and no datagram one */
     CHECK(ab_caps_runs(&protos[i], AB_EXEC_COROUTINE) ==
-          (protos[i].transport == AB_TRANSPORT_STREAM));
+          (protos[i].transport == AB_TRANSPORT_STREAM && !protos[i].streams));
   }
   CHECK(ab_caps_protocol(0) == NULL);
-  CHECK(ab_caps_protocol(AB_PROTO_HTTPS + 1) == NULL);
+  CHECK(ab_caps_protocol(AB_PROTO_H2C + 1) == NULL);
   CHECK(ab_caps_protocol_named("quic") == NULL);
   CHECK(ab_caps_protocol_named(NULL) == NULL);
 
@@ -41,7 +42,12 @@ int main(void) {
   CHECK(!ab_caps_runs(NULL, AB_EXEC_CALLBACK));
   int ntls = 0;
   for (size_t i = 0; i < n; i++) ntls += protos[i].tls;
-  CHECK(ntls == 3);
+  CHECK(ntls == 4);
+  /* HTTP/2: a stream per message; h2 requires ALPN h2, h2c is cleartext */
+  const ab_proto_cap_t *h2 = ab_caps_protocol(AB_PROTO_H2), *h2c = ab_caps_protocol(AB_PROTO_H2C);
+  CHECK(h2 && h2->tls && h2->streams && strcmp(h2->alpn, "h2") == 0 && strcmp(h2->codec, "h2") == 0);
+  CHECK(h2c && !h2c->tls && h2c->streams && h2c->alpn == NULL);
+  CHECK(!ab_caps_runs_churn(h2, AB_EXEC_CALLBACK) && ab_caps_runs_shared(h2, AB_EXEC_CALLBACK));
   CHECK(ab_caps_protocol(AB_PROTO_WSS)->tls && strcmp(ab_caps_protocol(AB_PROTO_WSS)->codec, "ws") == 0);
   CHECK(strcmp(ab_caps_protocol(AB_PROTO_HTTPS)->codec, "http") == 0);
 

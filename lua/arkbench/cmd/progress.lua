@@ -206,6 +206,17 @@ function _M.printer(total_runs, opts)
             out:write(format("warning: %s rep %s: %s\n", tostring(obj.case_id),
                              tostring(obj.repetition), gen))
         end
+        -- h2/h2c: a window above the peer's stream cap ran at the cap; said
+        -- once per run (the run object's note names both numbers)
+        if type(obj.h2) == "table" and type(obj.notes) == "table" then
+            for _, n in ipairs(obj.notes) do
+                if type(n) == "string" and n:find("SETTINGS_MAX_CONCURRENT_STREAMS", 1, true) then
+                    if tty and not (done == total or warning) then out:write("\n") end
+                    out:write(format("warning: %s rep %s: %s\n", tostring(obj.case_id),
+                                     tostring(obj.repetition), n))
+                end
+            end
+        end
         out:flush()
     end
 

@@ -57,7 +57,10 @@ usage: arkbench URL [options]
       --pipeline      http/https: send -w requests per connection without
                       waiting (HTTP/1.1 pipelining; never on by itself)
   -H, --header 'N: V' a request header (repeatable; http/https)
-  -m, --method M      request method (default GET; http/https)
+  -m, --method M      request method (default GET; http/https); with --h2 or
+                      --h2c, -m N (a number) is the window, as h2load's -m
+      --h2            HTTP/2 over TLS (ALPN h2) to an https:// URL
+      --h2c           HTTP/2 with prior knowledge to an http:// URL
   -b, --body TEXT     request body (http/https); -b @FILE reads it from FILE
       --body-file FILE    the request body is FILE's bytes
       --ok-status LIST    the statuses that count as success, e.g. 2xx,404
@@ -157,6 +160,7 @@ local FLAGS = {
     ["metrics-listen"] = { "metrics_listen", "text" },
     threshold = { "thresholds", "list" },
     h = { "help", "flag" }, help = { "help", "flag" },
+    h2 = { "h2", "flag" }, h2c = { "h2c", "flag" },
 }
 
 local function convert(name, kind, v)
@@ -266,6 +270,24 @@ function _M.parse_args(args)
         i = i + 1
     end
     local http = u.protocol == "http" or u.protocol == "https"
+    -- HTTP/2: --h2 over https:// (ALPN h2), --h2c over http:// (prior
+    -- knowledge); as h2load's -m, "-m N" (a number) is the streams per
+    -- connection, the window
+    if o.h2 or o.h2c then
+        if o.h2 and o.h2c then return nil, "--h2 and --h2c exclude each other" end
+        if o.h2 and u.protocol ~= "https" then
+            return nil, "--h2 is for https:// URLs (HTTP/2 over TLS, ALPN h2); use --h2c with http://"
+        end
+        if o.h2c and u.protocol ~= "http" then
+            return nil, "--h2c is for http:// URLs (HTTP/2 with prior knowledge); use --h2 with https://"
+        end
+        o.h2_protocol = o.h2 and "h2" or "h2c"
+        if o.method and o.method:match("^%d+$") then
+            local n = tonumber(o.method)
+            if n < 1 then return nil, "-m: expected a whole number >= 1 (streams per connection)" end
+            o.window, o.method = n, nil
+        end
+    end
     for _, k in ipairs({ "method", "body", "body_file", "ok_status" }) do
         if o[k] and not http then
             return nil, format("--%s is for http:// and https:// URLs", (k:gsub("_", "-")))
@@ -282,7 +304,8 @@ function _M.parse_args(args)
     -- a window above 1 over HTTP/1.1 is pipelining: never turned on by -w
     -- (or to meet -R) without being asked for
     if o.pipeline and not http then return nil, "--pipeline is for http:// and https:// URLs" end
-    if http and (o.window or 1) > 1 and not o.pipeline then
+    -- (HTTP/2's window is concurrent streams, not pipelining)
+    if http and not o.h2_protocol and (o.window or 1) > 1 and not o.pipeline then
         return nil, format("-w %d over %s:// pipelines %d requests on each connection (HTTP/1.1"
             .. " pipelining, which many servers serve one by one or refuse); add --pipeline to ask"
             .. " for it, or raise -c for more requests in flight", o.window, u.scheme, o.window)
@@ -341,7 +364,7 @@ function _M.scenario(o)
         "-- written by arkbench for: arkbench " .. u.scheme .. "://" .. host .. ":" .. u.port .. u.path,
         "return {",
         "    name = " .. q(name_of(u)) .. ",",
-        "    protocol = " .. q(u.protocol) .. ",",
+        "    protocol = " .. q(o.h2_protocol or u.protocol) .. ",",
         "    target = " .. q(host .. ":" .. u.port) .. ",",
         "    clients = " .. (o.connections or 16) .. ",",
         "    window = " .. (o.window or 1) .. ",",

@@ -40,7 +40,7 @@ _M.KEYS = {
     "name", "label", "vars", "description", "protocol", "framing", "payload", "clients",
     "window", "load", "topology", "execution", "coroutine_stack", "work", "warmup", "duration",
     "repetitions", "rate", "rate_precision", "requests_per_connection", "connect_rate", "interval", "timeout",
-    "connect_timeout", "placement", "processes", "target", "bind", "tls", "udp",
+    "connect_timeout", "placement", "processes", "target", "bind", "tls", "udp", "h2",
     "request", "client", "server", "message", "expect", "tag",
     "thresholds", "max_error_rate", "rate_strict", "strict",
 }
@@ -104,7 +104,8 @@ end
 
 _M.KNOWN = KNOWN
 -- the keys whose value is a table of known sub-keys (--set KEY.SUB=value)
-_M.SUB_KEYS = { tls = net.TLS_KEYS, udp = net.UDP_KEYS, request = { "method", "path", "body" } }
+_M.SUB_KEYS = { tls = net.TLS_KEYS, udp = net.UDP_KEYS, h2 = net.H2_KEYS,
+                request = { "method", "path", "body" } }
 _M.LOAD_KEYS = load.LOAD_KEYS
 _M.relative_to_file = net.relative_to_file
 _M.is_finite = base.is_finite

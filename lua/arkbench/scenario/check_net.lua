@@ -28,6 +28,16 @@ local TLS_KEYS = { "version", "ciphers", "sni", "alpn", "resume", "ca", "verify"
 -- the socket buffers to request (defaults 64 KiB send, 4 MiB receive);
 -- server_recv_buffer sets the server socket's alone (a tiny one forces loss)
 local UDP_KEYS = { "send_buffer", "recv_buffer", "server_recv_buffer" }
+-- h2 = { ... }: the SETTINGS arkbench sends on h2/h2c connections (RFC 9113
+-- 6.5.2), each with its allowed range (docs/scenarios.md)
+local H2_KEYS = { "max_concurrent_streams", "initial_window_size", "max_frame_size",
+                  "header_table_size" }
+local H2_RANGES = {
+    max_concurrent_streams = { 1, 2147483647 },
+    initial_window_size = { 0, 2147483647 },
+    max_frame_size = { 16384, 16777215 },
+    header_table_size = { 0, 2147483647 },
+}
 
 -- nil when s can be one ALPN protocol name, else what it must be
 local function alpn_name_problem(s)
@@ -234,8 +244,37 @@ local function check_udp(ctx, v)
     return ok and out or nil
 end
 
--- bind, tls and udp of t into keys
+local function check_h2(ctx, v)
+    local label = "key 'h2'"
+    if type(v) ~= "table" then
+        fail(ctx, "h2", label .. ": got " .. describe(v) .. "; expected a table with keys "
+             .. tbl_concat(H2_KEYS, ", "))
+        return nil
+    end
+    local ok, out = true, {}
+    for _, k in ipairs(sorted_keys(v, H2_KEYS)) do
+        fail(ctx, "h2", label .. ": " .. (type(k) == "string" and unknown_key(k, H2_KEYS)
+             or ("unexpected list entry [" .. tostring(k) .. "]")))
+        ok = false
+    end
+    for _, k in ipairs(H2_KEYS) do
+        local x, r = v[k], H2_RANGES[k]
+        if x ~= nil then
+            if type(x) ~= "number" or x ~= math_floor(x) or x < r[1] or x > r[2] then
+                fail(ctx, "h2", label .. ": key '" .. k .. "': got " .. describe(x)
+                     .. "; expected an integer from " .. r[1] .. " to " .. r[2]
+                     .. (k == "max_concurrent_streams" and " (streams)" or " (bytes)"))
+                ok = false
+            end
+            out[k] = x
+        end
+    end
+    return ok and out or nil
+end
+
+-- bind, tls, udp and h2 of t into keys
 function _M.check(ctx, t, keys)
+    if t.h2 ~= nil then keys.h2 = check_h2(ctx, t.h2) end
     if t.bind ~= nil then keys.bind = check_bind(ctx, t.bind) end
     if t.tls ~= nil then keys.tls = check_tls(ctx, t.tls) end
     if t.udp ~= nil then keys.udp = check_udp(ctx, t.udp) end
@@ -280,6 +319,6 @@ function _M.cross_check(ctx, keys)
     end
 end
 
-_M.TLS_KEYS, _M.UDP_KEYS = TLS_KEYS, UDP_KEYS
+_M.TLS_KEYS, _M.UDP_KEYS, _M.H2_KEYS = TLS_KEYS, UDP_KEYS, H2_KEYS
 
 return _M

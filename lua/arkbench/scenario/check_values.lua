@@ -205,6 +205,7 @@ local function with_units(t)
     for _, k in ipairs(SECONDS_KEYS) do out[k] = resolve(out[k], units.seconds) end
     for _, k in ipairs(BYTES_KEYS) do out[k] = resolve(out[k], units.bytes) end
     if type(out.udp) == "table" then out.udp = resolve(out.udp, units.bytes) end
+    if type(out.h2) == "table" then out.h2 = resolve(out.h2, units.bytes) end
     return out
 end
 

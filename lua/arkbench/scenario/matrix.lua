@@ -115,7 +115,7 @@ _M.ID_KEYS = { "label", "protocol", "framing", "payload", "clients", "window", "
                "execution", "work", "rate", "rate_precision", "requests_per_connection", "connect_rate", "warmup",
                "duration", "placement", "processes", "target" }
 -- and, only when parts would otherwise share an id, these
-_M.MORE_ID_KEYS = { "timeout", "interval", "coroutine_stack", "tls", "udp" }
+_M.MORE_ID_KEYS = { "timeout", "interval", "coroutine_stack", "tls", "udp", "h2" }
 
 local function sorted_pairs_text(t)
     local keys = {}
@@ -245,6 +245,7 @@ expand_base = function(spec)
             repetitions = keys.repetitions,
             tls = keys.tls,
             udp = keys.udp,
+            h2 = keys.h2,
             request = keys.request,
             interval = keys.interval,
             connect_timeout = keys.connect_timeout,

@@ -261,14 +261,14 @@ function _M.expand_function(fn, clients, vars)
     return all, counts
 end
 
--- Across keys: every case has protocol http or https and the built-in
+-- Across keys: every case has protocol http, https, h2 or h2c and the built-in
 -- client's execution (callback or coroutine).
 function _M.cross_check(ctx, keys)
     local protocols = type(keys.protocol) == "table" and keys.protocol or { keys.protocol or "tcp" }
     for _, pr in ipairs(protocols) do
-        if pr ~= "http" and pr ~= "https" then
+        if pr ~= "http" and pr ~= "https" and pr ~= "h2" and pr ~= "h2c" then
             fail(ctx, "request", str_format("key 'request': a case has protocol %s; expected"
-                 .. " protocol http or https (request mode), for every case", pr))
+                 .. " protocol http, https, h2 or h2c (request mode), for every case", pr))
             break
         end
     end
