@@ -363,6 +363,31 @@ static inline int ab__win_complete_oldest(ab__client_t *c, uint64_t now) {
   return ab__win_complete(c, 0, c->id, c->win.oldest_seq, now);
 }
 
+/* A request-mode reply's status, for a measure-phase message in slot:
+ * counted per code (< AB_REPLY_CODES; 0 = none), its RTT in the loop's
+ * rtt_ok when it succeeded (err 0) and is completed (not drained), else
+ * counted in non_success, the interval's errors, its tag's non_success,
+ * the loop's status failures and its errors of class err.  The reply
+ * completes its message either way (the caller accounts it): a response
+ * is a round trip whatever its status (docs/run-object.md: non_success). */
+static inline void ab__win_status(ab__loop_t *l, ab__win_t *w, uint32_t slot, uint64_t now,
+                                  uint32_t code, int err) {
+  if (code < AB_REPLY_CODES) l->reply_codes[code]++;
+  if (err == 0) {
+    /* as ab__win_account measures it (from the intended time in open
+     * loop), for the replies it counts completed */
+    uint64_t t0 = w->origin != NULL ? w->origin[slot] : w->ns[slot];
+    if (now <= l->deadline_ns) ab_hist_record(&l->rtt_ok, now > t0 ? now - t0 : 0);
+    return;
+  }
+  l->non_success++;
+  ab__iv_at(l, now)->errors++;
+  if (w->tag != NULL && w->tag[slot]) l->tags[w->tag[slot] - 1].non_success++;
+  l->status_failures++;
+  ab__errors_add(l->errors, &l->nerrors, err, 1,
+                 "a response whose status is outside the success set");
+}
+
 /* The oldest message in flight got a whole reply at `now` (matched by
  * position) that carries status `code` (< AB_REPLY_CODES, counted per code
  * for a measure-phase message; 0 = none) and a verdict: err 0 (a success)
@@ -386,24 +411,8 @@ static inline int ab__win_complete_coded(ab__client_t *c, uint64_t now, uint32_t
     if (w->phase[slot] == AB_PHASE_MEASURE) l->late++; /* as ab__win_complete */
     return AB_ETIMEDOUT;
   }
-  int measure = w->phase[slot] == AB_PHASE_MEASURE;
   w->oldest_seq++;
-  if (measure) {
-    if (code < AB_REPLY_CODES) l->reply_codes[code]++;
-    if (err == 0) {
-      /* as ab__win_account measures it (from the intended time in open
-       * loop), for the replies it counts completed */
-      uint64_t t0 = w->origin != NULL ? w->origin[slot] : w->ns[slot];
-      if (now <= l->deadline_ns) ab_hist_record(&l->rtt_ok, now > t0 ? now - t0 : 0);
-    } else {
-      l->non_success++;
-      ab__iv_at(l, now)->errors++;
-      if (w->tag != NULL && w->tag[slot]) l->tags[w->tag[slot] - 1].non_success++;
-      l->status_failures++;
-      ab__errors_add(l->errors, &l->nerrors, err, 1,
-                     "a response whose status is outside the success set");
-    }
-  }
+  if (w->phase[slot] == AB_PHASE_MEASURE) ab__win_status(l, w, slot, now, code, err);
   return ab__win_account(l, w, slot, now, w->ns[slot]);
 }
 
@@ -493,13 +502,13 @@ static inline int ab__win_complete_datagram(ab__client_t *c, uint8_t ph, uint32_
  * `now`: replies come once each, in any order, matched by the sequence the
  * stream was opened for (the in-flight set of window_dgram.h).  ph and cid
  * are what the reply's header says (ph 0: no header, the message's own
- * phase).  err 0: it completes as ab__win_complete does; err < 0 (the
- * reply says the request failed: a status outside the success set, the
- * stream reset by the peer) frees its slot and, in the measure phase,
+ * phase).  err 0: it completes as ab__win_complete does; a response in
+ * request mode (code = its status, > 0) completes whatever its status, as
+ * ab__win_complete_coded: status_fail 1 says it is outside the success set
+ * (err its class; counted by ab__win_status); err < 0 without status_fail
+ * (the stream reset by the peer) frees its slot and, in the measure phase,
  * counts it in message_errors, the interval's errors and the loop's errors
- * of class err with the sentence `why`; code (< AB_REPLY_CODES, 0 = none)
- * is counted per code for a measure-phase message, and a status failure
- * (status_fail 1) in the loop's status failures.  Returns AB__WIN_MEASURED
+ * of class err with the sentence `why`.  Returns AB__WIN_MEASURED
  * or AB__WIN_FREED; AB_ESEQ when seq is not in flight (or the header names
  * another connection or phase); AB_ETIMEDOUT when it came later than the
  * timeout (counted late, left in flight: the caller fails the connection,
@@ -518,8 +527,12 @@ AB__WIN_HOT int ab__win_complete_stream(ab__client_t *c, uint8_t ph, uint32_t ci
     if (measure) l->late++;
     return AB_ETIMEDOUT;
   }
-  if (measure && code && code < AB_REPLY_CODES) l->reply_codes[code]++;
   ab__dg_drop(w, slot);
+  if (status_fail || (err == 0 && code != 0)) {
+    /* request mode: a response completes whatever its status */
+    if (measure) ab__win_status(l, w, slot, now, code, status_fail ? err : 0);
+    return ab__win_account(l, w, slot, now, t0);
+  }
   if (err == 0) return ab__win_account(l, w, slot, now, t0);
   w->ns[slot] = 0;
   w->inflight--;
@@ -530,7 +543,6 @@ AB__WIN_HOT int ab__win_complete_stream(ab__client_t *c, uint8_t ph, uint32_t ci
   l->meas_inflight--;
   l->message_errors++;
   ab__iv_at(l, now)->errors++;
-  if (status_fail) l->status_failures++;
   ab__errors_add(l->errors, &l->nerrors, err, 1, why);
   return AB__WIN_FREED;
 }
