@@ -19,7 +19,9 @@ describe("--shard", function()
         local _, e2 = shard.parse("x")
         assert.truthy(e2:find("expected I/N", 1, true), e2)
         local _, e3 = shard.parse("1/0")
-        assert.truthy(e3:find("at least 1", 1, true), e3)
+        assert.truthy(e3:find("between 1 and", 1, true), e3)
+        local _, e4 = shard.parse("0/99999999999999999999")
+        assert.truthy(e4:find("between 1 and 1000000", 1, true), e4)
     end)
 
     it("finds auto's index and count in each launcher's environment", function()
@@ -52,6 +54,11 @@ describe("--shard", function()
         local e3 = shard.check({ { case_id = "c", clients = 3, target = "127.0.0.1:1" } }, sh)
         assert.truthy(e3:find("case c", 1, true) and e3:find("3 clients", 1, true), e3)
         assert.is_nil(shard.check({ { case_id = "d", clients = 4, target = "127.0.0.1:1" } }, sh))
+        -- processes = M: every shard's share must have M clients
+        local e4 = shard.check({ { case_id = "p", clients = 10, processes = 3, target = "127.0.0.1:1" } }, sh)
+        assert.truthy(e4 and e4:find("case p", 1, true) and e4:find("processes = 3", 1, true)
+                      and e4:find("10 clients in 4 shards leave shard 0 only 2", 1, true), e4)
+        assert.is_nil(shard.check({ { case_id = "q", clients = 12, processes = 3, target = "127.0.0.1:1" } }, sh))
     end)
 
     it("splits the ids exactly and the rate so that each connection keeps its own", function()
@@ -110,9 +117,27 @@ describe("--start-at", function()
         local _, e2 = shard.parse_start("soon", now)
         assert.truthy(e2:find("expected a UTC time", 1, true), e2)
         local _, e4 = shard.parse_start("2026-13-04T15:00:00Z", now)
-        assert.truthy(e4:find("expected a UTC time", 1, true), e4)
+        assert.truthy(e4:find("not a valid UTC time", 1, true), e4)
         local _, e3 = shard.parse_start("+x", now)
         assert.truthy(e3:find("+DURATION", 1, true), e3)
+        -- invalid days and fractions without digits
+        for _, bad in ipairs({ "2027-02-31T00:00:00Z", "2027-02-29T00:00:00Z", "2027-04-31T00:00:00Z",
+                               "2027-12-04T18:00:00.Z", "2027-12-04T18:00:0012Z" }) do
+            local t, e = shard.parse_start(bad, now)
+            assert.is_nil(t, bad)
+            assert.truthy(e:find("not a valid UTC time", 1, true) or e:find("expected a UTC time", 1, true), e)
+        end
+        -- 29 February of a leap year is a day (within the horizon of this now)
+        local leap_now = 1835395200 - 86400
+        assert.are.equal(1835395200, shard.parse_start("2028-02-29T00:00:00Z", leap_now))
+        -- beyond the horizon: refused, with a hint when it looks like milliseconds
+        local _, e5 = shard.parse_start(string.format("%.0f", now * 1000), now)
+        assert.truthy(e5:find("more than 7 days ahead", 1, true) and e5:find("milliseconds", 1, true), e5)
+        local _, e6 = shard.parse_start("99999999999999999999", now)
+        assert.truthy(e6:find("more than 7 days ahead", 1, true), e6)
+        local _, e7 = shard.parse_start("+1000000h", now)
+        assert.truthy(e7:find("more than 7 days ahead", 1, true), e7)
+        assert.truthy(shard.parse_start("+150h", now))
     end)
 
     it("plans slots long enough for connect, warm-up, measure and drain", function()
@@ -172,6 +197,31 @@ describe("joining shards", function()
         assert.truthy(m.error:find("6 of 8 connections, 600 of 800 msg/s from 3 of 4 shards", 1, true), m.error)
         assert.are.equal(300, m.completed)
         assert.are.equal(1, status.exit_code({ m }))
+    end)
+
+    it("leaves the gap between measure phases started intervals apart empty, never a crash", function()
+        local json = require("arkbench.util.json")
+        local by = {}
+        for i = 0, 1 do
+            local iv = { t_s = 0, duration_s = 1, sent = 50, completed = 50, errors = 0, timed_out = 0,
+                         connections = 4, rtt_histogram = H }
+            -- shard 1 began measuring 3 s (3 intervals) after shard 0
+            by[i] = { dir = "d" .. i, runs = { run(i, { measure_start_unix_us = 1e15 + i * 3e6,
+                                                       intervals = { iv }, case = { clients = 8, interval = 1 },
+                                                       shard = { index = i, count = 2, clients_from = 4 * i,
+                                                                 clients_to = 4 * i + 4, host = "h" } }) } }
+        end
+        local m = join.all(2, by)[1]
+        assert.are.equal(4, #m.intervals)
+        assert.are.equal(50, m.intervals[1].completed)
+        assert.are.equal(50, m.intervals[4].completed)
+        for k = 2, 3 do
+            assert.are.equal(0, m.intervals[k].completed)
+            assert.are.equal(0, m.intervals[k].sent)
+            assert.are.equal(json.null, m.intervals[k].p50_us)
+            assert.are.equal(json.null, m.intervals[k].rtt_histogram)
+        end
+        assert.are.equal(3e6, m.start_skew_us)
     end)
 
     it("keeps the unsplit rate as rate_asked with a shard short, and rate_met false", function()

@@ -78,7 +78,10 @@ local function parse(args)
     if not o.path then error("k8s needs a scenario file: arkbench k8s FILE --shards N --image IMG"
                              .. " --target HOST:PORT", 0) end
     local n = tonumber(o.shards or "")
-    if not n or n < 1 or n ~= math.floor(n) then error("--shards N: expected a whole number >= 1", 0) end
+    if not n or n < 1 or n > shard.MAX_COUNT or n ~= math.floor(n) then
+        error(string.format("--shards %s: expected a whole number from 1 to %d", tostring(o.shards),
+                            shard.MAX_COUNT), 0)
+    end
     o.n = n
     if o.name and (#o.name > 52 or not o.name:match("^[a-z0-9][-a-z0-9]*$") or o.name:match("%-$")) then
         error("--name " .. o.name .. ": expected a Kubernetes name: lower-case letters, digits and '-',"

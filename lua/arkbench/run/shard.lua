@@ -27,6 +27,11 @@ local format = string.format
 
 local _M = {}
 
+-- the most shards a run may be split into (and --start-at's horizon: a
+-- time further ahead than this is refused as a typo)
+_M.MAX_COUNT = 1000000
+_M.HORIZON_S = 7 * 86400
+
 -- where --shard auto looks, in this order: index, count, launcher
 _M.AUTO = {
     { "SLURM_PROCID", "SLURM_NTASKS", "Slurm" },
@@ -45,9 +50,11 @@ local function checked(i, n, from, what)
         return nil, format("--shard %s: expected I/N with whole numbers, 0 <= I < N (e.g. 0/4),"
                            .. " or auto", what)
     end
-    if n < 1 then return nil, format("--shard %s: N must be at least 1", what) end
+    if n < 1 or n > _M.MAX_COUNT then
+        return nil, format("--shard %s: N must be between 1 and %d", what, _M.MAX_COUNT)
+    end
     if i >= n then
-        return nil, format("--shard %s: the index is 0-based: expected 0 <= I < %d, got %d", what, n, i)
+        return nil, format("--shard %s: the index is 0-based: expected 0 <= I < %d, got %.0f", what, n, i)
     end
     return { index = i, count = n, from = from }
 end
@@ -96,6 +103,20 @@ function _M.check(cases, sh)
                           .. " (every shard needs at least one connection)",
                           tostring(c.case_id), clients, sh.count)
         end
+        -- processes = M splits each shard's share again: every shard needs M
+        local m = tonumber(c.processes) or 1
+        if m > 1 then
+            for i = 0, sh.count - 1 do
+                local lo, hi = _M.range(clients, i, sh.count)
+                if hi - lo < m then
+                    return format("case %s: processes = %d needs at least %d clients in every shard,"
+                                  .. " but %d clients in %d shards leave shard %d only %d (use at most"
+                                  .. " %d processes, fewer shards, or at least %d clients)",
+                                  tostring(c.case_id), m, m, clients, sh.count, i, hi - lo, hi - lo,
+                                  m * sh.count)
+                end
+            end
+        end
     end
     return nil
 end
@@ -137,9 +158,17 @@ function _M.parse_start(text, now_s)
     local t
     local y, mo, d, h, mi, s, frac = tostring(text):match(
         "^(%d%d%d%d)%-(%d%d)%-(%d%d)T(%d%d):(%d%d):(%d%d)(%.?%d*)Z$")
-    if y and (tonumber(mo) < 1 or tonumber(mo) > 12 or tonumber(d) < 1 or tonumber(d) > 31
-              or tonumber(h) > 23 or tonumber(mi) > 59 or tonumber(s) > 60) then
-        y = nil
+    if y then
+        -- a real day of its month (29 February in leap years only), and a
+        -- fraction with digits after its point
+        local yn, mn, dn = tonumber(y), tonumber(mo), tonumber(d)
+        local leap = (yn % 4 == 0 and yn % 100 ~= 0) or yn % 400 == 0
+        local mdays = ({ 31, leap and 29 or 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 })[mn]
+        if not mdays or dn < 1 or dn > mdays or tonumber(h) > 23 or tonumber(mi) > 59
+            or tonumber(s) > 60 or (frac ~= "" and not frac:match("^%.%d+$")) then
+            return nil, format("--start-at %s: not a valid UTC time (expected YYYY-MM-DDThh:mm:ss[.fff]Z"
+                               .. " with a real day of its month, e.g. 2026-12-04T15:00:00Z)", tostring(text))
+        end
     end
     if y then
         -- days from the civil date (UTC; no time zone database involved)
@@ -169,6 +198,15 @@ function _M.parse_start(text, now_s)
     if not t then
         return nil, format("--start-at %s: expected a UTC time (2026-12-04T15:00:00Z), epoch"
                            .. " seconds, or +DURATION (+30s)", tostring(text))
+    end
+    if t ~= t or t - now_s > _M.HORIZON_S then
+        local hint = ""
+        if tostring(text):match("^%d+%.?%d*$") and t / 1000 - now_s <= _M.HORIZON_S and t / 1000 > now_s - 86400 then
+            hint = format(" -- it looks like milliseconds: epoch seconds would be %.0f", t / 1000)
+        end
+        return nil, format("--start-at %s: that is more than %d days ahead (the most --start-at waits;"
+                           .. " now %s)%s", tostring(text), _M.HORIZON_S / 86400,
+                           os.date("!%Y-%m-%dT%H:%M:%SZ", floor(now_s)), hint)
     end
     if t <= now_s then
         return nil, format("--start-at %s: that is %.1f s in the past (now %s)", tostring(text),

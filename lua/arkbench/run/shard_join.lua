@@ -59,9 +59,15 @@ local function aligned_intervals(parts, shift, interval_s)
             if num(x.duration_s) > iv.duration_s then iv.duration_s = x.duration_s end
         end
         iv.round_trips_per_s = iv.duration_s > 0 and iv.completed / iv.duration_s or 0
+        -- a gap between the shards' measure phases: an interval no shard
+        -- measured, with zero counts and no percentiles
         local enc = merge.merged_hist(at, "rtt_histogram")
-        local s = merge.stats(enc)
-        iv.p50_us, iv.p90_us, iv.p99_us, iv.max_us = s.p50, s.p90, s.p99, s.max
+        if enc then
+            local s = merge.stats(enc)
+            iv.p50_us, iv.p90_us, iv.p99_us, iv.max_us = s.p50, s.p90, s.p99, s.max
+        else
+            iv.p50_us, iv.p90_us, iv.p99_us, iv.max_us = json.null, json.null, json.null, json.null
+        end
         iv.rtt_histogram = enc or json.null
         out[k] = iv
     end
