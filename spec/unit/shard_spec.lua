@@ -43,6 +43,20 @@ describe("--shard", function()
         end
         local _, e2 = shard.parse("auto", env({ JOB_COMPLETION_INDEX = "1" }))
         assert.truthy(e2:find("ARKBENCH_SHARDS", 1, true), e2)
+        -- mpirun inside sbatch: the inner launcher (MPI) wins, both named
+        local s2 = assert(shard.parse("auto", env({ SLURM_PROCID = "0", SLURM_NTASKS = "1",
+                                                    OMPI_COMM_WORLD_RANK = "3", OMPI_COMM_WORLD_SIZE = "4" })))
+        assert.are.same({ 3, 4 }, { s2.index, s2.count })
+        assert.truthy(s2.warning and s2.warning:find("SLURM_PROCID=0", 1, true)
+                      and s2.warning:find("OMPI_COMM_WORLD_RANK=3", 1, true) and s2.warning:find("disagree", 1, true),
+                      s2.warning)
+        local d = assert(shard.prepare({ shard = "auto" }, { { case_id = "a", clients = 8, target = "x:1" } }, 0,
+            env({ SLURM_PROCID = "0", SLURM_NTASKS = "1", OMPI_COMM_WORLD_RANK = "3", OMPI_COMM_WORLD_SIZE = "4" })))
+        assert.are.equal(s2.warning, d.warnings[1])
+        -- srun of an MPI program: both agree, no warning
+        local s3 = assert(shard.parse("auto", env({ SLURM_PROCID = "2", SLURM_NTASKS = "4", PMI_RANK = "2",
+                                                    PMI_SIZE = "4" })))
+        assert.is_nil(s3.warning)
     end)
 
     it("refuses cases without a target and cases with fewer clients than shards, naming the case", function()
@@ -273,5 +287,56 @@ describe("a merged folder in the reports", function()
         assert.are.same({ "2", "-", "0/1", "missing (no folder given)", "-", "-" }, rows[3])
         assert.are.same({ { "c", "40" } }, shards.skew_cells(info))
         assert.is_nil(shards.of({ run_settings = {} }, runs))
+    end)
+end)
+
+describe("merge's refusals", function()
+    local json = require("arkbench.util.json")
+    local core = require("arkbench.core")
+    local root = os.tmpname()
+    os.remove(root)
+    assert(os.execute("mkdir -p '" .. root .. "'"))
+    local said = {}
+    -- merge.main with its stderr caught: exit code, what it said
+    local function merge(...)
+        said = {}
+        local real = io.stderr
+        io.stderr = { write = function(_, ...) for _, s in ipairs({ ... }) do said[#said + 1] = s end end }
+        package.loaded["arkbench.cmd.merge"] = nil
+        local ok, m = pcall(require, "arkbench.cmd.merge")
+        io.stderr = real
+        assert(ok, m)
+        package.loaded["arkbench.cmd.merge"] = nil
+        local rc = m.main({ "merge", ... }, {})
+        return rc, table.concat(said)
+    end
+    local function shard_dir(name, rs)
+        local d = root .. "/" .. name
+        assert(os.execute("mkdir -p '" .. d .. "'"))
+        assert(core.write_file(d .. "/env.json", json.encode({ scenario_sha256 = "ab", hostname = "h",
+                                                              run_settings = rs })))
+        return d
+    end
+    teardown(function() os.execute("rm -rf '" .. root .. "'") end)
+
+    it("refuses a damaged env.json's shard metadata, naming the file and what it expected", function()
+        local d = shard_dir("nocount", { shard = { index = 1 } })
+        local rc, e = merge(root .. "/out1", d)
+        assert.are.equal(2, rc)
+        assert.truthy(e:find(d .. "/env.json: run_settings.shard", 1, true) and e:find("count nil", 1, true), e)
+        local d2 = shard_dir("beyond", { shard = { index = 5, count = 2 } })
+        local rc2, e2 = merge(root .. "/out2", d2)
+        assert.are.equal(2, rc2)
+        assert.truthy(e2:find("0 <= index < count", 1, true) and e2:find("index 5, count 2", 1, true), e2)
+    end)
+
+    it("refuses shards planned for different --start-at instants, naming both folders", function()
+        local a = shard_dir("a", { shard = { index = 0, count = 2 }, start_at_unix_s = 1796400000 })
+        local b = shard_dir("b", { shard = { index = 1, count = 2 }, start_at_unix_s = 1796400600 })
+        local rc, e = merge(root .. "/out3", a, b)
+        assert.are.equal(2, rc)
+        assert.truthy(e:find(a, 1, true) and e:find(b, 1, true) and e:find("different plans", 1, true)
+                      and e:find("2026-12-04T16:10:00Z", 1, true), e)
+        assert.is_nil(core.file_kind(root .. "/out3"))
     end)
 end)

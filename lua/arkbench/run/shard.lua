@@ -32,12 +32,14 @@ local _M = {}
 _M.MAX_COUNT = 1000000
 _M.HORIZON_S = 7 * 86400
 
--- where --shard auto looks, in this order: index, count, launcher
+-- where --shard auto looks, in this order: index, count, launcher. The
+-- inner launcher first: mpirun inside an sbatch script inherits the
+-- batch step's SLURM_PROCID (0 in every rank), so MPI's variables win
 _M.AUTO = {
-    { "SLURM_PROCID", "SLURM_NTASKS", "Slurm" },
-    { "JOB_COMPLETION_INDEX", "ARKBENCH_SHARDS", "a Kubernetes Indexed Job" },
     { "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "Open MPI" },
     { "PMI_RANK", "PMI_SIZE", "an MPI launcher (PMI)" },
+    { "JOB_COMPLETION_INDEX", "ARKBENCH_SHARDS", "a Kubernetes Indexed Job" },
+    { "SLURM_PROCID", "SLURM_NTASKS", "Slurm" },
 }
 
 local function whole(s)
@@ -62,19 +64,39 @@ end
 function _M.parse(text, getenv)
     getenv = getenv or os.getenv
     if text == "auto" then
-        local looked = {}
+        local looked, found = {}, {}
         for _, row in ipairs(_M.AUTO) do
             local iv, nv = getenv(row[1]), getenv(row[2])
             if iv ~= nil and iv ~= "" then
                 local what = format("auto (%s: %s=%s %s=%s)", row[3], row[1], tostring(iv), row[2],
                                     tostring(nv))
                 if nv == nil or nv == "" then
-                    return nil, format("--shard auto: %s is set but %s is not (%s)", row[1], row[2],
-                                       row[3])
+                    if #found == 0 then
+                        return nil, format("--shard auto: %s is set but %s is not (%s)", row[1], row[2],
+                                           row[3])
+                    end
+                else
+                    found[#found + 1] = { iv = iv, nv = nv, what = what, row = row }
                 end
-                return checked(whole(iv), whole(nv), row[3], what)
             end
             looked[#looked + 1] = row[1] .. "/" .. row[2]
+        end
+        local f = found[1]
+        if f then
+            local sh, err = checked(whole(f.iv), whole(f.nv), f.row[3], f.what)
+            if not sh then return nil, err end
+            -- a second launcher that disagrees: the first (inner) one is
+            -- used, and both are named
+            for k = 2, #found do
+                local g = found[k]
+                if g.iv ~= f.iv or g.nv ~= f.nv then
+                    sh.warning = format("--shard auto: %s=%s %s=%s (%s) and %s=%s %s=%s (%s) disagree;"
+                        .. " using %s's (shard %d of %d)", f.row[1], f.iv, f.row[2], f.nv, f.row[3],
+                        g.row[1], g.iv, g.row[2], g.nv, g.row[3], f.row[3], sh.index, sh.count)
+                    break
+                end
+            end
+            return sh
         end
         return nil, "--shard auto: no launcher found in the environment; looked for "
             .. table.concat(looked, ", ") .. " (or give --shard I/N)"
@@ -246,7 +268,7 @@ function _M.prepare(o, cases, now_s, getenv)
         out.start_s = t
     end
     -- a slot shorter than a case needs: its runs will overrun
-    out.warnings = {}
+    out.warnings = { out.shard and out.shard.warning or nil }
     for _, c in ipairs(out.slot_s and cases or {}) do
         local p = plan_of(c)
         if p.needed_s > out.slot_s then
