@@ -340,3 +340,35 @@ describe("merge's refusals", function()
         assert.is_nil(core.file_kind(root .. "/out3"))
     end)
 end)
+
+describe("a shard interrupted before its run", function()
+    it("is called interrupted before its run in the merge, degraded, never missing", function()
+        local H = "ab1:1:1000:1000:0:3e8:f4240:8=1"
+        local by = {}
+        for i = 0, 1 do
+            by[i] = { dir = "d" .. i, runs = { { schema_version = 1, case_id = "c", repetition = 1,
+                case = { clients = 4 }, ok = true, status = "ok", sent = 10, completed = 10, measured_s = 1,
+                measure_start_unix_us = 1e15, rtt_histogram = H,
+                shard = { index = i, count = 3, clients_from = i, clients_to = i + 1, host = "h" } } } }
+        end
+        by[2] = { dir = "d2", runs = {}, interrupted = true }
+        local m = join.all(3, by)[1]
+        assert.are.equal("degraded", m.status)
+        assert.truthy(m.error:find("shard 2 of 3: interrupted before its run", 1, true), m.error)
+        assert.is_nil(m.error:find("missing", 1, true), m.error)
+        assert.are.equal("interrupted", m.shards[3].status)
+        assert.truthy(join.skew_text({ m }):find("shard 2  interrupted before its run", 1, true))
+    end)
+
+    it("a runs.jsonl whose only line is cut: no runs, and the warning", function()
+        local path = os.tmpname()
+        local f = assert(io.open(path, "wb"))
+        f:write('{"schema_version":1,"case_id":"a","rep')
+        f:close()
+        local runs, err, warning = require("arkbench.report.runfile").read(path)
+        os.remove(path)
+        assert.is_nil(runs)
+        assert.truthy(err:find("holds no runs", 1, true), err)
+        assert.truthy(warning and warning:find("the last line is cut", 1, true), warning)
+    end)
+end)

@@ -120,7 +120,10 @@ local function read_shard(dir)
         io_stderr:write(format("arkbench: merge: warning: %s was written on %s and is still locked:"
                                .. " that shard may still be running\n", dir, tostring(env.hostname)))
     end
-    return { dir = dir, env = env, runs = runs, shard = rs.shard, settings = rs }
+    -- a shard interrupted before its first run ended: its summary says so
+    local summary = runfile.read_json(dir .. "/summary.json")
+    local interrupted = type(summary) == "table" and summary.interrupted == true
+    return { dir = dir, env = env, runs = runs, shard = rs.shard, settings = rs, interrupted = interrupted }
 end
 
 local function same_list(a, b)

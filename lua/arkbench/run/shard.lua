@@ -320,6 +320,13 @@ function Sched:wait(case, k)
         if left <= 0 then break end
         core.child_poll({}, left > 0.2 and 0.2 or left)
     end
+    local left = p.slot_start_unix_s - core.wall_s()
+    if core.interrupted() and left > 0 then
+        -- stopped while waiting: the run never started, and says so
+        io.stderr:write(format("arkbench: interrupted by %s before its run started (%.1f s before"
+                               .. " run %d's --start-at slot at %s)\n", tostring(core.interrupted()), left,
+                               k + 1, os.date("!%Y-%m-%dT%H:%M:%SZ", floor(p.slot_start_unix_s))))
+    end
     p.late_s = math.max(0, core.wall_s() - p.slot_start_unix_s)
     p.next_slot_unix_s = self.next_s
     return p
