@@ -330,6 +330,20 @@ describe("merge's refusals", function()
         assert.truthy(e2:find("0 <= index < count", 1, true) and e2:find("index 5, count 2", 1, true), e2)
     end)
 
+    it("releases OUT when an internal error stops it: no .arkbench.lock left behind", function()
+        local a = shard_dir("la", { shard = { index = 0, count = 2 } })
+        local b = shard_dir("lb", { shard = { index = 1, count = 2 } })
+        local sj = require("arkbench.run.shard_join")
+        local real = sj.all
+        sj.all = function() error("boom") end
+        local ok, err = pcall(merge, root .. "/out4", a, b)
+        sj.all = real
+        assert.is_false(ok)
+        assert.truthy(tostring(err):find("boom", 1, true), err)
+        assert.are.equal("directory", core.file_kind(root .. "/out4"))
+        assert.is_nil(core.file_kind(root .. "/out4/.arkbench.lock"))
+    end)
+
     it("refuses shards planned for different --start-at instants, naming both folders", function()
         local a = shard_dir("a", { shard = { index = 0, count = 2 }, start_at_unix_s = 1796400000 })
         local b = shard_dir("b", { shard = { index = 1, count = 2 }, start_at_unix_s = 1796400600 })
