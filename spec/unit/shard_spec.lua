@@ -301,10 +301,11 @@ describe("merge's refusals", function()
     local function merge(...)
         said = {}
         local real = io.stderr
-        io.stderr = { write = function(_, ...) for _, s in ipairs({ ... }) do said[#said + 1] = s end end }
+        io.stderr = { -- luacheck: ignore 122
+            write = function(_, ...) for _, s in ipairs({ ... }) do said[#said + 1] = s end end }
         package.loaded["arkbench.cmd.merge"] = nil
         local ok, m = pcall(require, "arkbench.cmd.merge")
-        io.stderr = real
+        io.stderr = real -- luacheck: ignore 122
         assert(ok, m)
         package.loaded["arkbench.cmd.merge"] = nil
         local rc = m.main({ "merge", ... }, {})
@@ -409,13 +410,14 @@ describe("k8s and a scenario's modules", function()
         assert.are.same({ "work", "lib.util" }, { mods[1].name, mods[2].name })
         assert.are.same({ "work.lua", "lib/util.lua" }, { mods[1].rel, mods[2].rel })
         assert.are.same({ "elsewhere" }, missing)
-        local cm, job = k8s.manifests({ name = "x", n = 2, image = "i", target = "127.0.0.1:9", sets = {}, filters = {} }, text, mods)
+        local o = { name = "x", n = 2, image = "i", target = "127.0.0.1:9", sets = {}, filters = {} }
+        local cm, job = k8s.manifests(o, text, mods)
         assert.truthy(cm:find("  mod-lib.util.lua: |2\n    local w = require(\"work\")", 1, true), cm)
         assert.truthy(cm:find("  mod-work.lua: |2", 1, true), cm)
         assert.truthy(job:find('- key: "mod-lib.util.lua"\n                path: "lib/util.lua"', 1, true), job)
         assert.truthy(job:find("- key: scenario.lua\n                path: scenario.lua", 1, true), job)
         -- without modules: no items (the whole ConfigMap, as before)
-        local _, job2 = k8s.manifests({ name = "x", n = 2, image = "i", target = "127.0.0.1:9", sets = {}, filters = {} }, text, {})
+        local _, job2 = k8s.manifests(o, text, {})
         assert.is_nil(job2:find("items:", 1, true))
     end)
 end)

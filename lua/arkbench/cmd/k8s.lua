@@ -153,8 +153,8 @@ function _M.modules(path, text)
                         break
                     end
                 end
-                if hit and seen[hit.rel] then
-                    hit = nil -- one file under two names: carried once
+                if hit and seen[hit.rel] then -- luacheck: ignore 542
+                    -- one file under two names: carried once
                 elseif hit then
                     seen[hit.rel] = true
                     found[#found + 1] = hit
