@@ -19,7 +19,9 @@ describe("--shard", function()
         local _, e2 = shard.parse("x")
         assert.truthy(e2:find("expected I/N", 1, true), e2)
         local _, e3 = shard.parse("1/0")
-        assert.truthy(e3:find("at least 1", 1, true), e3)
+        assert.truthy(e3:find("between 1 and", 1, true), e3)
+        local _, e4 = shard.parse("0/99999999999999999999")
+        assert.truthy(e4:find("between 1 and 1000000", 1, true), e4)
     end)
 
     it("finds auto's index and count in each launcher's environment", function()
@@ -41,6 +43,20 @@ describe("--shard", function()
         end
         local _, e2 = shard.parse("auto", env({ JOB_COMPLETION_INDEX = "1" }))
         assert.truthy(e2:find("ARKBENCH_SHARDS", 1, true), e2)
+        -- mpirun inside sbatch: the inner launcher (MPI) wins, both named
+        local s2 = assert(shard.parse("auto", env({ SLURM_PROCID = "0", SLURM_NTASKS = "1",
+                                                    OMPI_COMM_WORLD_RANK = "3", OMPI_COMM_WORLD_SIZE = "4" })))
+        assert.are.same({ 3, 4 }, { s2.index, s2.count })
+        assert.truthy(s2.warning and s2.warning:find("SLURM_PROCID=0", 1, true)
+                      and s2.warning:find("OMPI_COMM_WORLD_RANK=3", 1, true) and s2.warning:find("disagree", 1, true),
+                      s2.warning)
+        local d = assert(shard.prepare({ shard = "auto" }, { { case_id = "a", clients = 8, target = "x:1" } }, 0,
+            env({ SLURM_PROCID = "0", SLURM_NTASKS = "1", OMPI_COMM_WORLD_RANK = "3", OMPI_COMM_WORLD_SIZE = "4" })))
+        assert.are.equal(s2.warning, d.warnings[1])
+        -- srun of an MPI program: both agree, no warning
+        local s3 = assert(shard.parse("auto", env({ SLURM_PROCID = "2", SLURM_NTASKS = "4", PMI_RANK = "2",
+                                                    PMI_SIZE = "4" })))
+        assert.is_nil(s3.warning)
     end)
 
     it("refuses cases without a target and cases with fewer clients than shards, naming the case", function()
@@ -52,6 +68,11 @@ describe("--shard", function()
         local e3 = shard.check({ { case_id = "c", clients = 3, target = "127.0.0.1:1" } }, sh)
         assert.truthy(e3:find("case c", 1, true) and e3:find("3 clients", 1, true), e3)
         assert.is_nil(shard.check({ { case_id = "d", clients = 4, target = "127.0.0.1:1" } }, sh))
+        -- processes = M: every shard's share must have M clients
+        local e4 = shard.check({ { case_id = "p", clients = 10, processes = 3, target = "127.0.0.1:1" } }, sh)
+        assert.truthy(e4 and e4:find("case p", 1, true) and e4:find("processes = 3", 1, true)
+                      and e4:find("10 clients in 4 shards leave shard 0 only 2", 1, true), e4)
+        assert.is_nil(shard.check({ { case_id = "q", clients = 12, processes = 3, target = "127.0.0.1:1" } }, sh))
     end)
 
     it("splits the ids exactly and the rate so that each connection keeps its own", function()
@@ -110,9 +131,27 @@ describe("--start-at", function()
         local _, e2 = shard.parse_start("soon", now)
         assert.truthy(e2:find("expected a UTC time", 1, true), e2)
         local _, e4 = shard.parse_start("2026-13-04T15:00:00Z", now)
-        assert.truthy(e4:find("expected a UTC time", 1, true), e4)
+        assert.truthy(e4:find("not a valid UTC time", 1, true), e4)
         local _, e3 = shard.parse_start("+x", now)
         assert.truthy(e3:find("+DURATION", 1, true), e3)
+        -- invalid days and fractions without digits
+        for _, bad in ipairs({ "2027-02-31T00:00:00Z", "2027-02-29T00:00:00Z", "2027-04-31T00:00:00Z",
+                               "2027-12-04T18:00:00.Z", "2027-12-04T18:00:0012Z" }) do
+            local t, e = shard.parse_start(bad, now)
+            assert.is_nil(t, bad)
+            assert.truthy(e:find("not a valid UTC time", 1, true) or e:find("expected a UTC time", 1, true), e)
+        end
+        -- 29 February of a leap year is a day (within the horizon of this now)
+        local leap_now = 1835395200 - 86400
+        assert.are.equal(1835395200, shard.parse_start("2028-02-29T00:00:00Z", leap_now))
+        -- beyond the horizon: refused, with a hint when it looks like milliseconds
+        local _, e5 = shard.parse_start(string.format("%.0f", now * 1000), now)
+        assert.truthy(e5:find("more than 7 days ahead", 1, true) and e5:find("milliseconds", 1, true), e5)
+        local _, e6 = shard.parse_start("99999999999999999999", now)
+        assert.truthy(e6:find("more than 7 days ahead", 1, true), e6)
+        local _, e7 = shard.parse_start("+1000000h", now)
+        assert.truthy(e7:find("more than 7 days ahead", 1, true), e7)
+        assert.truthy(shard.parse_start("+150h", now))
     end)
 
     it("plans slots long enough for connect, warm-up, measure and drain", function()
@@ -174,6 +213,31 @@ describe("joining shards", function()
         assert.are.equal(1, status.exit_code({ m }))
     end)
 
+    it("leaves the gap between measure phases started intervals apart empty, never a crash", function()
+        local json = require("arkbench.util.json")
+        local by = {}
+        for i = 0, 1 do
+            local iv = { t_s = 0, duration_s = 1, sent = 50, completed = 50, errors = 0, timed_out = 0,
+                         connections = 4, rtt_histogram = H }
+            -- shard 1 began measuring 3 s (3 intervals) after shard 0
+            by[i] = { dir = "d" .. i, runs = { run(i, { measure_start_unix_us = 1e15 + i * 3e6,
+                                                       intervals = { iv }, case = { clients = 8, interval = 1 },
+                                                       shard = { index = i, count = 2, clients_from = 4 * i,
+                                                                 clients_to = 4 * i + 4, host = "h" } }) } }
+        end
+        local m = join.all(2, by)[1]
+        assert.are.equal(4, #m.intervals)
+        assert.are.equal(50, m.intervals[1].completed)
+        assert.are.equal(50, m.intervals[4].completed)
+        for k = 2, 3 do
+            assert.are.equal(0, m.intervals[k].completed)
+            assert.are.equal(0, m.intervals[k].sent)
+            assert.are.equal(json.null, m.intervals[k].p50_us)
+            assert.are.equal(json.null, m.intervals[k].rtt_histogram)
+        end
+        assert.are.equal(3e6, m.start_skew_us)
+    end)
+
     it("keeps the unsplit rate as rate_asked with a shard short, and rate_met false", function()
         local rr = require("arkbench.run.rate_rule")
         local by = {}
@@ -223,5 +287,137 @@ describe("a merged folder in the reports", function()
         assert.are.same({ "2", "-", "0/1", "missing (no folder given)", "-", "-" }, rows[3])
         assert.are.same({ { "c", "40" } }, shards.skew_cells(info))
         assert.is_nil(shards.of({ run_settings = {} }, runs))
+    end)
+end)
+
+describe("merge's refusals", function()
+    local json = require("arkbench.util.json")
+    local core = require("arkbench.core")
+    local root = os.tmpname()
+    os.remove(root)
+    assert(os.execute("mkdir -p '" .. root .. "'"))
+    local said = {}
+    -- merge.main with its stderr caught: exit code, what it said
+    local function merge(...)
+        said = {}
+        local real = io.stderr
+        io.stderr = { -- luacheck: ignore 122
+            write = function(_, ...) for _, s in ipairs({ ... }) do said[#said + 1] = s end end }
+        package.loaded["arkbench.cmd.merge"] = nil
+        local ok, m = pcall(require, "arkbench.cmd.merge")
+        io.stderr = real -- luacheck: ignore 122
+        assert(ok, m)
+        package.loaded["arkbench.cmd.merge"] = nil
+        local rc = m.main({ "merge", ... }, {})
+        return rc, table.concat(said)
+    end
+    local function shard_dir(name, rs)
+        local d = root .. "/" .. name
+        assert(os.execute("mkdir -p '" .. d .. "'"))
+        assert(core.write_file(d .. "/env.json", json.encode({ scenario_sha256 = "ab", hostname = "h",
+                                                              run_settings = rs })))
+        return d
+    end
+    teardown(function() os.execute("rm -rf '" .. root .. "'") end)
+
+    it("refuses a damaged env.json's shard metadata, naming the file and what it expected", function()
+        local d = shard_dir("nocount", { shard = { index = 1 } })
+        local rc, e = merge(root .. "/out1", d)
+        assert.are.equal(2, rc)
+        assert.truthy(e:find(d .. "/env.json: run_settings.shard", 1, true) and e:find("count nil", 1, true), e)
+        local d2 = shard_dir("beyond", { shard = { index = 5, count = 2 } })
+        local rc2, e2 = merge(root .. "/out2", d2)
+        assert.are.equal(2, rc2)
+        assert.truthy(e2:find("0 <= index < count", 1, true) and e2:find("index 5, count 2", 1, true), e2)
+    end)
+
+    it("releases OUT when an internal error stops it: no .arkbench.lock left behind", function()
+        local a = shard_dir("la", { shard = { index = 0, count = 2 } })
+        local b = shard_dir("lb", { shard = { index = 1, count = 2 } })
+        local sj = require("arkbench.run.shard_join")
+        local real = sj.all
+        sj.all = function() error("boom") end
+        local ok, err = pcall(merge, root .. "/out4", a, b)
+        sj.all = real
+        assert.is_false(ok)
+        assert.truthy(tostring(err):find("boom", 1, true), err)
+        assert.are.equal("directory", core.file_kind(root .. "/out4"))
+        assert.is_nil(core.file_kind(root .. "/out4/.arkbench.lock"))
+    end)
+
+    it("refuses shards planned for different --start-at instants, naming both folders", function()
+        local a = shard_dir("a", { shard = { index = 0, count = 2 }, start_at_unix_s = 1796400000 })
+        local b = shard_dir("b", { shard = { index = 1, count = 2 }, start_at_unix_s = 1796400600 })
+        local rc, e = merge(root .. "/out3", a, b)
+        assert.are.equal(2, rc)
+        assert.truthy(e:find(a, 1, true) and e:find(b, 1, true) and e:find("different plans", 1, true)
+                      and e:find("2026-12-04T16:10:00Z", 1, true), e)
+        assert.is_nil(core.file_kind(root .. "/out3"))
+    end)
+end)
+
+describe("a shard interrupted before its run", function()
+    it("is called interrupted before its run in the merge, degraded, never missing", function()
+        local H = "ab1:1:1000:1000:0:3e8:f4240:8=1"
+        local by = {}
+        for i = 0, 1 do
+            by[i] = { dir = "d" .. i, runs = { { schema_version = 1, case_id = "c", repetition = 1,
+                case = { clients = 4 }, ok = true, status = "ok", sent = 10, completed = 10, measured_s = 1,
+                measure_start_unix_us = 1e15, rtt_histogram = H,
+                shard = { index = i, count = 3, clients_from = i, clients_to = i + 1, host = "h" } } } }
+        end
+        by[2] = { dir = "d2", runs = {}, interrupted = true }
+        local m = join.all(3, by)[1]
+        assert.are.equal("degraded", m.status)
+        assert.truthy(m.error:find("shard 2 of 3: interrupted before its run", 1, true), m.error)
+        assert.is_nil(m.error:find("missing", 1, true), m.error)
+        assert.are.equal("interrupted", m.shards[3].status)
+        assert.truthy(join.skew_text({ m }):find("shard 2  interrupted before its run", 1, true))
+    end)
+
+    it("a runs.jsonl whose only line is cut: no runs, and the warning", function()
+        local path = os.tmpname()
+        local f = assert(io.open(path, "wb"))
+        f:write('{"schema_version":1,"case_id":"a","rep')
+        f:close()
+        local runs, err, warning = require("arkbench.report.runfile").read(path)
+        os.remove(path)
+        assert.is_nil(runs)
+        assert.truthy(err:find("holds no runs", 1, true), err)
+        assert.truthy(warning and warning:find("the last line is cut", 1, true), warning)
+    end)
+end)
+
+describe("k8s and a scenario's modules", function()
+    it("carries the modules beside the scenario that it requires, at their paths, and names the rest", function()
+        local k8s = require("arkbench.cmd.k8s")
+        local root = os.tmpname()
+        os.remove(root)
+        assert(os.execute("mkdir -p '" .. root .. "/lib'"))
+        local function put(rel, text)
+            local f = assert(io.open(root .. "/" .. rel, "wb"))
+            f:write(text)
+            f:close()
+        end
+        put("s.lua", 'local w = require("work")\nlocal j = require "arkbench.util.json"\n'
+            .. 'local m = require("elsewhere")\nreturn { name = "s", protocol = "tcp" }\n')
+        put("work.lua", 'local u = require("lib.util")\nreturn {}\n')
+        put("lib/util.lua", 'local w = require("work")\nreturn { x = 1 }\n')
+        local text = assert(io.open(root .. "/s.lua")):read("*a")
+        local mods, missing = k8s.modules(root .. "/s.lua", text)
+        os.execute("rm -rf '" .. root .. "'")
+        assert.are.equal(2, #mods)
+        assert.are.same({ "work", "lib.util" }, { mods[1].name, mods[2].name })
+        assert.are.same({ "work.lua", "lib/util.lua" }, { mods[1].rel, mods[2].rel })
+        assert.are.same({ "elsewhere" }, missing)
+        local o = { name = "x", n = 2, image = "i", target = "127.0.0.1:9", sets = {}, filters = {} }
+        local cm, job = k8s.manifests(o, text, mods)
+        assert.truthy(cm:find("  mod-lib.util.lua: |2\n    local w = require(\"work\")", 1, true), cm)
+        assert.truthy(cm:find("  mod-work.lua: |2", 1, true), cm)
+        assert.truthy(job:find('- key: "mod-lib.util.lua"\n                path: "lib/util.lua"', 1, true), job)
+        assert.truthy(job:find("- key: scenario.lua\n                path: scenario.lua", 1, true), job)
+        -- without modules: no items (the whole ConfigMap, as before)
+        local _, job2 = k8s.manifests(o, text, {})
+        assert.is_nil(job2:find("items:", 1, true))
     end)
 end)

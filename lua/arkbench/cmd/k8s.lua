@@ -4,7 +4,10 @@
 -- scenario (docs/distributed.md, "Kubernetes") and prints the commands
 -- that apply them, collect the results and merge them.
 --
---   DIR/configmap.yaml  a ConfigMap holding the scenario file
+--   DIR/configmap.yaml  a ConfigMap holding the scenario file and the
+--                       modules beside it that it requires (by a literal
+--                       name, transitively: _M.modules), mounted where
+--                       the pod's `require` finds them
 --   DIR/job.yaml        an Indexed Job (completionMode: Indexed,
 --                       completions = parallelism = N) whose pod i runs
 --                       shard i: `arkbench run --shard auto` finds
@@ -78,7 +81,10 @@ local function parse(args)
     if not o.path then error("k8s needs a scenario file: arkbench k8s FILE --shards N --image IMG"
                              .. " --target HOST:PORT", 0) end
     local n = tonumber(o.shards or "")
-    if not n or n < 1 or n ~= math.floor(n) then error("--shards N: expected a whole number >= 1", 0) end
+    if not n or n < 1 or n > shard.MAX_COUNT or n ~= math.floor(n) then
+        error(string.format("--shards %s: expected a whole number from 1 to %d", tostring(o.shards),
+                            shard.MAX_COUNT), 0)
+    end
     o.n = n
     if o.name and (#o.name > 52 or not o.name:match("^[a-z0-9][-a-z0-9]*$") or o.name:match("%-$")) then
         error("--name " .. o.name .. ": expected a Kubernetes name: lower-case letters, digits and '-',"
@@ -120,6 +126,49 @@ end
 
 local function shq(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
 
+-- The modules the scenario at path requires by a literal name that lie in
+-- its own folder (where `require` looks first: scenario/search_path.lua),
+-- and what they require, transitively: { { name, file, rel } ... } in the
+-- order found, and the names found nowhere there (arkbench's own
+-- modules excepted): the pods would not have those.
+local BUILTIN = { ffi = true, bit = true, jit = true, string = true, table = true, math = true, io = true,
+                  os = true, debug = true, coroutine = true, package = true, arkbench = true }
+
+function _M.modules(path, text)
+    local dir = path:match("^(.*)/[^/]*$") or "."
+    if dir == "" then dir = "/" end
+    local found, missing, seen = {}, {}, {}
+    local function scan(src)
+        for name in src:gmatch("require%s*%(?%s*[\"']([^\"']+)[\"']") do
+            if not seen[name] and name:match("^[%w_][%w_.%-]*$") and not BUILTIN[name]
+                and not name:match("^arkbench%.") and not name:match("^jit%.") then
+                seen[name] = true
+                local base = name:gsub("%.", "/")
+                local hit
+                for _, rel in ipairs({ base .. ".lua", base .. "/init.lua" }) do
+                    local f = io.open(dir .. "/" .. rel, "rb")
+                    if f then
+                        hit = { name = name, file = dir .. "/" .. rel, rel = rel, text = f:read("*a") or "" }
+                        f:close()
+                        break
+                    end
+                end
+                if hit and seen[hit.rel] then -- luacheck: ignore 542
+                    -- one file under two names: carried once
+                elseif hit then
+                    seen[hit.rel] = true
+                    found[#found + 1] = hit
+                    scan(hit.text)
+                else
+                    missing[#missing + 1] = name
+                end
+            end
+        end
+    end
+    scan(text)
+    return found, missing
+end
+
 -- the container's shell script: run the shard, then its folder as a tar
 function _M.script(o)
     local words = { "arkbench", "run", '"$ARKBENCH_SCENARIO"', "--shard", "auto",
@@ -145,8 +194,17 @@ function _M.script(o)
     return table.concat(lines, "\n") .. "\n"
 end
 
-function _M.manifests(o, scenario_text)
+-- the ConfigMap key of a module (keys cannot hold '/')
+local function mod_key(m) return "mod-" .. m.rel:gsub("/", ".") end
+
+function _M.manifests(o, scenario_text, modules)
     local name = o.name
+    modules = modules or {}
+    local mod_lines = {}
+    for _, m in ipairs(modules) do
+        mod_lines[#mod_lines + 1] = "  " .. mod_key(m) .. ": |2"
+        mod_lines[#mod_lines + 1] = block(m.text, 4)
+    end
     local cm = table.concat({
         "apiVersion: v1",
         "kind: ConfigMap",
@@ -157,7 +215,18 @@ function _M.manifests(o, scenario_text)
         "data:",
         "  scenario.lua: |2",
         block(scenario_text, 4),
+        #mod_lines > 0 and table.concat(mod_lines, "\n") or nil,
     }, "\n") .. "\n"
+    -- the modules at their paths beside the scenario file
+    local items = ""
+    if #modules > 0 then
+        local it = { "            items:", "              - key: scenario.lua", "                path: scenario.lua" }
+        for _, m in ipairs(modules) do
+            it[#it + 1] = "              - key: " .. q(mod_key(m))
+            it[#it + 1] = "                path: " .. q(m.rel)
+        end
+        items = "\n" .. table.concat(it, "\n")
+    end
     local env = {
         { "ARKBENCH_SHARDS", tostring(o.n) },
         { "ARKBENCH_SCENARIO", _M.SCENARIO },
@@ -217,7 +286,7 @@ function _M.manifests(o, scenario_text)
         "      volumes:",
         "        - name: scenario",
         "          configMap:",
-        "            name: " .. q(name),
+        "            name: " .. q(name) .. items,
     }, "\n") .. "\n"
     return cm, job
 end
@@ -281,7 +350,13 @@ function _M.main(args, cli)
     end
     local made, merr = folder.mkdir_p(dir)
     if not made then return die("cannot create " .. tostring(merr)) end
-    local cm, job = _M.manifests(o, text)
+    local modules, missing = _M.modules(o.path, text)
+    for _, m in ipairs(missing) do
+        io_stderr:write(format("arkbench: k8s: warning: %s requires \"%s\", which is not beside it"
+                               .. " (%s.lua): the ConfigMap carries only the scenario's folder, so the"
+                               .. " pods' image must have it\n", o.path, m, (m:gsub("%.", "/"))))
+    end
+    local cm, job = _M.manifests(o, text, modules)
     for _, w in ipairs({ { "configmap.yaml", cm }, { "job.yaml", job } }) do
         local wok, werr = cli.write_file(dir .. "/" .. w[1], w[2])
         if not wok then
@@ -290,8 +365,12 @@ function _M.main(args, cli)
         end
     end
     local apply, collect, merge = _M.commands(o, dir)
-    io_stdout:write(format("wrote %s/configmap.yaml and %s/job.yaml: %d shards of %s (%d cases) against %s\n\n",
+    io_stdout:write(format("wrote %s/configmap.yaml and %s/job.yaml: %d shards of %s (%d cases) against %s\n",
                            dir, dir, o.n, spec.name, #cases, o.target))
+    for _, m in ipairs(modules) do
+        io_stdout:write(format("  with the module %s (%s)\n", m.name, m.file))
+    end
+    io_stdout:write("\n")
     io_stdout:write("# 1. apply", o.start_s and format(" (every pod starts its plan %d s after this)", o.start_s) or "",
                     "\n", apply, "\n\n# 2. collect each pod's result folder\n", collect,
                     "\n\n# 3. merge\n", merge, "\n")

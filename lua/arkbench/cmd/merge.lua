@@ -88,6 +88,18 @@ local function read_shard(dir)
     if type(rs.shard) ~= "table" then
         return nil, dir .. ": not a shard (its run had no --shard)"
     end
+    -- a damaged env.json: said, naming it and what was expected
+    local sh = rs.shard
+    local function whole(v) return type(v) == "number" and v == math.floor(v) and v >= 0 end
+    if not whole(sh.index) or not whole(sh.count) or sh.count < 1 or sh.index >= sh.count then
+        return nil, format("%s/env.json: run_settings.shard: expected whole numbers index and count"
+                           .. " with 0 <= index < count, got index %s, count %s", dir, tostring(sh.index),
+                           tostring(sh.count))
+    end
+    if rs.start_at_unix_s ~= nil and type(rs.start_at_unix_s) ~= "number" then
+        return nil, format("%s/env.json: run_settings.start_at_unix_s: expected a number (unix seconds),"
+                           .. " got %s", dir, tostring(rs.start_at_unix_s))
+    end
     local runs, rerr, warning = {}, nil, nil -- luacheck: ignore rerr
     if core.file_kind(dir .. "/runs.jsonl") then
         runs, rerr, warning = runfile.read(dir .. "/runs.jsonl")
@@ -108,7 +120,10 @@ local function read_shard(dir)
         io_stderr:write(format("arkbench: merge: warning: %s was written on %s and is still locked:"
                                .. " that shard may still be running\n", dir, tostring(env.hostname)))
     end
-    return { dir = dir, env = env, runs = runs, shard = rs.shard, settings = rs }
+    -- a shard interrupted before its first run ended: its summary says so
+    local summary = runfile.read_json(dir .. "/summary.json")
+    local interrupted = type(summary) == "table" and summary.interrupted == true
+    return { dir = dir, env = env, runs = runs, shard = rs.shard, settings = rs, interrupted = interrupted }
 end
 
 local function same_list(a, b)
@@ -132,6 +147,12 @@ local function mismatch(f, s)
         why = format("different shard counts (%d and %d)", f.shard.count, s.shard.count)
     elseif f.shard.index == s.shard.index then
         why = format("shard %d of %d twice", s.shard.index, s.shard.count)
+    elseif type(a.start_at_unix_s) == "number" and type(b.start_at_unix_s) == "number"
+        and a.start_at_unix_s ~= b.start_at_unix_s then
+        -- both planned, for different instants: two separate runs
+        why = format("different plans (--start-at %s and %s): shards of two separate runs",
+                     os.date("!%Y-%m-%dT%H:%M:%SZ", math.floor(a.start_at_unix_s)),
+                     os.date("!%Y-%m-%dT%H:%M:%SZ", math.floor(b.start_at_unix_s)))
     end
     return why and format("%s and %s: %s", f.dir, s.dir, why)
 end
@@ -168,6 +189,19 @@ function _M.main(args, cli)
         io_stderr:write("arkbench: merge: ", cerr, "\n")
         return wfail and 1 or 2
     end
+    -- an internal error past this point releases the folder first: no
+    -- stale .arkbench.lock is left behind
+    local ok, code = xpcall(_M.write_merged, function(e)
+        folder.release(dir)
+        return debug.traceback(tostring(e), 2)
+    end, o, dir, shards, by_index, n, cli)
+    if not ok then error(code, 0) end
+    return code
+end
+
+-- the merged runs.jsonl and env.json in dir (claimed), and the reports
+function _M.write_merged(o, dir, shards, by_index, n, cli)
+    local folder = require("arkbench.run.folder")
     local runs, notes = join.all(n, by_index)
     local lines = {}
     for i, r in ipairs(runs) do lines[i] = json.encode(r) end

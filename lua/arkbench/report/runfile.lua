@@ -166,7 +166,8 @@ function _M.read(path)
     end)
     f:close()
     if not ok then return nil, rerr end
-    if #runs == 0 then return nil, path .. ": holds no runs" end
+    -- (with the warning when its only line was cut)
+    if #runs == 0 then return nil, path .. ": holds no runs", warning end
     return runs, nil, warning
 end
 

@@ -27,12 +27,19 @@ local format = string.format
 
 local _M = {}
 
--- where --shard auto looks, in this order: index, count, launcher
+-- the most shards a run may be split into (and --start-at's horizon: a
+-- time further ahead than this is refused as a typo)
+_M.MAX_COUNT = 1000000
+_M.HORIZON_S = 7 * 86400
+
+-- where --shard auto looks, in this order: index, count, launcher. The
+-- inner launcher first: mpirun inside an sbatch script inherits the
+-- batch step's SLURM_PROCID (0 in every rank), so MPI's variables win
 _M.AUTO = {
-    { "SLURM_PROCID", "SLURM_NTASKS", "Slurm" },
-    { "JOB_COMPLETION_INDEX", "ARKBENCH_SHARDS", "a Kubernetes Indexed Job" },
     { "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "Open MPI" },
     { "PMI_RANK", "PMI_SIZE", "an MPI launcher (PMI)" },
+    { "JOB_COMPLETION_INDEX", "ARKBENCH_SHARDS", "a Kubernetes Indexed Job" },
+    { "SLURM_PROCID", "SLURM_NTASKS", "Slurm" },
 }
 
 local function whole(s)
@@ -45,9 +52,11 @@ local function checked(i, n, from, what)
         return nil, format("--shard %s: expected I/N with whole numbers, 0 <= I < N (e.g. 0/4),"
                            .. " or auto", what)
     end
-    if n < 1 then return nil, format("--shard %s: N must be at least 1", what) end
+    if n < 1 or n > _M.MAX_COUNT then
+        return nil, format("--shard %s: N must be between 1 and %d", what, _M.MAX_COUNT)
+    end
     if i >= n then
-        return nil, format("--shard %s: the index is 0-based: expected 0 <= I < %d, got %d", what, n, i)
+        return nil, format("--shard %s: the index is 0-based: expected 0 <= I < %d, got %.0f", what, n, i)
     end
     return { index = i, count = n, from = from }
 end
@@ -55,19 +64,39 @@ end
 function _M.parse(text, getenv)
     getenv = getenv or os.getenv
     if text == "auto" then
-        local looked = {}
+        local looked, found = {}, {}
         for _, row in ipairs(_M.AUTO) do
             local iv, nv = getenv(row[1]), getenv(row[2])
             if iv ~= nil and iv ~= "" then
                 local what = format("auto (%s: %s=%s %s=%s)", row[3], row[1], tostring(iv), row[2],
                                     tostring(nv))
                 if nv == nil or nv == "" then
-                    return nil, format("--shard auto: %s is set but %s is not (%s)", row[1], row[2],
-                                       row[3])
+                    if #found == 0 then
+                        return nil, format("--shard auto: %s is set but %s is not (%s)", row[1], row[2],
+                                           row[3])
+                    end
+                else
+                    found[#found + 1] = { iv = iv, nv = nv, what = what, row = row }
                 end
-                return checked(whole(iv), whole(nv), row[3], what)
             end
             looked[#looked + 1] = row[1] .. "/" .. row[2]
+        end
+        local f = found[1]
+        if f then
+            local sh, err = checked(whole(f.iv), whole(f.nv), f.row[3], f.what)
+            if not sh then return nil, err end
+            -- a second launcher that disagrees: the first (inner) one is
+            -- used, and both are named
+            for k = 2, #found do
+                local g = found[k]
+                if g.iv ~= f.iv or g.nv ~= f.nv then
+                    sh.warning = format("--shard auto: %s=%s %s=%s (%s) and %s=%s %s=%s (%s) disagree;"
+                        .. " using %s's (shard %d of %d)", f.row[1], f.iv, f.row[2], f.nv, f.row[3],
+                        g.row[1], g.iv, g.row[2], g.nv, g.row[3], f.row[3], sh.index, sh.count)
+                    break
+                end
+            end
+            return sh
         end
         return nil, "--shard auto: no launcher found in the environment; looked for "
             .. table.concat(looked, ", ") .. " (or give --shard I/N)"
@@ -95,6 +124,20 @@ function _M.check(cases, sh)
             return format("case %s: %d clients cannot be split into %d shards"
                           .. " (every shard needs at least one connection)",
                           tostring(c.case_id), clients, sh.count)
+        end
+        -- processes = M splits each shard's share again: every shard needs M
+        local m = tonumber(c.processes) or 1
+        if m > 1 then
+            for i = 0, sh.count - 1 do
+                local lo, hi = _M.range(clients, i, sh.count)
+                if hi - lo < m then
+                    return format("case %s: processes = %d needs at least %d clients in every shard,"
+                                  .. " but %d clients in %d shards leave shard %d only %d (use at most"
+                                  .. " %d processes, fewer shards, or at least %d clients)",
+                                  tostring(c.case_id), m, m, clients, sh.count, i, hi - lo, hi - lo,
+                                  m * sh.count)
+                end
+            end
         end
     end
     return nil
@@ -137,9 +180,17 @@ function _M.parse_start(text, now_s)
     local t
     local y, mo, d, h, mi, s, frac = tostring(text):match(
         "^(%d%d%d%d)%-(%d%d)%-(%d%d)T(%d%d):(%d%d):(%d%d)(%.?%d*)Z$")
-    if y and (tonumber(mo) < 1 or tonumber(mo) > 12 or tonumber(d) < 1 or tonumber(d) > 31
-              or tonumber(h) > 23 or tonumber(mi) > 59 or tonumber(s) > 60) then
-        y = nil
+    if y then
+        -- a real day of its month (29 February in leap years only), and a
+        -- fraction with digits after its point
+        local yn, mn, dn = tonumber(y), tonumber(mo), tonumber(d)
+        local leap = (yn % 4 == 0 and yn % 100 ~= 0) or yn % 400 == 0
+        local mdays = ({ 31, leap and 29 or 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 })[mn]
+        if not mdays or dn < 1 or dn > mdays or tonumber(h) > 23 or tonumber(mi) > 59
+            or tonumber(s) > 60 or (frac ~= "" and not frac:match("^%.%d+$")) then
+            return nil, format("--start-at %s: not a valid UTC time (expected YYYY-MM-DDThh:mm:ss[.fff]Z"
+                               .. " with a real day of its month, e.g. 2026-12-04T15:00:00Z)", tostring(text))
+        end
     end
     if y then
         -- days from the civil date (UTC; no time zone database involved)
@@ -169,6 +220,15 @@ function _M.parse_start(text, now_s)
     if not t then
         return nil, format("--start-at %s: expected a UTC time (2026-12-04T15:00:00Z), epoch"
                            .. " seconds, or +DURATION (+30s)", tostring(text))
+    end
+    if t ~= t or t - now_s > _M.HORIZON_S then
+        local hint = ""
+        if tostring(text):match("^%d+%.?%d*$") and t / 1000 - now_s <= _M.HORIZON_S and t / 1000 > now_s - 86400 then
+            hint = format(" -- it looks like milliseconds: epoch seconds would be %.0f", t / 1000)
+        end
+        return nil, format("--start-at %s: that is more than %d days ahead (the most --start-at waits;"
+                           .. " now %s)%s", tostring(text), _M.HORIZON_S / 86400,
+                           os.date("!%Y-%m-%dT%H:%M:%SZ", floor(now_s)), hint)
     end
     if t <= now_s then
         return nil, format("--start-at %s: that is %.1f s in the past (now %s)", tostring(text),
@@ -208,7 +268,7 @@ function _M.prepare(o, cases, now_s, getenv)
         out.start_s = t
     end
     -- a slot shorter than a case needs: its runs will overrun
-    out.warnings = {}
+    out.warnings = { out.shard and out.shard.warning or nil }
     for _, c in ipairs(out.slot_s and cases or {}) do
         local p = plan_of(c)
         if p.needed_s > out.slot_s then
@@ -259,6 +319,13 @@ function Sched:wait(case, k)
         local left = p.slot_start_unix_s - core.wall_s()
         if left <= 0 then break end
         core.child_poll({}, left > 0.2 and 0.2 or left)
+    end
+    local left = p.slot_start_unix_s - core.wall_s()
+    if core.interrupted() and left > 0 then
+        -- stopped while waiting: the run never started, and says so
+        io.stderr:write(format("arkbench: interrupted by %s before its run started (%.1f s before"
+                               .. " run %d's --start-at slot at %s)\n", tostring(core.interrupted()), left,
+                               k + 1, os.date("!%Y-%m-%dT%H:%M:%SZ", floor(p.slot_start_unix_s))))
     end
     p.late_s = math.max(0, core.wall_s() - p.slot_start_unix_s)
     p.next_slot_unix_s = self.next_s

@@ -3,8 +3,8 @@
 -- (docs/distributed.md, docs/run-object.md "Shards").
 --
 --   join.all(n, by_index) -> runs, notes
---       by_index[i]: shard i's { dir, env, runs, shard = {index, count} }
---       (nil: missing). One run per (case_id,
+--       by_index[i]: shard i's { dir, env, runs, shard = {index, count},
+--       interrupted } (nil: missing; interrupted: its summary.json says so). One run per (case_id,
 --       repetition) that any shard has, in the first shard's order.
 --   join.one(key_runs, n, interval_s) -> run
 --   join.skew_text(runs) -> the start skew per case, for the terminal
@@ -59,19 +59,26 @@ local function aligned_intervals(parts, shift, interval_s)
             if num(x.duration_s) > iv.duration_s then iv.duration_s = x.duration_s end
         end
         iv.round_trips_per_s = iv.duration_s > 0 and iv.completed / iv.duration_s or 0
+        -- a gap between the shards' measure phases: an interval no shard
+        -- measured, with zero counts and no percentiles
         local enc = merge.merged_hist(at, "rtt_histogram")
-        local s = merge.stats(enc)
-        iv.p50_us, iv.p90_us, iv.p99_us, iv.max_us = s.p50, s.p90, s.p99, s.max
+        if enc then
+            local s = merge.stats(enc)
+            iv.p50_us, iv.p90_us, iv.p99_us, iv.max_us = s.p50, s.p90, s.p99, s.max
+        else
+            iv.p50_us, iv.p90_us, iv.p99_us, iv.max_us = json.null, json.null, json.null, json.null
+        end
         iv.rtt_histogram = enc or json.null
         out[k] = iv
     end
     return out
 end
 
-local function shard_row(i, r, dir)
+local function shard_row(i, r, dir, intr)
     local row = { shard = i, folder = dir or json.null }
     if not r then
-        row.status = "missing"
+        row.status = intr and "interrupted" or "missing"
+        if intr then row.error = "interrupted before its run" end
         return row
     end
     local sh = type(r.shard) == "table" and r.shard or {}
@@ -90,15 +97,20 @@ local function shard_row(i, r, dir)
 end
 
 -- The run of one (case_id, repetition): got[i] the run of shard i or nil.
-function _M.one(got, n, dirs)
+function _M.one(got, n, dirs, intr)
     local measured, rows, problems = {}, json.array(), {}
     local first
     local worst = "ok"
     for i = 0, n - 1 do
         local r = got[i]
         first = first or r
-        rows[#rows + 1] = shard_row(i, r, dirs and dirs[i])
-        if not r then
+        rows[#rows + 1] = shard_row(i, r, dirs and dirs[i], intr and intr[i])
+        if not r and intr and intr[i] then
+            -- stopped before this run began (e.g. while it waited for --start-at)
+            problems[#problems + 1] = format("shard %d of %d: interrupted before its run (its summary.json"
+                                             .. " says it was interrupted; no run of this case and"
+                                             .. " repetition in its folder)", i, n)
+        elseif not r then
             problems[#problems + 1] = format("shard %d of %d: missing (no run of this case and"
                                              .. " repetition in its folder%s)", i, n,
                                              dirs and dirs[i] and "" or "; no folder given for it")
@@ -226,10 +238,13 @@ function _M.all(n, by_index)
             got[key][i] = r
         end
     end
-    local dirs = {}
-    for i = 0, n - 1 do dirs[i] = by_index[i] and by_index[i].dir end
+    local dirs, intr = {}, {}
+    for i = 0, n - 1 do
+        dirs[i] = by_index[i] and by_index[i].dir
+        intr[i] = by_index[i] and by_index[i].interrupted or false
+    end
     local runs, notes = {}, {}
-    for _, key in ipairs(order) do runs[#runs + 1] = _M.one(got[key], n, dirs) end
+    for _, key in ipairs(order) do runs[#runs + 1] = _M.one(got[key], n, dirs, intr) end
     -- the start skew per case: warned above SKEW_WARN_US
     local planned, worst = false, {}
     for _, r in ipairs(runs) do
@@ -271,8 +286,9 @@ function _M.skew_text(runs)
         lines[#lines + 1] = format("  %s  start_skew_us %s", tostring(id),
                                    r and format("%.0f (repetition %d)", r.start_skew_us, r.repetition) or "-")
         for _, sh in ipairs(r and r.shards or {}) do
-            if sh.status == "missing" then
-                lines[#lines + 1] = format("    shard %d  missing", sh.shard)
+            if sh.status == "missing" or (sh.status == "interrupted" and sh.sent == nil) then
+                lines[#lines + 1] = format("    shard %d  %s", sh.shard, sh.status == "missing" and "missing"
+                                           or "interrupted before its run")
                 goto next_shard
             end
             local off = type(sh.start_offset_us) == "number" and format("offset %.0f us", sh.start_offset_us)
