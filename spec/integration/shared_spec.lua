@@ -177,7 +177,7 @@ return { name = "x", protocol = "tcp", execution = "lua",
 ]])
         assert.are.equal(2, rc)
         assert.truthy(err:find(path .. ':3: key \'topology\': topology = "shared:2" runs execution'
-            .. ' callback over tcp, ws, tls, wss, http or https; execution coroutine over tcp, ws, tls,'
+            .. ' callback over tcp, ws, tls, wss, http, https, h2 or h2c; execution coroutine over tcp, ws, tls,'
             .. ' wss, http or https only, not execution = "lua" over protocol tcp; expected sharded:2 or pool:2 for it',
             1, true), err)
     end)
