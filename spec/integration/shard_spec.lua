@@ -10,33 +10,18 @@ package.path = (os.getenv("ARKBENCH_ROOT") or ".") .. "/spec/?.lua;" .. package.
 local ark = require("helpers.arkbench")
 local files = require("helpers.files")
 local proc = require("helpers.proc")
+local peers = require("helpers.peers")
 
-local shq, sh_ok, sh_out = files.shq, proc.sh_ok, proc.sh_out
+local shq, sh_ok = files.shq, proc.sh_ok
 
 teardown(function()
     proc.stop_all()
     files.remove_tmpdirs()
 end)
 
-local function listening(port)
-    return sh_ok("bash -c 'exec 3<>/dev/tcp/127.0.0.1/" .. port .. "' 2>/dev/null")
-end
-
-local next_port = 22000 + (tonumber(sh_out("echo $$")) or 0) % 3000
+-- one `arkbench serve` on a port it chooses itself (helpers.peers)
 local function start_serve()
-    for _ = 1, 20 do
-        next_port = next_port + 1
-        if not listening(next_port) then
-            local p = proc.spawn({ ark.BIN, "serve", "--protocol", "tcp", "--listen", "127.0.0.1:" .. next_port,
-                                   "--payload", "64", "--topology", "sharded:1" }, { name = "serve", limit = 120 })
-            if proc.wait_for(function() return listening(next_port) or not proc.alive(p.pid) end, 10)
-                and listening(next_port) then
-                return next_port
-            end
-            proc.stop(p, 1)
-        end
-    end
-    error("arkbench serve did not start")
+    return peers.wait_listening(peers.serve("tcp", { "--payload", "64", "--topology", "sharded:1" }))
 end
 
 local SCENARIO = [[
