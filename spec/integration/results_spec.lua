@@ -340,7 +340,10 @@ describe("report on a long value", function()
             assert.is_nil(seen[n])
             seen[n] = true
         end
-        assert.is_true(#names >= 4)
+        -- one chart per group at least (a one-case group has its percentile
+        -- plot, no one-bar chart): two groups whose names differ only past
+        -- 100k characters still get two short, distinct file names
+        assert.is_true(#names >= 2, "charts: " .. table.concat(names, " "))
     end)
 end)
 
