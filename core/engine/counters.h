@@ -95,8 +95,8 @@ enum { AB_GROUP_RUN = 1, AB_GROUP_DATAGRAM = 2, AB_GROUP_H2 = 3 };
     "counts once)")                                                                         \
   X(server_closes, AB_MERGE_SUM, AB_GROUP_RUN,                                              \
     "stream connections the server closed in order after a reply that said it would "         \
-    "(`Connection: close`, or a 1.0 response without keep-alive; HTTP/2: a GOAWAY with "      \
-    "NO_ERROR once the streams it let through answered; docs/protocols.md), any phase: each " \
+    "(`Connection: close`, or a 1.0 response without keep-alive; h2: a GOAWAY with NO_ERROR " \
+    "once the streams it let through answered; docs/protocols.md), any phase: each "         \
     "reopened in its place, not an error and not in `reconnects`")                           \
   X(warmup_completed, AB_MERGE_SUM, AB_GROUP_RUN,                                           \
     "warm-up replies received (their samples are dropped)")                                 \

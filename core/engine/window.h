@@ -548,7 +548,7 @@ AB__WIN_HOT int ab__win_complete_stream(ab__client_t *c, uint8_t ph, uint32_t ci
 }
 
 /* The peer never processed message seq of c's multiplexed connection
- * (HTTP/2: a stream above an orderly GOAWAY's last stream id, RFC 9113
+ * (h2: a stream above an orderly GOAWAY's last stream id, RFC 9113
  * 6.8): it is taken back as never sent -- its slot freed, and in the
  * measure phase `sent` (the run's, the current interval's, its tag's) less
  * one, so the identity holds and the next grant issues a message in its
@@ -573,6 +573,10 @@ static inline int ab__win_unsend_stream(ab__client_t *c, uint64_t seq, uint64_t 
   }
   l->meas_inflight--;
   l->sent--;
+  /* the current interval's (an earlier one may be closed already, read by
+   * the live coordinator); one whose sent is still 0 keeps it, so the
+   * intervals' sent can exceed `sent` by such a message (rare: a GOAWAY
+   * read before the interval's first send) */
   ab__iv_t *iv = ab__iv_at(l, now);
   if (iv->sent > 0) iv->sent--;
   if (tg != 0 && l->tags[tg - 1].sent > 0) l->tags[tg - 1].sent--;
