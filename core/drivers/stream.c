@@ -136,6 +136,7 @@ static void fold_mux(ab__loop_t *l, const ab_codec_stats_t *st) {
   l->h2_rst_cancel += rs[AB_RST_CANCEL];
   l->h2_rst_other += rs[AB_RST_OTHER];
   l->h2_goaways += st->mux.goaways;
+  l->h2_goaway_unprocessed += st->mux.goaway_unprocessed;
   if (st->mux.goaway_last_stream > l->h2_goaway_last_stream)
     l->h2_goaway_last_stream = st->mux.goaway_last_stream;
   if (st->mux.goaway_code > l->h2_goaway_code) l->h2_goaway_code = st->mux.goaway_code;
@@ -354,10 +355,13 @@ int ab__client_reply(ab__dclient_t *c, const ab_msgview_t *msg, uint64_t now) {
     const char *why = NULL;
     int err = vt->mux_reply(c->conn.codec, &seq, &why);
     if (err == AB_ESEQ) return err;
-    char text[160];
+    if (err > 0) { /* never processed by the peer: never sent */
+      int r = ab__win_unsend_stream(&c->h, seq, now);
+      return r < 0 ? r : 0;
+    }
     if (err < 0) {
-      snprintf(text, sizeof(text), "a stream reset by the peer: %s", why ? why : "?");
-      int r = ab__win_complete_stream(&c->h, 0, c->h.id, seq, now, 0, err, 0, text);
+      int r = ab__win_complete_stream(&c->h, 0, c->h.id, seq, now, 0, err, 0,
+                                      why ? why : "a stream that failed");
       return r < 0 ? r : 0;
     }
     if (c->h.loop->eng->dc->requests) {

@@ -95,8 +95,9 @@ enum { AB_GROUP_RUN = 1, AB_GROUP_DATAGRAM = 2, AB_GROUP_H2 = 3 };
     "counts once)")                                                                         \
   X(server_closes, AB_MERGE_SUM, AB_GROUP_RUN,                                              \
     "stream connections the server closed in order after a reply that said it would "         \
-    "(`Connection: close`, or a 1.0 response without keep-alive; docs/protocols.md), any "    \
-    "phase: each reopened in its place, not an error and not in `reconnects`")               \
+    "(`Connection: close`, or a 1.0 response without keep-alive; h2: a GOAWAY with NO_ERROR " \
+    "once the streams it let through answered; docs/protocols.md), any phase: each "         \
+    "reopened in its place, not an error and not in `reconnects`")                           \
   X(warmup_completed, AB_MERGE_SUM, AB_GROUP_RUN,                                           \
     "warm-up replies received (their samples are dropped)")                                 \
   X(server_connections, AB_MERGE_SUM, AB_GROUP_RUN, "connections the server side accepted") \
@@ -129,11 +130,15 @@ enum { AB_GROUP_RUN = 1, AB_GROUP_DATAGRAM = 2, AB_GROUP_H2 = 3 };
   X(h2_rst_cancel, AB_MERGE_SUM, AB_GROUP_H2, "RST_STREAM received with CANCEL")           \
   X(h2_rst_other, AB_MERGE_SUM, AB_GROUP_H2, "RST_STREAM received with any other code")    \
   X(h2_goaways, AB_MERGE_SUM, AB_GROUP_H2,                                                  \
-    "GOAWAY frames received (each ends its connection, which reopens)")                     \
+    "GOAWAY frames received (each ends its connection, which reopens; NO_ERROR: in "      \
+    "`server_closes`, no error)")                                                         \
   X(h2_goaway_last_stream, AB_MERGE_MAX, AB_GROUP_H2,                                       \
     "the largest last-stream-id a GOAWAY carried")                                          \
   X(h2_goaway_code, AB_MERGE_MAX, AB_GROUP_H2,                                              \
     "the largest error code a GOAWAY carried (0 NO_ERROR)")                                 \
+  X(h2_goaway_unprocessed, AB_MERGE_SUM, AB_GROUP_H2,                                       \
+    "streams above an orderly GOAWAY's last stream id: never processed by the peer, taken " \
+    "back as never sent (not in `sent`, no error)")                                         \
   X(h2_stall_ns, AB_MERGE_SUM, AB_GROUP_H2,                                                 \
     "nanoseconds connections had body bytes to send and no flow-control window, summed "   \
     "over connections")                                                                     \

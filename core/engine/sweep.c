@@ -208,8 +208,10 @@ void ab__client_lost(ab__client_t *c, int code) {
    * the home closes its handle (the drivers' home_close.c), and once it
    * has closed (ab__client_closed, there) the home's sweep reopens it */
   if (!l->eng->drv->can_reopen || !reopen_phase(l)) return;
-  if (c->win.oldest_seq != c->mark_seq) {
-    /* a reply completed since it came up: a fresh loss, reopen at once */
+  if (c->planned || c->win.oldest_seq != c->mark_seq) {
+    /* a close the server announced (planned: Connection: close, a
+     * GOAWAY with NO_ERROR) is no failure; a reply completed since it
+     * came up: a fresh loss.  Either reopens at once */
     c->fails = 0;
     c->reopen = 1;
     c->reopen_at = 0;

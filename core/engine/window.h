@@ -547,6 +547,43 @@ AB__WIN_HOT int ab__win_complete_stream(ab__client_t *c, uint8_t ph, uint32_t ci
   return AB__WIN_FREED;
 }
 
+/* The peer never processed message seq of c's multiplexed connection
+ * (h2: a stream above an orderly GOAWAY's last stream id, RFC 9113
+ * 6.8): it is taken back as never sent -- its slot freed, and in the
+ * measure phase `sent` (the run's, the current interval's, its tag's) less
+ * one, so the identity holds and the next grant issues a message in its
+ * place (open loop: it counts in `unsent`).  Its bytes stay in bytes_sent
+ * (they did go out).  Returns AB__WIN_FREED, or AB_ESEQ when seq is not in
+ * flight. */
+static inline int ab__win_unsend_stream(ab__client_t *c, uint64_t seq, uint64_t now) {
+  ab__loop_t *l = c->loop;
+  ab__win_t *w = &c->win;
+  uint32_t slot = ab__dg_find(w, seq);
+  if (slot == AB__DG_NIL) return AB_ESEQ;
+  int measure = w->phase[slot] == AB_PHASE_MEASURE;
+  uint8_t tg = w->tag != NULL ? w->tag[slot] : 0;
+  ab__dg_drop(w, slot);
+  w->ns[slot] = 0;
+  if (w->inflight == l->window) w->freed_ns = now;
+  w->inflight--;
+  if (!measure) {
+    l->warm_inflight--;
+    if (tg != 0 && l->tags[tg - 1].warmup_sent > 0) l->tags[tg - 1].warmup_sent--;
+    return AB__WIN_FREED;
+  }
+  l->meas_inflight--;
+  l->sent--;
+  /* the current interval's (an earlier one may be closed already, read by
+   * the live coordinator); one whose sent is still 0 keeps it, so the
+   * intervals' sent can exceed `sent` by such a message (rare: a GOAWAY
+   * read before the interval's first send) */
+  ab__iv_t *iv = ab__iv_at(l, now);
+  if (iv->sent > 0) iv->sent--;
+  if (tg != 0 && l->tags[tg - 1].sent > 0) l->tags[tg - 1].sent--;
+  if (w->origin != NULL) l->unsent++;
+  return AB__WIN_FREED;
+}
+
 /* The built-in echo's reply p[0..len) (the payload; size checked) to
  * message seq, on its own stream, at `now`: every byte is checked (the
  * header's phase, connection and sequence must be the stream's; a small

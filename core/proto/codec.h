@@ -84,6 +84,7 @@ typedef struct {
   struct {
     uint64_t resets[AB_CODEC_RST_KINDS]; /* RST_STREAM received by code */
     uint64_t goaways, goaway_last_stream, goaway_code;
+    uint64_t goaway_unprocessed; /* streams above an orderly GOAWAY's last id */
     uint64_t stall_ns;
     uint64_t header_bytes_out, header_bytes_in, data_bytes_out, data_bytes_in;
     uint64_t responses[6];               /* by status class: [st / 100] */
@@ -141,7 +142,9 @@ typedef struct {
    * SETTINGS_MAX_CONCURRENT_STREAMS less those open).  After a parse
    * returned 1, mux_reply says which message the reply answers (*seq) and
    * returns 0, or the error class of a stream that failed (reset by the
-   * peer), its reason in *why. */
+   * peer), its reason (a sentence) in *why; or 1: the peer never processed
+   * that message (HTTP/2: a stream above an orderly GOAWAY's last stream
+   * id), no reply and no error -- the driver takes it back as never sent. */
   uint8_t *(*mux_body)(ab_codec_t *c, uint32_t i, size_t len);
   int (*mux_submit)(ab_codec_t *c, uint64_t seq, uint32_t n);
   uint32_t (*mux_room)(const ab_codec_t *c);

@@ -35,7 +35,10 @@ typedef struct strm_s {
   struct strm_s *next;   /* free list, ready queue, reply FIFO */
   int32_t id;
   uint8_t state, closed, echo, too_big, not_post;
+  uint8_t rst;           /* client: the peer sent RST_STREAM for it */
+  uint8_t unprocessed;   /* client: above an orderly GOAWAY's last stream id */
   uint32_t err_code;     /* RST_STREAM's code (client: the peer's) */
+  char why[96];          /* client: why it ended without a whole reply */
   int status;            /* client: :status of the final response */
   uint64_t seq;
   uint32_t req;          /* request mode: the plan's entry */
@@ -263,7 +266,12 @@ static int on_frame_recv(nghttp2_session *session, const nghttp2_frame *f, void 
   case NGHTTP2_DATA: h->st.mux.data_bytes_in += f->hd.length; break;
   case NGHTTP2_HEADERS:
   case NGHTTP2_CONTINUATION: h->st.mux.header_bytes_in += f->hd.length; break;
-  case NGHTTP2_RST_STREAM: h->st.mux.resets[rst_kind(f->rst_stream.error_code)]++; break;
+  case NGHTTP2_RST_STREAM: {
+    h->st.mux.resets[rst_kind(f->rst_stream.error_code)]++;
+    strm_t *r = nghttp2_session_get_stream_user_data(session, f->hd.stream_id);
+    if (r != NULL) r->rst = 1;
+    break;
+  }
   default: break;
   }
   if (f->hd.type == NGHTTP2_SETTINGS && !(f->hd.flags & NGHTTP2_FLAG_ACK)) {
@@ -314,8 +322,25 @@ static int on_stream_close(nghttp2_session *session, int32_t id, uint32_t code, 
   if (s->txoff < s->txlen && h->tx_pending) h->tx_pending--; /* never all sent */
   if (h->is_client && h->open > 0) h->open--;
   if (s->state == ST_OPEN && h->is_client) {
-    /* no whole reply: reset by the peer (or its stream ended early) */
+    /* no whole reply: reset by the peer (or its stream ended early), or
+     * closed by the peer's GOAWAY: a stream above its last stream id was
+     * never processed (RFC 9113 6.8) -- after an orderly GOAWAY (NO_ERROR)
+     * not a failure, the message was just never served */
     s->err_code = code ? code : NGHTTP2_INTERNAL_ERROR;
+    if (s->rst) {
+      snprintf(s->why, sizeof(s->why), "a stream reset by the peer: %s",
+               nghttp2_http2_strerror(s->err_code));
+    } else if (h->goaway && id > h->goaway_last) {
+      if (h->goaway_code == NGHTTP2_NO_ERROR) {
+        s->unprocessed = 1;
+        h->st.mux.goaway_unprocessed++;
+      }
+      snprintf(s->why, sizeof(s->why), "a stream above the peer's GOAWAY last stream id (GOAWAY %s)",
+               nghttp2_http2_strerror(h->goaway_code));
+    } else {
+      snprintf(s->why, sizeof(s->why), "a stream that ended without a whole reply: %s",
+               nghttp2_http2_strerror(s->err_code));
+    }
     ready_push(h, s);
     return 0;
   }
@@ -614,8 +639,9 @@ static int h2_mux_reply(const ab_codec_t *c, uint64_t *seq, const char **why) {
   const strm_t *s = h->last;
   if (s == NULL) return AB_ESEQ;
   *seq = s->seq;
+  if (s->unprocessed) return 1;
   if (s->err_code) {
-    *why = nghttp2_http2_strerror(s->err_code);
+    *why = s->why;
     return AB_EPROTO;
   }
   return 0;
@@ -675,7 +701,9 @@ static int h2_parse(ab_codec_t *c, const uint8_t *in, size_t avail, size_t *used
   if (h->goaway && (h->is_client ? h->open == 0 || !nghttp2_session_want_read(h->s) : 0)) {
     ab_codec_set_why(c, "HTTP/2: GOAWAY from the peer (last stream %d, %s)", (int)h->goaway_last,
                      nghttp2_http2_strerror(h->goaway_code));
-    h->err = AB_ECLOSED;
+    /* NO_ERROR: the peer's orderly end (nginx after keepalive_requests),
+     * as HTTP/1.1's Connection: close */
+    h->err = h->goaway_code == NGHTTP2_NO_ERROR ? AB_EPEERCLOSE : AB_ECLOSED;
   }
   return h->err;
 }

@@ -50,17 +50,30 @@ describe("HTTP/2 against a misbehaving peer", function()
         assert.is_true(r.completed >= 3 * r.message_errors)
     end)
 
-    it("sends GOAWAY after 50 replies: counted, the connection reopens", function()
+    it("sends GOAWAY(NO_ERROR) after 50 replies: an orderly end, the connection is replaced", function()
         local res, peer = against("goaway", 50, SHAPE)
         local r = res.runs[1]
         assert.is_truthy(r, res.stderr)
         identity(r)
+        -- as HTTP/1.1's Connection: close: neither an error nor a reconnect
+        assert.equals("ok", r.status, res.stderr)
         assert.is_true(r.completed > 0)
+        assert.equals(0, r.message_errors)
+        assert.equals(0, r.reconnects)
+        assert.equals(0, r.reconnects_given_up)
+        assert.equals(0, r.unfinished)
+        assert.is_nil(next(r.errors or {}))
         assert.is_true(r.h2.goaways > 0)
-        assert.is_true(r.reconnects > 0)
         assert.is_true(peer.goaways_sent >= r.h2.goaways)
+        -- every orderly GOAWAY ended its connection in server_closes
+        assert.is_true(r.server_closes >= r.h2.goaways)
+        assert.is_true(peer.connections > 2)
         assert.is_true(r.h2.goaway_last_stream > 0)
         assert.equals(0, r.h2.goaway_code)
+        -- the streams above its last stream id: no RST_STREAM, none an error
+        assert.equals(0, r.h2.rst_refused_stream)
+        -- (the client keeps 4 streams open: those above the last id are taken back)
+        assert.is_true(r.h2.goaway_unprocessed > 0)
     end)
 
     it("advertises 1 concurrent stream: the window is capped, a note names both", function()

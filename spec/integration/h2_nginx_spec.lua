@@ -34,7 +34,7 @@ local function identity(r)
 end
 
 describe("HTTP/2 against nginx", function()
-    local tls_d, tls_port, clear_port, h1_d, h1_port
+    local tls_d, tls_port, clear_port, h1_d, h1_port, ka_port
     setup(function()
         assert.equals(601, #FILE)
         tls_d = files.tmpdir("_h2ngx")
@@ -42,6 +42,8 @@ describe("HTTP/2 against nginx", function()
         clear_port = peers.start_nginx(files.tmpdir("_h2ngx"), { http2 = true, html = { f601 = FILE } })
         h1_d = files.tmpdir("_h2ngx")
         h1_port = peers.start_nginx(h1_d, { tls = true, html = { f601 = FILE } })
+        ka_port = peers.start_nginx(files.tmpdir("_h2ngx"),
+            { http2 = true, keepalive_requests = 50, html = { f601 = FILE } })
     end)
 
     it("--h2: TLS with ALPN h2, -m 8 streams per connection, every response 200", function()
@@ -82,6 +84,28 @@ describe("HTTP/2 against nginx", function()
         assert.equals(r.http.status["404"], r.non_success)
         assert.equals(r.non_success, r.errors["HTTP 404"])
         assert.matches("404 × [%d,]+", so)
+    end)
+
+    it("keepalive_requests 50: nginx's GOAWAY(NO_ERROR) replaces the connection, no error", function()
+        -- stock nginx ends an HTTP/2 connection with an orderly GOAWAY after
+        -- keepalive_requests requests: as HTTP/1.1's Connection: close, not a fault
+        local rc, so, se, r = oneliner("http://127.0.0.1:" .. ka_port .. "/f601",
+            { "--h2c", "-d", "1s" })
+        assert.equals(0, rc, so .. se)
+        assert.equals("ok", r.status)
+        identity(r)
+        assert.is_true(r.completed > 0)
+        assert.equals(0, r.message_errors)
+        assert.equals(0, r.reconnects)
+        assert.equals(0, r.reconnects_given_up)
+        assert.is_nil(next(r.errors or {}))
+        assert.is_true(r.h2.goaways > 0)
+        assert.equals(0, r.h2.goaway_code)
+        assert.equals(0, r.h2.rst_refused_stream)
+        assert.is_true(r.server_closes >= r.h2.goaways)
+        -- at most 50 requests a connection: the run went through many
+        assert.is_true(r.h2.goaways >= math.floor(r.completed / 50) - 4 * 2)
+        assert.is_true(r.http.status["200"] >= r.completed)
     end)
 
     it("refuses a server that does not select h2 by ALPN, naming what it selected", function()

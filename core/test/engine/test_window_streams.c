@@ -4,7 +4,8 @@
  * is a message error of its class; a response is a completion whatever
  * its status, counted per code (non_success outside the success set); a reply
  * later than the timeout is late and fails the connection (the sweep
- * says so too); a release gives up every stream in flight.  The fixture
+ * says so too); a release gives up every stream in flight; a stream the
+ * peer never processed is taken back as never sent.  The fixture
  * is window_fixture.h. */
 #include "proto/framing.h"
 #include "test/engine/window_fixture.h"
@@ -76,7 +77,37 @@ static void test_out_of_order(void) {
   loop_free(l);
 }
 
+/* A stream the peer never processed (above an orderly GOAWAY's last
+ * stream id): taken back as never sent -- sent and the interval's sent
+ * less one, no error, the slot free for the next message. */
+static void test_unsend(void) {
+  ab__loop_t *l = loop_new(1, 4, AB__WIN_STREAMS);
+  ab__client_t *c = ab__loop_client(l, 0);
+  ab__win_grant_t g;
+  CHECK_EQ_U64(issue(c, 1000), 4); /* seq 0..3 */
+  CHECK_EQ_U64(l->sent, 4);
+  CHECK(ab__win_complete_stream(c, AB_PHASE_MEASURE, 0, 0, 1100, 0, 0, 0, NULL) == AB__WIN_MEASURED);
+  CHECK(ab__win_unsend_stream(c, 2, 1200) == AB__WIN_FREED);
+  CHECK(ab__win_unsend_stream(c, 3, 1200) == AB__WIN_FREED);
+  CHECK(ab__win_unsend_stream(c, 3, 1200) == AB_ESEQ); /* not in flight any more */
+  CHECK(ab__win_unsend_stream(c, 9, 1200) == AB_ESEQ);
+  CHECK_EQ_U64(l->sent, 2);
+  CHECK_EQ_U64(l->iv[0].sent, 2);
+  CHECK_EQ_U64(l->message_errors, 0);
+  CHECK_EQ_U64(l->nerrors, 0);
+  CHECK_EQ_U64(l->meas_inflight, 1);
+  CHECK_EQ_U64(c->win.inflight, 1);
+  /* their slots take the next messages */
+  CHECK_EQ_U64(ab__win_grant(c, 1300, &g), 3);
+  CHECK_EQ_U64(ab__win_stamp(c, &g, 3, 1300), 3);
+  CHECK_EQ_U64(l->sent, 5);
+  ab__win_release(c, &l->unfinished);
+  check_identity(l);
+  loop_free(l);
+}
+
 int main(void) {
   test_out_of_order();
+  test_unsend();
   TEST_DONE();
 }

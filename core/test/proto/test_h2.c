@@ -5,7 +5,9 @@
  * message its stream carried and the bytes intact; a peer cap of 2 limits
  * mux_room; request mode judges statuses; the SETTINGS sent are recorded
  * on both sides with the peer's; garbage ends the session with nghttp2's
- * named reason, sticky. */
+ * named reason, sticky; a GOAWAY with NO_ERROR is an orderly end, its
+ * unprocessed streams no errors; one with an error code fails them. */
+#include <stdio.h>
 #include <string.h>
 
 #include "proto/codecs.h"
@@ -215,6 +217,93 @@ static void test_garbage(void) {
   pair_free(&p);
 }
 
+/* The client's parse of raw frames `in` (a server misbehaving by hand):
+ * each stream handed out records mux_reply's return, seq and why; returns
+ * the parse's last return (0 or an error). */
+typedef struct {
+  int n, rc[8];
+  uint64_t seq[8];
+  char why[8][120];
+} outs_t;
+
+static int feed(pair_t *p, const uint8_t *in, size_t len, outs_t *o) {
+  size_t off = 0;
+  for (;;) {
+    size_t used = 0;
+    ab_msgview_t m;
+    int r = ab_codec_h2.client_parse(p->c, in + off, len - off, &used, &m);
+    off += used;
+    if (r <= 0) return r;
+    const char *why = NULL;
+    CHECK(o->n < 8);
+    o->rc[o->n] = ab_codec_h2.mux_reply(p->c, &o->seq[o->n], &why);
+    snprintf(o->why[o->n], sizeof(o->why[0]), "%s", why ? why : "");
+    o->n++;
+  }
+}
+
+static void frame(uint8_t *f, uint8_t type, uint32_t sid, uint32_t a, uint32_t b, int two) {
+  uint32_t len = two ? 8 : 4;
+  f[0] = 0, f[1] = 0, f[2] = (uint8_t)len, f[3] = type, f[4] = 0;
+  f[5] = (uint8_t)(sid >> 24), f[6] = (uint8_t)(sid >> 16), f[7] = (uint8_t)(sid >> 8), f[8] = (uint8_t)sid;
+  uint32_t v[2] = {a, b};
+  for (int i = 0; i < (two ? 2 : 1); i++)
+    for (int k = 0; k < 4; k++) f[9 + 4 * i + k] = (uint8_t)(v[i] >> (24 - 8 * k));
+}
+
+/* A GOAWAY: NO_ERROR is the peer's orderly end -- the streams above its
+ * last stream id come back as never processed (mux_reply 1, no error),
+ * then the parse says AB_EPEERCLOSE; with an error code they fail
+ * (EPROTO, a reason naming the GOAWAY, not an RST_STREAM) and the
+ * connection is lost (AB_ECLOSED).  A real RST_STREAM says so and is
+ * counted by its code. */
+static void test_goaway(uint32_t code) {
+  pair_t p;
+  pair_new(&p, 64, 0);
+  serve(&p);
+  uint64_t seen = 0, next = 0;
+  take(&p, 64, &seen);
+  CHECK_EQ_U64(open_streams(&p, &next, 64, 1), 1); /* stream 1 */
+  serve(&p);
+  CHECK_EQ_U64(take(&p, 64, &seen), 1);
+  CHECK_EQ_U64(open_streams(&p, &next, 64, 3), 3); /* streams 3, 5, 7: unanswered */
+  p.cout.len = 0;
+  uint8_t f[17 + 13];
+  frame(f, 0x3, 7, 7 /* REFUSED_STREAM */, 0, 0); /* RST_STREAM on stream 7 */
+  frame(f + 13, 0x7, 0, 1, code, 1);                /* GOAWAY, last stream 1 */
+  outs_t o;
+  memset(&o, 0, sizeof(o));
+  int r = feed(&p, f, 13, &o);
+  CHECK(r == 0 && o.n == 1);
+  CHECK(o.rc[0] == AB_EPROTO && o.seq[0] == 3);
+  CHECK(strcmp(o.why[0], "a stream reset by the peer: REFUSED_STREAM") == 0);
+  r = feed(&p, f + 13, 17, &o);
+  CHECK(o.n == 3);
+  CHECK(r == (code == 0 ? AB_EPEERCLOSE : AB_ECLOSED));
+  for (int i = 1; i < 3; i++) {
+    CHECK(o.seq[i] == 1 || o.seq[i] == 2);
+    if (code == 0) {
+      CHECK(o.rc[i] == 1);
+    } else {
+      CHECK(o.rc[i] == AB_EPROTO);
+      CHECK(strcmp(o.why[i], "a stream above the peer's GOAWAY last stream id (GOAWAY PROTOCOL_ERROR)") == 0);
+      if (strcmp(o.why[i], "a stream above the peer's GOAWAY last stream id (GOAWAY PROTOCOL_ERROR)"))
+        fprintf(stderr, "why: %s\n", o.why[i]);
+    }
+  }
+  CHECK(o.seq[1] != o.seq[2]);
+  CHECK_EQ_U64(ab_codec_h2.mux_room(p.c), 0);
+  ab_codec_stats_t st;
+  memset(&st, 0, sizeof(st));
+  ab_codec_stats(p.c, &st);
+  CHECK_EQ_U64(st.mux.resets[AB_RST_REFUSED], 1); /* the RST_STREAM only */
+  CHECK_EQ_U64(st.mux.goaways, 1);
+  CHECK_EQ_U64(st.mux.goaway_last_stream, 1);
+  CHECK_EQ_U64(st.mux.goaway_code, code);
+  CHECK_EQ_U64(st.mux.goaway_unprocessed, code == 0 ? 2 : 0);
+  pair_free(&p);
+}
+
 int main(void) {
   test_echo(64);
   test_echo(16384);
@@ -222,5 +311,7 @@ int main(void) {
   test_peer_cap();
   test_requests();
   test_garbage();
+  test_goaway(0);
+  test_goaway(1); /* PROTOCOL_ERROR */
   TEST_DONE();
 }
