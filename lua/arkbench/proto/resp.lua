@@ -113,7 +113,7 @@ end
 
 -- the end of a blob whose line ends at nxt and length is n (nil: not all
 -- here); raises when its bytes are not followed by CR LF
-local function blob_end(buf, pos, nxt, n)
+local function blob_end(buf, nxt, n)
     local e = nxt + n + 2
     if #buf < e - 1 then return nil end
     if sub(buf, e - 2, e - 1) ~= "\r\n" then bad(buf, e - 2, "a bulk string not ended by CR LF") end
@@ -142,7 +142,7 @@ local function skip(buf, pos, depth)
     if BLOB[t] then
         local n = count(buf, pos, text)
         if n < 0 then return nxt end
-        return blob_end(buf, pos, nxt, n)
+        return blob_end(buf, nxt, n)
     end
     local per = AGGREGATE[t]
     if not per then bad(buf, pos, "not a reply type") end
@@ -194,7 +194,7 @@ local function decode(buf, pos, depth)
     elseif BLOB[t] then
         local n = count(buf, pos, text)
         if n < 0 then return _M.null, nxt end
-        if not blob_end(buf, pos, nxt, n) then return nil end
+        if not blob_end(buf, nxt, n) then return nil end
         local s = sub(buf, nxt, nxt + n - 1)
         if t == 33 then return setmetatable({ err = s }, ERROR_MT), nxt + n + 2 end
         if t == 61 then s = sub(s, 5) end -- verbatim: "txt:" first
