@@ -41,6 +41,21 @@ _M.AS_BYTES = 1024 * 1024 * 1024
 _M.KILL_MARGIN_S = 0.5
 -- Bytes of the child's answer accepted.
 local ANSWER_MAX = 64 * 1024 * 1024
+-- Wall time the loader child gets per byte of the scenario file on top of
+-- the budget: parsing a large file (a body of a few MiB as a string
+-- literal) and sending its cases back are not the file's code, which the
+-- budget limits (1 s per MB).
+_M.PARSE_S_PER_BYTE = 1e-6
+
+-- the scenario file's size in bytes, at most 64 MiB (0 when it cannot be
+-- read: the child reports that; a folder's offset means nothing)
+local function file_size(path)
+    local f = io.open(path, "rb")
+    if not f then return 0 end
+    local n = f:seek("end") or 0
+    f:close()
+    return math.min(n, 64 * 1024 * 1024)
+end
 
 ---------------------------------------------------------------------------
 -- Child
@@ -220,7 +235,8 @@ function _M.load_cases(o)
     for _, kv in ipairs(o.filters or {}) do argv[#argv + 1] = "--filter"; argv[#argv + 1] = kv end
     if o.quick then argv[#argv + 1] = "--quick" end
     local res, serr = core.spawn_wait(argv, {
-        timeout_s = budget + _M.KILL_MARGIN_S, channel = true,
+        timeout_s = budget + _M.KILL_MARGIN_S + file_size(o.path) * _M.PARSE_S_PER_BYTE,
+        channel = true,
         env = { "ARKBENCH_ORCHESTRATOR_PID=" .. tostring(core.getpid()), "ARKBENCH_RESULT_FD=3" },
     })
     if not res then return nil, "arkbench: cannot start the scenario loader: " .. tostring(serr), 2 end
