@@ -110,3 +110,51 @@ describe("resp.expect_ok", function()
         assert.has_error(function() resp.expect_ok("-ERR wrong type\r\n") end, 'RESP: error reply "-ERR wrong type"')
     end)
 end)
+
+describe("decode and expect agree on bytes that are no reply", function()
+    local BAD = {
+        { ":abc\r\n", "not an integer" },
+        { ":\r\n", "not an integer" },
+        { "(12x\r\n", "not an integer" },
+        { ",abc\r\n", "not a double" },
+        { "#x\r\n", "not a boolean" },
+        { "_x\r\n", "not a null" },
+        { "$1\r\nab\r\n", "not ended by CR LF" },
+        { "$0x3\r\nabc\r\n", "not a length" },
+        { "$ 3\r\nabc\r\n", "not a length" },
+        { "$3.0\r\nabc\r\n", "not a length" },
+        { "*1e0\r\n:1\r\n", "not a length" },
+        { ("*1\r\n"):rep(100000) .. ":1\r\n", "nested deeper than 64" },
+    }
+    for _, c in ipairs(BAD) do
+        it(("%q"):format(c[1]:sub(1, 20)) .. ": both raise RESP: " .. c[2], function()
+            local ok1, e1 = pcall(resp.expect, c[1])
+            local ok2, e2 = pcall(resp.decode, c[1])
+            assert.is_false(ok1)
+            assert.is_false(ok2)
+            assert.matches("^RESP: .*" .. c[2], e1)
+            assert.matches("^RESP: .*" .. c[2], e2)
+            -- a reader raises the same
+            local r = resp.reader()
+            r:push(c[1])
+            assert.has_error(function() r:next() end)
+        end)
+    end
+
+    it("still decodes the edge forms that are replies", function()
+        assert.are.same({ -12, 7 }, { resp.decode(":-12\r\n") })
+        assert.are.same({ 12, 7 }, { resp.decode(":+12\r\n") })
+        assert.are.equal(math.huge, (resp.decode(",inf\r\n")))
+        assert.are.equal(-1.5, (resp.decode(",-1.5\r\n")))
+        assert.are.equal(false, (resp.decode("#f\r\n")))
+        assert.are.equal(resp.null, (resp.decode("$-1\r\n")))
+        assert.are.equal("", (resp.decode("$0\r\n\r\n")))
+        local nested = ("*1\r\n"):rep(64) .. ":1\r\n"
+        assert.are.equal(#nested, resp.expect(nested))
+        assert.is_table((resp.decode(nested)))
+        -- incomplete stays nil in both
+        assert.is_nil(resp.decode("$3\r\nab"))
+        assert.is_nil(resp.expect("$3\r\nab"))
+        assert.is_nil(resp.decode(":12"))
+    end)
+end)

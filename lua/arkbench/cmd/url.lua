@@ -216,7 +216,14 @@ function _M.parse_statuses(text)
     return out
 end
 
--- -b @FILE and --body-file FILE: the body is the file's bytes (o.body)
+-- -b @FILE and --body-file FILE: the body is the file's bytes (o.body).
+-- At most BODY_MAX bytes (docs/one-liner.md): a device that never ends
+-- (/dev/zero) or a huge file is refused, not read into memory; a folder is
+-- refused by name. A body above BODY_INLINE_MAX is not written into the
+-- generated scenario as a string literal: the scenario reads the file
+-- (o.body_path, absolute) each time it is loaded.
+_M.BODY_MAX = 64 * 1024 * 1024
+_M.BODY_INLINE_MAX = 64 * 1024
 function _M.read_body(o)
     local path = o.body_file
     if o.body and o.body_file then return "-b/--body and --body-file exclude each other" end
@@ -224,8 +231,24 @@ function _M.read_body(o)
     if not path then return nil end
     local f, ferr = io.open(path, "rb")
     if not f then return format("cannot read the body file: %s", tostring(ferr)) end
-    o.body = f:read("*a")
+    local text, rerr = f:read(_M.BODY_MAX + 1)
+    if text == nil and rerr then
+        f:close()
+        if tostring(rerr):find("directory", 1, true) then
+            return format("the body file %s is a directory; expected a file", path)
+        end
+        return format("cannot read the body file %s: %s", path, tostring(rerr))
+    end
     f:close()
+    text = text or ""
+    if #text > _M.BODY_MAX then
+        return format("the body file %s is larger than %d MiB (the most a body may be),"
+                      .. " or is no file that ends", path, _M.BODY_MAX / (1024 * 1024))
+    end
+    o.body = text
+    if #text > _M.BODY_INLINE_MAX then
+        o.body_path = path:sub(1, 1) == "/" and path or ((os.getenv("PWD") or ".") .. "/" .. path)
+    end
     o.body_file = nil
     return nil
 end
@@ -391,7 +414,13 @@ function _M.scenario(o)
             end
             r[#r + 1] = "headers = { " .. concat(hs, ", ") .. " }"
         end
-        if o.body then r[#r + 1] = "body = " .. q(o.body) end
+        if o.body_path then
+            -- a large body: read from its file, not a literal (read_body)
+            table.insert(lines, 2, "local body_file = assert(io.open(" .. q(o.body_path) .. ", \"rb\"))")
+            table.insert(lines, 3, "local body = body_file:read(\"*a\")")
+            table.insert(lines, 4, "body_file:close()")
+            r[#r + 1] = "body = body"
+        elseif o.body then r[#r + 1] = "body = " .. q(o.body) end
         if o.ok_status then
             local st = {}
             for i, n in ipairs(o.ok_status) do st[i] = tostring(n) end

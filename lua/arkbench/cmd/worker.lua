@@ -1,6 +1,6 @@
 -- arkbench.cmd.worker: one repetition of one case, in a fresh process.
 --
---   arkbench worker FILE --case-json JSON --repetition N [--set k=v]... [--quick]
+--   arkbench worker FILE (--case-json JSON | --case-file PATH) --repetition N [--set k=v]... [--quick]
 --
 -- Loads the same scenario file as the orchestrator (so its hooks exist
 -- here), runs the case through the C engine and writes exactly one JSON
@@ -46,6 +46,12 @@ local function parse(args)
     while i <= #args do
         local a = args[i]
         if a == "--case-json" then o.case_json = args[i + 1]; i = i + 2
+        elseif a == "--case-file" then
+            -- a large case comes in a file (arkbench.run.casearg)
+            local text, err = require("arkbench.run.casearg").read(tostring(args[i + 1]))
+            if not text then return nil, err end
+            o.case_json = text
+            i = i + 2
         elseif a == "--repetition" then o.repetition = tonumber(args[i + 1]); i = i + 2
         elseif a == "--set" then o.sets[#o.sets + 1] = args[i + 1]; i = i + 2
         elseif a == "--quick" then o.quick = true; i = i + 1
@@ -71,7 +77,7 @@ local function parse(args)
         else return nil, "worker: unexpected argument '" .. a .. "'" end
     end
     if not o.path then return nil, "worker: missing scenario file" end
-    if not o.case_json then return nil, "worker: missing --case-json" end
+    if not o.case_json then return nil, "worker: missing --case-json or --case-file" end
     return o
 end
 
@@ -265,7 +271,7 @@ function _M.main(args)
 
     local case = json.decode(o.case_json)
     if type(case) ~= "table" then
-        obj.error = "worker: --case-json is not a JSON object"
+        obj.error = "worker: the case (--case-json/--case-file) is not a JSON object"
         return finish(2)
     end
     obj.case, obj.case_id = case, case.case_id

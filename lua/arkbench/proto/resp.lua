@@ -17,7 +17,9 @@
 --       string, integer -> number, nil bulk/array -> resp.null, array ->
 --       list, error -> resp.error value ({ err = "ERR ..." }), RESP3 map ->
 --       { [k] = v }, double -> number, boolean -> boolean, verbatim ->
---       string; nil when incomplete
+--       string; nil when incomplete; raises as expect does on bytes
+--       that are no reply (the same checks: lengths, integers, CR LF,
+--       depth 64)
 --   resp.is_error(v) -> bool                   an error reply's value
 --   resp.null                                  the nil reply
 --   resp.call(conn, args [, tag]) -> value | nil, err, code
@@ -83,10 +85,39 @@ local function line(buf, pos)
     return sub(buf, pos + 1, e - 1), e + 2
 end
 
+-- a length: decimal digits, -1 for nil (no sign otherwise, no spaces,
+-- no hex, no exponent)
 local function count(buf, pos, text)
-    local n = tonumber(text)
-    if not n or n % 1 ~= 0 or n < -1 then bad(buf, pos, "not a length") end
-    return n
+    if not (find(text, "^%d+$") or text == "-1") or #text > 15 then bad(buf, pos, "not a length") end
+    return tonumber(text)
+end
+
+local DOUBLE_WORDS = { inf = true, ["-inf"] = true, nan = true }
+
+-- a simple reply's line, checked: integer (:) decimal digits with an
+-- optional sign, double (,) a number or inf/-inf/nan, boolean (#) t or f,
+-- null (_) empty, big number (() digits with an optional sign
+local function check_simple(buf, pos, t, text)
+    if t == 58 or t == 40 then
+        if not find(text, "^[+-]?%d+$") then bad(buf, pos, "not an integer") end
+    elseif t == 44 then
+        if not (DOUBLE_WORDS[text] or (find(text, "^[+-]?[%d.]") and tonumber(text))) then
+            bad(buf, pos, "not a double")
+        end
+    elseif t == 35 then
+        if text ~= "t" and text ~= "f" then bad(buf, pos, "not a boolean (t or f)") end
+    elseif t == 95 then
+        if text ~= "" then bad(buf, pos, "not a null") end
+    end
+end
+
+-- the end of a blob whose line ends at nxt and length is n (nil: not all
+-- here); raises when its bytes are not followed by CR LF
+local function blob_end(buf, nxt, n)
+    local e = nxt + n + 2
+    if #buf < e - 1 then return nil end
+    if sub(buf, e - 2, e - 1) ~= "\r\n" then bad(buf, e - 2, "a bulk string not ended by CR LF") end
+    return e
 end
 
 local AGGREGATE = { [42] = 1, [37] = 2, [126] = 1, [62] = 1, [124] = 2 } -- * % ~ > |
@@ -104,14 +135,14 @@ local function skip(buf, pos, depth)
         if not (SIMPLE[t] or BLOB[t] or AGGREGATE[t]) then bad(buf, pos, "not a reply type") end
         return nil
     end
-    if SIMPLE[t] then return nxt end
+    if SIMPLE[t] then
+        check_simple(buf, pos, t, text)
+        return nxt
+    end
     if BLOB[t] then
         local n = count(buf, pos, text)
         if n < 0 then return nxt end
-        local e = nxt + n + 2
-        if #buf < e - 1 then return nil end
-        if sub(buf, e - 2, e - 1) ~= "\r\n" then bad(buf, e - 2, "a bulk string not ended by CR LF") end
-        return e
+        return blob_end(buf, nxt, n)
     end
     local per = AGGREGATE[t]
     if not per then bad(buf, pos, "not a reply type") end
@@ -138,23 +169,32 @@ function _M.expect_ok(buf)
     return n
 end
 
+-- the value at pos and the position after it, or nil (incomplete);
+-- raises on what skip (expect) raises on
 local function decode(buf, pos, depth)
     if pos > #buf then return nil end
+    if depth > 64 then bad(buf, pos, "nested deeper than 64") end
     local t = byte(buf, pos)
     local text, nxt = line(buf, pos)
     if not text then
         if not (SIMPLE[t] or BLOB[t] or AGGREGATE[t]) then bad(buf, pos, "not a reply type") end
         return nil
     end
+    if SIMPLE[t] then check_simple(buf, pos, t, text) end
     if t == 43 or t == 40 then return text, nxt                               -- + (
     elseif t == 45 then return setmetatable({ err = text }, ERROR_MT), nxt    -- -
-    elseif t == 58 or t == 44 then return tonumber(text), nxt                 -- : ,
+    elseif t == 58 then return tonumber(text), nxt                            -- :
+    elseif t == 44 then                                                       -- ,
+        if text == "inf" then return math.huge, nxt
+        elseif text == "-inf" then return -math.huge, nxt
+        elseif text == "nan" then return 0 / 0, nxt end
+        return tonumber(text), nxt
     elseif t == 95 then return _M.null, nxt                                   -- _
     elseif t == 35 then return text == "t", nxt                               -- #
     elseif BLOB[t] then
         local n = count(buf, pos, text)
         if n < 0 then return _M.null, nxt end
-        if #buf < nxt + n + 1 then return nil end
+        if not blob_end(buf, nxt, n) then return nil end
         local s = sub(buf, nxt, nxt + n - 1)
         if t == 33 then return setmetatable({ err = s }, ERROR_MT), nxt + n + 2 end
         if t == 61 then s = sub(s, 5) end -- verbatim: "txt:" first

@@ -6,8 +6,9 @@
 --       want: { csv = bool, hgrm = bool, openmetrics = bool }; each
 --       export asked for writes its files and says so on `out` (a file,
 --       default stderr): "wrote DIR/runs.csv, ... and DIR/intervals.csv";
---       the first that cannot be written stops it: nil, "the CSV files:
---       DIR/runs.csv: ENOSPC: ..." (a write failure: exit 1).
+--       each is attempted even when one before it failed; any failure:
+--       nil, "the CSV files: DIR/runs.csv: ENOSPC: ...; the .hgrm files:
+--       ..." (every failure, "; " between; a write failure: exit 1).
 --   exports.any(want) -> bool
 
 local format, concat = string.format, table.concat
@@ -41,13 +42,18 @@ end
 
 function _M.write(dir, runs, summary, want, out)
     out = out or io.stderr
+    local failed = {}
     for _, e in ipairs(LIST) do
         if want[e[1]] then
             local said, err = e[3](dir, runs, summary)
-            if not said then return nil, e[2] .. ": " .. tostring(err) end
-            out:write(said, "\n")
+            if said then
+                out:write(said, "\n")
+            else
+                failed[#failed + 1] = e[2] .. ": " .. tostring(err)
+            end
         end
     end
+    if #failed > 0 then return nil, concat(failed, "; ") end
     return true
 end
 

@@ -54,16 +54,19 @@ function _M.part_case(case, n, i, extra)
     return c
 end
 
+-- argv of part i, and the function removing its case file | nil, error
 local function argv_of(o, i)
     local part = _M.part_case(o.case, o.n, i, o.extra)
-    local argv = { o.exe, "worker", o.path, "--case-json", json.encode(part),
+    local cargs, done = require("arkbench.run.casearg").args(json.encode(part))
+    if not cargs then return nil, done end
+    local argv = { o.exe, "worker", o.path, cargs[1], cargs[2],
                    "--repetition", tostring(o.repetition or 1), "--part", i .. "/" .. o.n }
     for _, kv in ipairs(o.sets or {}) do
         argv[#argv + 1] = "--set"
         argv[#argv + 1] = kv
     end
     if o.quick then argv[#argv + 1] = "--quick" end
-    return argv
+    return argv, done
 end
 
 local function forward(h, i, n)
@@ -102,11 +105,22 @@ function _M.run_clients(o)
     -- only its share)
     local env = { "ARKBENCH_RESULT_FD=3", "ARKBENCH_ORCHESTRATOR_PID=" .. tostring(core.getpid()),
                   "ARKBENCH_PROGRESS_FD=" }
-    local kids, stage, last = {}, {}, {}
+    local kids, stage, last, cleanups = {}, {}, {}, {}
+    local function clean()
+        for _, f in ipairs(cleanups) do f() end
+    end
     for i = 1, o.n do
-        local h, err = core.child_start(argv_of(o, i), { stdin = true, env = env })
+        local argv, done = argv_of(o, i)
+        local h, err
+        if argv then
+            cleanups[#cleanups + 1] = done
+            h, err = core.child_start(argv, { stdin = true, env = env })
+        else
+            err = done
+        end
         if not h then
             for _, k in ipairs(kids) do k:close() end
+            clean()
             return nil, format("processes: cannot start process %d of %d: %s", i, o.n, err)
         end
         kids[i], stage[i] = h, 0
@@ -155,6 +169,7 @@ function _M.run_clients(o)
         parts[i].pid = h:pid()
         h:close()
     end
+    clean()
     return parts
 end
 

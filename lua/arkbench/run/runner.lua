@@ -84,6 +84,7 @@
 local core = require("arkbench.core")
 local cjson = require("cjson")
 local json = require("arkbench.util.json")
+local casearg = require("arkbench.run.casearg")
 local status = require("arkbench.run.status")
 
 local type, pairs, ipairs, tostring, tonumber = type, pairs, ipairs, tostring, tonumber
@@ -268,8 +269,8 @@ local function log_output(ctx, prefix, res)
     end
 end
 
-local function worker_argv(plan, exe, case_json, rep, slot)
-    local argv = { exe, "worker", plan.spec.path, "--case-json", case_json,
+local function worker_argv(plan, exe, case_args, rep, slot)
+    local argv = { exe, "worker", plan.spec.path, case_args[1], case_args[2],
                    "--repetition", tostring(rep) }
     if plan.shard then
         argv[#argv + 1] = "--shard"
@@ -311,7 +312,10 @@ local function run_one(plan, ctx, case, case_json, rep, done, total, slot)
     local limit_s = plan.timeout_s
         or (tonumber(case.warmup) or 0) + (tonumber(case.duration) or 0)
            + 3 * (tonumber(case.timeout) or 2) + pace_s + _M.GRACE_S + connect_allowance(case)
-    local argv = worker_argv(plan, ctx.exe, case_json, rep, slot)
+    -- a large case goes in a file (E2BIG on argv): arkbench.run.casearg
+    local case_args, case_done = casearg.args(case_json)
+    if not case_args then case_args, case_done = { "--case-json", case_json }, function() end end
+    local argv = worker_argv(plan, ctx.exe, case_args, rep, slot)
     local t0 = core.now_ns()
     local opts = { timeout_s = limit_s, env = ctx.env, channel = true }
     if plan.on_progress then
@@ -322,6 +326,7 @@ local function run_one(plan, ctx, case, case_json, rep, done, total, slot)
         end
     end
     local res, spawn_err = core.spawn_wait(argv, opts)
+    case_done()
     local prefix = format("[%s rep %d] ", tostring(case_id), rep)
     log_output(ctx, prefix, res)
 

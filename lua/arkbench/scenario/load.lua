@@ -217,10 +217,26 @@ end
 -- Bytes of the file's own error message kept (one line).
 _M.ERR_MAX = 300
 
--- Any error object -> one line of at most ERR_MAX bytes. Runs while the
--- file's changes to the standard library are still in place: only the
--- functions captured above, no method calls, no tostring of a table (its
--- __tostring is the user's).
+-- Lines of a module load error kept (require's "module 'x' not found:"
+-- lists every place searched, one per line; "error loading module" has
+-- the module's own file:line: message on its second line).
+_M.MODULE_ERR_LINES = 40
+
+-- text -> its first line, control characters as spaces, at most ERR_MAX
+-- bytes ("..." marks a cut)
+local function first_line(text)
+    local first = str_match(text, "^[^\n]*")
+    local cut = #first < #text
+    if #first > _M.ERR_MAX then first, cut = str_sub(first, 1, _M.ERR_MAX), true end
+    first = str_gsub(first, "%c", " ")
+    return cut and (first .. " ...") or first
+end
+
+-- Any error object -> one line of at most ERR_MAX bytes; a module load
+-- error keeps its lines (at most MODULE_ERR_LINES, each cut like one).
+-- Runs while the file's changes to the standard library are still in
+-- place: only the functions captured above, no method calls, no tostring
+-- of a table (its __tostring is the user's).
 local function one_line(v)
     local t = type(v)
     local text
@@ -228,11 +244,20 @@ local function one_line(v)
     elseif t == "number" or t == "boolean" then text = tostring(v)
     elseif t == "table" and getmetatable(v) == Refused then text = v.text
     else text = "(error object is a " .. t .. " value)" end
-    local first = str_match(text, "^[^\n]*")
-    local cut = #first < #text
-    if #first > _M.ERR_MAX then first, cut = str_sub(first, 1, _M.ERR_MAX), true end
-    first = str_gsub(first, "%c", " ")
-    return cut and (first .. " ...") or first
+    if str_find(text, "\n", 1, true)
+       and (str_find(text, "module '[^'\n]*' not found:") or str_find(text, "error loading module '")) then
+        local lines, n = {}, 0
+        for line in str_gmatch(text, "[^\n]+") do
+            n = n + 1
+            if n > _M.MODULE_ERR_LINES then
+                lines[#lines + 1] = "    ..."
+                break
+            end
+            lines[#lines + 1] = first_line(line)
+        end
+        return tbl_concat(lines, "\n")
+    end
+    return first_line(text)
 end
 _M.one_line = one_line
 
