@@ -103,7 +103,10 @@ return { name = "reset_one", protocol = "tcp", framing = "raw", target = "127.0.
         assert.truthy(so:find("errors: " .. class .. " 1", 1, true), so)
         local md = files.read_file(out .. "/report.md")
         assert.truthy(md:find("| " .. rt .. " [" .. rt .. ", " .. rt .. "] # |", 1, true), md)
-        assert.truthy(md:find("| 1/1 (1 degraded) |", 1, true), md)
+        -- (a busy machine may also mark the run generator-bound: a client
+        -- loop >= 95 % busy, docs/load-models.md)
+        assert.truthy(md:find("| 1/1 (1 degraded) |", 1, true)
+                      or md:find("| 1/1 (1 degraded, 1 generator-bound) |", 1, true), md)
         assert.truthy(md:find("## Degraded runs", 1, true), md)
         assert.truthy(md:find("| default | 1 | degraded | ", 1, true), md)
     end)
